@@ -1,0 +1,22 @@
+//===- DtcDialect.h - the dtc dialect: the one header its users include ---===//
+#ifndef DTC_DIALECT_DTCDIALECT_H
+#define DTC_DIALECT_DTCDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialect/DtcDialect.h.inc"
+#include "dialect/DtcEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/DtcAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialect/DtcOps.h.inc"
+
+#endif // DTC_DIALECT_DTCDIALECT_H

@@ -1,0 +1,125 @@
+//===- DtcNNOps.td - linear algebra, convolution, pooling, normalization -===//
+
+#ifndef DTC_NN_OPS_TD
+#define DTC_NN_OPS_TD
+
+include "DtcBase.td"
+
+def Dtc_GemmOp : Dtc_InferredOp<"gemm"> {
+  let summary = "alpha * op(A) * op(B) + beta * C, with C broadcast (ONNX Gemm)";
+  let arguments = (ins Dtc_FloatTensor:$a, Dtc_FloatTensor:$b,
+                       Optional<Dtc_FloatTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_MatMulOp : Dtc_InferredOp<"matmul"> {
+  let summary = "matrix product with numpy batching (ONNX MatMul)";
+  let arguments = (ins Dtc_FloatTensor:$lhs, Dtc_FloatTensor:$rhs);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_ConvOp : Dtc_InferredOp<"conv"> {
+  let summary = "2-D convolution, NCHW, with groups (ONNX Conv)";
+  let description = [{
+    `pads` is [top, left, bottom, right]; all attributes are explicit (the
+    importer resolves ONNX defaults and auto_pad).
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$weight,
+                       Optional<Dtc_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_MaxPoolOp : Dtc_InferredOp<"max_pool"> {
+  let summary = "2-D max pooling, NCHW (ONNX MaxPool)";
+  let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_AveragePoolOp : Dtc_InferredOp<"average_pool"> {
+  let summary = "2-D average pooling, NCHW (ONNX AveragePool)";
+  let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_GlobalAveragePoolOp : Dtc_InferredOp<"global_average_pool"> {
+  let summary = "mean over all spatial dimensions, keeping them as size 1";
+  let arguments = (ins Dtc_FloatTensor:$input);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_BatchNormOp : Dtc_InferredOp<"batch_norm"> {
+  let summary = "training-mode batch normalization over N, H, W";
+  let description = [{
+    Normalizes with the batch's mean and biased variance, and returns the
+    updated running statistics as ONNX does:
+    `running = running * momentum + batch * (1 - momentum)`, where the batch
+    variance in the update is the unbiased one (PyTorch's convention, which
+    PyTorch's ONNX exporter keeps).
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$scale,
+                       Dtc_FloatTensor:$bias, Dtc_FloatTensor:$running_mean,
+                       Dtc_FloatTensor:$running_var,
+                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.9">:$momentum);
+  let results = (outs Dtc_FloatTensor:$output, Dtc_FloatTensor:$new_running_mean,
+                      Dtc_FloatTensor:$new_running_var);
+}
+
+def Dtc_BatchNormInferenceOp : Dtc_InferredOp<"batch_norm_inference"> {
+  let summary = "inference-mode batch normalization with the running statistics";
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$scale,
+                       Dtc_FloatTensor:$bias, Dtc_FloatTensor:$mean,
+                       Dtc_FloatTensor:$var,
+                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_LayerNormOp : Dtc_InferredOp<"layer_norm"> {
+  let summary = "normalization over the dimensions from `axis` on";
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$scale,
+                       Optional<Dtc_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_SoftmaxOp : Dtc_InferredOp<"softmax"> {
+  let summary = "softmax along one axis (ONNX Softmax-13)";
+  let arguments = (ins Dtc_FloatTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_LogSoftmaxOp : Dtc_InferredOp<"log_softmax"> {
+  let summary = "log of softmax along one axis (ONNX LogSoftmax-13)";
+  let arguments = (ins Dtc_FloatTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_ReduceMeanOp : Dtc_InferredOp<"reduce_mean"> {
+  let summary = "mean over `axes` (all axes when empty)";
+  let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_ReduceSumOp : Dtc_InferredOp<"reduce_sum"> {
+  let summary = "sum over `axes` (all axes when empty)";
+  let arguments = (ins Dtc_NumericTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs Dtc_NumericTensor:$output);
+}
+
+#endif // DTC_NN_OPS_TD

@@ -1,0 +1,12 @@
+//===- DtcOps.td - every op of the dtc dialect ---------------------------===//
+
+#ifndef DTC_OPS_TD
+#define DTC_OPS_TD
+
+include "DtcBase.td"
+include "DtcStructureOps.td"
+include "DtcMathOps.td"
+include "DtcNNOps.td"
+include "DtcShapeOps.td"
+
+#endif // DTC_OPS_TD

@@ -1,0 +1,83 @@
+//===- DtcShapeOps.td - ops that move data without arithmetic -----------===//
+//
+// All shape information is static: the importer folds ONNX's shape operands
+// (Reshape's shape, Slice's starts and ends, the axes of Squeeze) into the
+// attributes below.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTC_SHAPE_OPS_TD
+#define DTC_SHAPE_OPS_TD
+
+include "DtcBase.td"
+
+def Dtc_FlattenOp : Dtc_InferredOp<"flatten"> {
+  let summary = "reshape to 2-D: dimensions before `axis`, and from it on";
+  let arguments = (ins Dtc_Tensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs Dtc_Tensor:$output);
+}
+
+def Dtc_ReshapeOp : Dtc_InferredOp<"reshape"> {
+  let summary = "reshape to a static shape (no -1 or 0 entries)";
+  let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Dtc_Tensor:$output);
+  let hasFolder = 1;
+}
+
+def Dtc_TransposeOp : Dtc_InferredOp<"transpose"> {
+  let summary = "permutes dimensions: result dim i is input dim perm[i]";
+  let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Dtc_Tensor:$output);
+  let hasFolder = 1;
+}
+
+def Dtc_SqueezeOp : Dtc_InferredOp<"squeeze"> {
+  let summary = "removes the size-1 dimensions listed in `axes`";
+  let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Dtc_Tensor:$output);
+}
+
+def Dtc_UnsqueezeOp : Dtc_InferredOp<"unsqueeze"> {
+  let summary = "inserts size-1 dimensions at `axes` of the result";
+  let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Dtc_Tensor:$output);
+}
+
+def Dtc_ConcatOp : Dtc_InferredOp<"concat"> {
+  let summary = "joins tensors along `axis`";
+  let arguments = (ins Variadic<Dtc_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Dtc_Tensor:$output);
+}
+
+def Dtc_SplitOp : Dtc_InferredOp<"split"> {
+  let summary = "splits a tensor along `axis` into pieces of the given sizes";
+  let arguments = (ins Dtc_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Dtc_Tensor>:$outputs);
+}
+
+def Dtc_SliceOp : Dtc_InferredOp<"slice"> {
+  let summary = "strided slice; one (start, end, step) per entry of `axes`";
+  let description = [{
+    Starts and ends are already clamped to the dimension (no negative or
+    out-of-range values); steps may be negative.
+  }];
+  let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Dtc_Tensor:$output);
+}
+
+def Dtc_GatherOp : Dtc_InferredOp<"gather"> {
+  let summary = "takes slices of `data` along `axis` at `indices` (embeddings)";
+  let arguments = (ins Dtc_Tensor:$data, Dtc_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Dtc_Tensor:$output);
+}
+
+def Dtc_ExpandOp : Dtc_InferredOp<"expand"> {
+  let summary = "broadcasts to a static shape (ONNX Expand)";
+  let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Dtc_Tensor:$output);
+}
+
+#endif // DTC_SHAPE_OPS_TD

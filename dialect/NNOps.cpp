@@ -1,0 +1,310 @@
+//===- NNOps.cpp - type inference of linear algebra, conv, pool, norm ----===//
+#include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
+
+using namespace mlir;
+using namespace dtc;
+
+static RankedTensorType tensorOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Gemm and MatMul
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType a = tensorOf(adaptor.getA()), b = tensorOf(adaptor.getB());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return inferenceError(loc, "dtc.gemm: A and B must be 2-D, got " +
+                                   formatShape(a.getShape()) + " and " +
+                                   formatShape(b.getShape()));
+  int64_t m = a.getDimSize(adaptor.getTransA() ? 1 : 0);
+  int64_t kA = a.getDimSize(adaptor.getTransA() ? 0 : 1);
+  int64_t kB = b.getDimSize(adaptor.getTransB() ? 1 : 0);
+  int64_t n = b.getDimSize(adaptor.getTransB() ? 0 : 1);
+  if (kA != kB)
+    return inferenceError(loc, "dtc.gemm: inner dimensions differ (" +
+                                   std::to_string(kA) + " vs " +
+                                   std::to_string(kB) + ")");
+  if (Value c = adaptor.getC()) {
+    std::optional<Shape> joined = broadcastShapes({m, n}, tensorOf(c).getShape());
+    if (!joined || (*joined)[0] != m || (*joined)[1] != n)
+      return inferenceError(loc, "dtc.gemm: C of shape " +
+                                     formatShape(tensorOf(c).getShape()) +
+                                     " does not broadcast to " +
+                                     formatShape({m, n}));
+  }
+  types.push_back(RankedTensorType::get({m, n}, a.getElementType()));
+  return success();
+}
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Shape lhs(tensorOf(adaptor.getLhs()).getShape());
+  Shape rhs(tensorOf(adaptor.getRhs()).getShape());
+  if (lhs.empty() || rhs.empty())
+    return inferenceError(loc, "dtc.matmul: operands must have rank >= 1");
+  // 1-D operands are promoted to matrices and the added dimension dropped.
+  bool lhsVector = lhs.size() == 1, rhsVector = rhs.size() == 1;
+  if (lhsVector)
+    lhs.insert(lhs.begin(), 1);
+  if (rhsVector)
+    rhs.push_back(1);
+  int64_t k = lhs.back(), kRhs = rhs[rhs.size() - 2];
+  if (k != kRhs)
+    return inferenceError(loc, "dtc.matmul: inner dimensions differ (" +
+                                   formatShape(lhs) + " @ " + formatShape(rhs) + ")");
+  std::optional<Shape> batch =
+      broadcastShapes(ArrayRef(lhs).drop_back(2), ArrayRef(rhs).drop_back(2));
+  if (!batch)
+    return inferenceError(loc, "dtc.matmul: batch dimensions do not broadcast");
+  Shape result = *batch;
+  if (!lhsVector)
+    result.push_back(lhs[lhs.size() - 2]);
+  if (!rhsVector)
+    result.push_back(rhs.back());
+  types.push_back(RankedTensorType::get(
+      result, tensorOf(adaptor.getLhs()).getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Checks the window attributes shared by conv and pooling: 2 entries each,
+/// 4 pads, all positive (pads non-negative).
+static LogicalResult checkWindow(std::optional<Location> loc, StringRef op,
+                                 RankedTensorType input, ArrayRef<int64_t> kernel,
+                                 ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                                 ArrayRef<int64_t> dilations) {
+  if (input.getRank() != 4)
+    return inferenceError(loc, "dtc." + op + ": input must be 4-D NCHW, got " +
+                                   formatShape(input.getShape()));
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 ||
+      pads.size() != 4)
+    return inferenceError(loc, "dtc." + op + ": expects 2 kernel sizes, strides "
+                                             "and dilations and 4 pads");
+  for (int64_t v : llvm::concat<const int64_t>(kernel, strides, dilations))
+    if (v < 1)
+      return inferenceError(loc, "dtc." + op +
+                                     ": kernel sizes, strides and dilations must "
+                                     "be positive");
+  for (int64_t p : pads)
+    if (p < 0)
+      return inferenceError(loc, "dtc." + op + ": pads must be non-negative");
+  return success();
+}
+
+/// N x C x OH x OW for a window over `input`.
+static LogicalResult inferWindowed(std::optional<Location> loc, StringRef op,
+                                   RankedTensorType input, int64_t channels,
+                                   ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                   ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                                   bool ceilMode, SmallVectorImpl<Type> &types) {
+  if (failed(checkWindow(loc, op, input, kernel, strides, pads, dilations)))
+    return failure();
+  Shape result = {input.getDimSize(0), channels};
+  for (int i = 0; i < 2; ++i) {
+    int64_t size = windowOutputSize(input.getDimSize(2 + i), kernel[i], strides[i],
+                                    pads[i], pads[i + 2], dilations[i], ceilMode);
+    if (size < 1)
+      return inferenceError(loc, "dtc." + op + ": the window does not fit the " +
+                                     formatShape(input.getShape()) + " input");
+    result.push_back(size);
+  }
+  types.push_back(RankedTensorType::get(result, input.getElementType()));
+  return success();
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  RankedTensorType weight = tensorOf(adaptor.getWeight());
+  int64_t group = adaptor.getGroup();
+  if (weight.getRank() != 4 || input.getRank() != 4)
+    return inferenceError(loc, "dtc.conv: input and weight must be 4-D");
+  if (group < 1 || input.getDimSize(1) % group != 0 ||
+      weight.getDimSize(0) % group != 0)
+    return inferenceError(loc, "dtc.conv: group " + std::to_string(group) +
+                                   " does not divide the channels");
+  if (input.getDimSize(1) / group != weight.getDimSize(1))
+    return inferenceError(loc, "dtc.conv: input has " +
+                                   std::to_string(input.getDimSize(1)) +
+                                   " channels but the weight expects " +
+                                   std::to_string(weight.getDimSize(1) * group));
+  if (Value bias = adaptor.getBias())
+    if (tensorOf(bias).getShape() != ArrayRef<int64_t>{weight.getDimSize(0)})
+      return inferenceError(loc, "dtc.conv: bias must have one value per output "
+                                 "channel");
+  int64_t kernel[2] = {weight.getDimSize(2), weight.getDimSize(3)};
+  return inferWindowed(loc, "conv", input, weight.getDimSize(0), kernel,
+                       adaptor.getStrides(), adaptor.getPads(),
+                       adaptor.getDilations(), /*ceilMode=*/false, types);
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  int64_t channels = input.getRank() == 4 ? input.getDimSize(1) : 0;
+  return inferWindowed(loc, "max_pool", input, channels, adaptor.getKernelShape(),
+                       adaptor.getStrides(), adaptor.getPads(),
+                       adaptor.getDilations(), adaptor.getCeilMode(), types);
+}
+
+LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  int64_t channels = input.getRank() == 4 ? input.getDimSize(1) : 0;
+  int64_t unitDilations[2] = {1, 1};
+  return inferWindowed(loc, "average_pool", input, channels,
+                       adaptor.getKernelShape(), adaptor.getStrides(),
+                       adaptor.getPads(), unitDilations, adaptor.getCeilMode(),
+                       types);
+}
+
+LogicalResult GlobalAveragePoolOp::inferReturnTypes(MLIRContext *,
+                                                    std::optional<Location> loc,
+                                                    Adaptor adaptor,
+                                                    SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  if (input.getRank() < 3)
+    return inferenceError(loc, "dtc.global_average_pool: input must be N x C x "
+                               "spatial dims");
+  Shape result(input.getShape());
+  for (size_t i = 2; i < result.size(); ++i)
+    result[i] = 1;
+  types.push_back(input.clone(result));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// Batch norm's per-channel operands must all be 1-D of size C.
+static LogicalResult checkPerChannel(std::optional<Location> loc, StringRef op,
+                                     RankedTensorType input, ValueRange perChannel) {
+  if (input.getRank() < 2)
+    return inferenceError(loc, "dtc." + op + ": input must be N x C x ...");
+  for (Value v : perChannel)
+    if (tensorOf(v).getShape() != ArrayRef<int64_t>{input.getDimSize(1)})
+      return inferenceError(loc, "dtc." + op + ": scale, bias, mean and var must "
+                                 "have one value per channel (" +
+                                 std::to_string(input.getDimSize(1)) + ")");
+  return success();
+}
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  if (failed(checkPerChannel(loc, "batch_norm", input,
+                             {adaptor.getScale(), adaptor.getBias(),
+                              adaptor.getRunningMean(), adaptor.getRunningVar()})))
+    return failure();
+  types.push_back(input);
+  types.push_back(adaptor.getRunningMean().getType());
+  types.push_back(adaptor.getRunningVar().getType());
+  return success();
+}
+
+LogicalResult BatchNormInferenceOp::inferReturnTypes(MLIRContext *,
+                                                     std::optional<Location> loc,
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  if (failed(checkPerChannel(loc, "batch_norm_inference", input,
+                             {adaptor.getScale(), adaptor.getBias(),
+                              adaptor.getMean(), adaptor.getVar()})))
+    return failure();
+  types.push_back(input);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  std::optional<int64_t> axis = normalizeAxis(adaptor.getAxis(), input.getRank());
+  if (!axis)
+    return inferenceError(loc, "dtc.layer_norm: axis out of range");
+  ArrayRef<int64_t> normalized = input.getShape().drop_front(*axis);
+  for (Value v : {adaptor.getScale(), adaptor.getBias()})
+    if (v && !broadcastShapes(normalized, tensorOf(v).getShape()))
+      return inferenceError(loc, "dtc.layer_norm: scale and bias must broadcast "
+                                 "to the normalized shape " +
+                                 formatShape(normalized));
+  types.push_back(input);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferSameWithAxis(std::optional<Location> loc, StringRef op,
+                                       Value input, int64_t axis,
+                                       SmallVectorImpl<Type> &types) {
+  if (!normalizeAxis(axis, tensorOf(input).getRank()))
+    return inferenceError(loc, "dtc." + op + ": axis " + std::to_string(axis) +
+                                   " out of range");
+  types.push_back(input.getType());
+  return success();
+}
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferSameWithAxis(loc, "softmax", adaptor.getInput(), adaptor.getAxis(),
+                           types);
+}
+
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return inferSameWithAxis(loc, "log_softmax", adaptor.getInput(),
+                           adaptor.getAxis(), types);
+}
+
+static LogicalResult inferReduce(std::optional<Location> loc, StringRef op,
+                                 Value input, ArrayRef<int64_t> axes, bool keepdims,
+                                 SmallVectorImpl<Type> &types) {
+  RankedTensorType type = tensorOf(input);
+  llvm::SmallVector<bool, 6> reduced(type.getRank(), axes.empty());
+  for (int64_t axis : axes) {
+    std::optional<int64_t> a = normalizeAxis(axis, type.getRank());
+    if (!a || reduced[*a])
+      return inferenceError(loc, "dtc." + op + ": axis " + std::to_string(axis) +
+                                     " out of range or repeated");
+    reduced[*a] = true;
+  }
+  Shape result;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    if (!reduced[i])
+      result.push_back(type.getDimSize(i));
+    else if (keepdims)
+      result.push_back(1);
+  }
+  types.push_back(type.clone(result));
+  return success();
+}
+
+LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return inferReduce(loc, "reduce_mean", adaptor.getInput(), adaptor.getAxes(),
+                     adaptor.getKeepdims(), types);
+}
+
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferReduce(loc, "reduce_sum", adaptor.getInput(), adaptor.getAxes(),
+                     adaptor.getKeepdims(), types);
+}

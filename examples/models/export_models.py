@@ -1,0 +1,293 @@
+#!/usr/bin/python3
+"""Export the example PyTorch models used by dtc to ONNX.
+
+dtc imports ONNX training graphs, so every model here is exported in
+training mode without constant folding: weights stay graph initializers and
+BatchNorm keeps its training form.  Each model is built right after
+``torch.manual_seed(0)`` so the files are reproducible.
+
+Models:
+  mlp       PyTorch MNIST example MLP            input  [N,1,28,28] float32
+  toy       PyTorch DDP tutorial ToyModel        input  [N,10] float32
+  lenet     LeNet-style CNN for MNIST            input  [N,1,28,28] float32
+  gpt       small GPT-style decoder (opset 17)   tokens [N,16] int64
+  resnet18  torchvision resnet18, 10 classes     input  [N,3,32,32] float32
+  resnet50  torchvision resnet50, 10 classes     input  [N,3,224,224] float32
+
+The ResNets are large and only written when named (or with ``all``).
+
+Usage (Debian's python3 with python3-torch, python3-torchvision, python3-onnx):
+  /usr/bin/python3 export_models.py [--out DIR] [--opset N] [names...]
+"""
+
+import argparse
+import math
+import os
+import sys
+import warnings
+from typing import Callable, NamedTuple, Optional
+
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+DEFAULT_OPSET = 14  # torch 1.13's default
+GPT_OPSET = 17  # LayerNormalization is a single op from opset 17
+
+
+# --------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------
+
+
+class MnistMLP(nn.Module):
+    """The MLP from the PyTorch MNIST example."""
+
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.fc1 = nn.Linear(784, 128)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.fc2(self.relu(self.fc1(self.flatten(x))))
+
+
+class ToyModel(nn.Module):
+    """The ToyModel from the PyTorch DDP tutorial."""
+
+    def __init__(self):
+        super().__init__()
+        self.net1 = nn.Linear(10, 10)
+        self.relu = nn.ReLU()
+        self.net2 = nn.Linear(10, 5)
+
+    def forward(self, x):
+        return self.net2(self.relu(self.net1(x)))
+
+
+class LeNet(nn.Module):
+    """LeNet-style CNN for 1x28x28 images."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        # Deliberately view() on the dynamic batch size so the exporter emits
+        # the Shape/Gather/Unsqueeze/Concat/Reshape chain.
+        x = x.view(x.size(0), -1)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, n_embd, n_head, block_size):
+        super().__init__()
+        assert n_embd % n_head == 0
+        self.n_head = n_head
+        self.n_embd = n_embd
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        mask = torch.tril(torch.ones(block_size, block_size, dtype=torch.bool))
+        self.register_buffer("mask", mask)
+
+    def forward(self, x):
+        B, T, C = x.size()
+        hd = self.n_embd // self.n_head
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        q = q.view(B, T, self.n_head, hd).transpose(1, 2)  # (B, nh, T, hd)
+        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = att.masked_fill(~self.mask[:T, :T], float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = att @ v  # (B, nh, T, hd)
+        y = y.transpose(1, 2).reshape(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, n_embd):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.gelu = nn.GELU()  # exact (erf) form
+        self.c_proj = nn.Linear(4 * n_embd, n_embd)
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd, n_head, block_size):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head, block_size)
+        self.ln2 = nn.LayerNorm(n_embd)
+        self.mlp = MLP(n_embd)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        x = x + self.mlp(self.ln2(x))
+        return x
+
+
+class GPT(nn.Module):
+    """A small GPT-style decoder built from plain modules (no dropout)."""
+
+    def __init__(self, vocab_size=96, block_size=16, n_embd=32, n_head=2, n_layer=2):
+        super().__init__()
+        self.block_size = block_size
+        self.tok_emb = nn.Embedding(vocab_size, n_embd)
+        self.pos_emb = nn.Embedding(block_size, n_embd)
+        self.blocks = nn.ModuleList(
+            [Block(n_embd, n_head, block_size) for _ in range(n_layer)]
+        )
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+
+    def forward(self, idx):
+        T = idx.size(1)
+        pos = torch.arange(T, device=idx.device)
+        x = self.tok_emb(idx) + self.pos_emb(pos)
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+# --------------------------------------------------------------------------
+# Export
+# --------------------------------------------------------------------------
+
+class Spec(NamedTuple):
+    make_model: Callable[[], nn.Module]
+    make_input: Callable[[], torch.Tensor]  # example input, batch size 2
+    input_name: str = "input"
+    opset: Optional[int] = None  # None: DEFAULT_OPSET
+
+
+MODELS = {
+    "mlp": Spec(MnistMLP, lambda: torch.randn(2, 1, 28, 28)),
+    "toy": Spec(ToyModel, lambda: torch.randn(2, 10)),
+    "lenet": Spec(LeNet, lambda: torch.randn(2, 1, 28, 28)),
+    "gpt": Spec(GPT, lambda: torch.randint(0, 96, (2, 16)), "tokens", GPT_OPSET),
+    "resnet18": Spec(
+        lambda: torchvision.models.resnet18(weights=None, num_classes=10),
+        lambda: torch.randn(2, 3, 32, 32),
+    ),
+    "resnet50": Spec(
+        lambda: torchvision.models.resnet50(weights=None, num_classes=10),
+        lambda: torch.randn(2, 3, 224, 224),
+    ),
+}
+SMALL = ["mlp", "toy", "lenet", "gpt"]
+OUTPUT_NAME = "logits"
+
+
+def fix_output_shape(proto, model, example):
+    """Give the output static sizes on every axis but the batch axis.
+
+    The tracer records ``idx.size(1)`` as a graph computation, so for gpt the
+    exporter declares the sequence axis of ``logits`` as a made-up symbol
+    even though the input's sequence axis is fixed.  Replace such symbols by
+    the size PyTorch actually produces.  Returns True if anything changed.
+    """
+    with torch.no_grad():
+        shape = model(example).shape
+    dims = proto.graph.output[0].type.tensor_type.shape.dim
+    changed = False
+    for axis, dim in enumerate(dims):
+        if axis > 0 and dim.HasField("dim_param"):
+            dim.dim_value = shape[axis]  # clears dim_param (oneof)
+            changed = True
+    return changed
+
+
+def export(name, out_dir, opset):
+    spec = MODELS[name]
+    input_name = spec.input_name
+    if opset is None:
+        opset = spec.opset or DEFAULT_OPSET
+
+    torch.manual_seed(0)
+    model = spec.make_model()
+    model.train()
+    example = spec.make_input()
+
+    path = os.path.join(out_dir, f"{name}.onnx")
+    with warnings.catch_warnings():
+        # BatchNorm's num_batches_tracked counter has no ONNX counterpart: the
+        # exporter drops its update and warns once per layer, as expected.
+        warnings.filterwarnings("ignore", message="ONNX Preprocess - Removing mutation")
+        torch.onnx.export(
+            model,
+            example,
+            path,
+            training=torch.onnx.TrainingMode.TRAINING,
+            do_constant_folding=False,
+            input_names=[input_name],
+            output_names=[OUTPUT_NAME],
+            dynamic_axes={input_name: {0: "batch"}, OUTPUT_NAME: {0: "batch"}},
+            opset_version=opset,
+        )
+
+    proto = onnx.load(path)
+    if fix_output_shape(proto, model, example):
+        onnx.save(proto, path)
+    onnx.checker.check_model(proto)
+    ops = sorted({node.op_type for node in proto.graph.node})
+    print(f"{path}: {os.path.getsize(path)} bytes, opset {opset}")
+    print(f"  ops: {', '.join(ops)}")
+    print(f"  initializers: {len(proto.graph.initializer)}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Export the dtc example models to ONNX (training mode)."
+    )
+    parser.add_argument(
+        "--out",
+        default=os.path.dirname(os.path.abspath(__file__)),
+        help="output directory (default: this script's folder)",
+    )
+    parser.add_argument(
+        "--opset",
+        type=int,
+        default=None,
+        help=f"ONNX opset (default: {DEFAULT_OPSET}, {GPT_OPSET} for gpt)",
+    )
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="name",
+        help=f"models to export: {', '.join(MODELS)} or 'all' "
+        f"(default: {' '.join(SMALL)})",
+    )
+    args = parser.parse_args(argv)
+
+    names = args.names or SMALL
+    if "all" in names:
+        names = list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s): {', '.join(unknown)}")
+
+    os.makedirs(args.out, exist_ok=True)
+    for name in names:
+        export(name, args.out, args.opset)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
