@@ -28,7 +28,6 @@ def Dtc_Dialect : Dialect {
     (batch-norm running statistics, optimizer updates) with `dtc.assign`.
   }];
   let hasConstantMaterializer = 1;
-  let useDefaultAttributePrinterParser = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -55,9 +54,7 @@ def Dtc_ParamKind : I32EnumAttr<"ParamKind", "what a module-level tensor is for"
     I32EnumAttrCase<"optimizer_state", 3> // momentum, Adam moments, step counters
   ]> {
   let cppNamespace = "::dtc";
-  let genSpecializedAttr = 0;
 }
-def Dtc_ParamKindAttr : EnumAttr<Dtc_Dialect, Dtc_ParamKind, "param_kind">;
 
 //===----------------------------------------------------------------------===//
 // Op base classes

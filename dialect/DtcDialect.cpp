@@ -11,17 +11,10 @@ using namespace dtc;
 #include "dialect/DtcDialect.cpp.inc"
 #include "dialect/DtcEnums.cpp.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "dialect/DtcAttrs.cpp.inc"
-
 #define GET_OP_CLASSES
 #include "dialect/DtcOps.cpp.inc"
 
 void DtcDialect::initialize() {
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "dialect/DtcAttrs.cpp.inc"
-      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialect/DtcOps.cpp.inc"

@@ -13,9 +13,6 @@
 #include "dialect/DtcDialect.h.inc"
 #include "dialect/DtcEnums.h.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "dialect/DtcAttrs.h.inc"
-
 #define GET_OP_CLASSES
 #include "dialect/DtcOps.h.inc"
 

@@ -23,7 +23,7 @@ def Dtc_ParamOp : Dtc_Op<"param", [Symbol]> {
     dtc.param buffer @"bn1.running_mean" : tensor<64xf32> = dense<...>
     ```
   }];
-  let arguments = (ins Dtc_ParamKindAttr:$kind, SymbolNameAttr:$sym_name,
+  let arguments = (ins Dtc_ParamKind:$kind, SymbolNameAttr:$sym_name,
                        TypeAttr:$type, OptionalAttr<ElementsAttr>:$initial_value);
   let assemblyFormat = [{
     $kind $sym_name `:` $type (`=` $initial_value^)? attr-dict

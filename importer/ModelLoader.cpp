@@ -1,0 +1,199 @@
+//===- ModelLoader.cpp - read and prepare an ONNX ModelProto ----------------===//
+//
+// Everything that happens to the protobuf before the import proper: parsing
+// (binary or text syntax), external data, the opset check, fixing the batch
+// size, onnx::checker and ONNX shape inference. No MLIR IR is built here.
+//
+//===----------------------------------------------------------------------===//
+#include "importer/ModelLoader.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "onnx/checker.h"
+#include "onnx/defs/parser.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <fstream>
+#include <unordered_set>
+
+using namespace mlir;
+
+namespace dtc {
+
+/// Exception messages of libonnx may span lines; diagnostics are one line.
+static std::string oneLine(std::string text) {
+  for (char &c : text)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  while (!text.empty() && text.back() == ' ')
+    text.pop_back();
+  return text;
+}
+
+static bool isTextSyntax(const std::string &path) {
+  llvm::StringRef ext = llvm::sys::path::extension(path);
+  return ext == ".onnxtxt" || ext == ".txt";
+}
+
+static LogicalResult parseModel(Location loc, const std::string &path,
+                                onnx::ModelProto &model) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/true);
+  if (!buffer)
+    return emitError(loc) << "cannot read '" << path << "': "
+                          << buffer.getError().message();
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (isTextSyntax(path)) {
+    onnx::OnnxParser parser(bytes.data());
+    auto status = parser.Parse(model);
+    if (!status.IsOK())
+      return emitError(loc) << "'" << path << "' is not a valid ONNX text model: "
+                            << oneLine(status.ErrorMessage());
+  } else if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return emitError(loc) << "'" << path
+                          << "' is not an ONNX model (protobuf parsing failed: "
+                             "the file is truncated or not a ModelProto)";
+  }
+  if (!model.has_graph() || model.ir_version() <= 0)
+    return emitError(loc) << "'" << path << "' is not an ONNX model (no "
+                          << (model.has_graph() ? "ir_version" : "graph") << ")";
+  return success();
+}
+
+/// Replaces the external data of `tensor` by its bytes, read from the file
+/// named by its `location` key, relative to `dir`.
+static LogicalResult loadExternalData(Location loc, const std::string &dir,
+                                      onnx::TensorProto &tensor) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &entry : tensor.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset")
+      offset = std::stoll(entry.value());
+    else if (entry.key() == "length")
+      length = std::stoll(entry.value());
+  }
+  if (location.empty())
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "' has external data without a location";
+  llvm::SmallString<256> file(dir);
+  llvm::sys::path::append(file, location);
+  std::ifstream in(file.c_str(), std::ios::binary);
+  if (!in)
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "': cannot open its external data file '" << file << "'";
+  in.seekg(0, std::ios::end);
+  int64_t fileSize = in.tellg();
+  if (length < 0)
+    length = fileSize - offset;
+  if (offset < 0 || length < 0 || offset + length > fileSize)
+    return emitError(loc) << "initializer '" << tensor.name() << "': external data file '"
+                          << file << "' is too short (needs " << length
+                          << " bytes at offset " << offset << ", has " << fileSize << ")";
+  std::string data(length, '\0');
+  in.seekg(offset);
+  in.read(data.data(), length);
+  if (!in)
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "': cannot read external data file '" << file << "'";
+  tensor.set_raw_data(std::move(data));
+  tensor.clear_external_data();
+  tensor.set_data_location(onnx::TensorProto::DEFAULT);
+  return success();
+}
+
+static LogicalResult findOpset(Location loc, const onnx::ModelProto &model,
+                               int64_t &opset) {
+  opset = -1;
+  for (const auto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  if (opset < 0)
+    return emitError(loc) << "the model imports no default-domain (ai.onnx) opset";
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return emitError(loc) << "ONNX opset " << opset << " is not supported; dtc supports "
+                          << "default-domain opsets " << kMinOpset << " to " << kMaxOpset;
+  return success();
+}
+
+/// Gives the graph inputs static shapes: a symbolic leading dimension becomes
+/// the batch size, any other symbolic dimension is an error.
+static LogicalResult fixBatchSize(Location loc, onnx::GraphProto &graph,
+                                  int64_t batchSize) {
+  std::unordered_set<std::string> initializers;
+  for (const auto &init : graph.initializer())
+    initializers.insert(init.name());
+  for (auto &input : *graph.mutable_input()) {
+    if (initializers.count(input.name()))
+      continue;
+    if (!input.type().has_tensor_type())
+      return emitError(loc) << "input '" << input.name() << "' is not a tensor";
+    auto *tensorType = input.mutable_type()->mutable_tensor_type();
+    if (!tensorType->has_shape())
+      return emitError(loc) << "input '" << input.name()
+                            << "' has no shape; dtc needs static shapes";
+    auto *shape = tensorType->mutable_shape();
+    for (int i = 0; i < shape->dim_size(); ++i) {
+      auto *dim = shape->mutable_dim(i);
+      if (dim->has_dim_value())
+        continue;
+      if (i == 0) {
+        dim->set_dim_value(batchSize);
+        continue;
+      }
+      std::string symbol = dim->has_dim_param() ? "'" + dim->dim_param() + "'" : "unnamed";
+      return emitError(loc) << "input '" << input.name() << "' dimension " << i
+                            << " is dynamic (" << symbol << "); dtc needs static shapes";
+    }
+  }
+  return success();
+}
+
+LogicalResult loadModel(Location loc, const std::string &path,
+                        const ImportOptions &options, onnx::ModelProto &model,
+                        int64_t &opset) {
+  try {
+    if (failed(parseModel(loc, path, model)) || failed(findOpset(loc, model, opset)))
+      return failure();
+    llvm::SmallString<256> dir(path);
+    llvm::sys::path::remove_filename(dir);
+    for (auto &init : *model.mutable_graph()->mutable_initializer())
+      if (init.data_location() == onnx::TensorProto::EXTERNAL &&
+          failed(loadExternalData(loc, dir.str().str(), init)))
+        return failure();
+    if (failed(fixBatchSize(loc, *model.mutable_graph(), options.batchSize)))
+      return failure();
+
+    // libonnx 1.12 knows opsets up to 17; newer models skip its checks and
+    // rely on dtc's own type inference alone.
+    int64_t known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+                        .Map()
+                        .at(onnx::ONNX_DOMAIN)
+                        .second;
+    if (opset > known)
+      return success();
+    if (options.runChecker) {
+      try {
+        onnx::checker::check_model(model);
+      } catch (const std::exception &e) {
+        return emitError(loc) << "the ONNX checker rejects '" << path
+                              << "': " << oneLine(e.what());
+      }
+    }
+    try {
+      onnx::shape_inference::InferShapes(model);
+    } catch (const std::exception &e) {
+      return emitError(loc) << "ONNX shape inference failed on '" << path
+                            << "': " << oneLine(e.what());
+    }
+  } catch (const std::exception &e) {
+    return emitError(loc) << "cannot load '" << path << "': " << oneLine(e.what());
+  }
+  return success();
+}
+
+} // namespace dtc

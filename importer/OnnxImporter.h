@@ -1,0 +1,34 @@
+//===- OnnxImporter.h - ONNX model -> dtc dialect: the public API --------===//
+//
+// One options struct and one function. Everything about protobuf and libonnx
+// stays inside importer/; callers see only MLIR types.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DTC_IMPORTER_ONNXIMPORTER_H
+#define DTC_IMPORTER_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include <cstdint>
+#include <string>
+
+namespace dtc {
+
+struct ImportOptions {
+  /// Size given to symbolic (dynamic) leading dimensions of the graph inputs.
+  int64_t batchSize = 64;
+  /// Run onnx::checker on the model before importing it.
+  bool runChecker = true;
+};
+
+/// Reads `path` (binary ModelProto; `.onnxtxt`/`.txt` files are parsed as ONNX
+/// text syntax), runs ONNX's checker and shape inference, and returns a module
+/// holding the dtc.param symbols and `func.func @forward`. On failure, reports
+/// every problem found as an MLIR error diagnostic and returns null.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &context,
+                                                 const std::string &path,
+                                                 const ImportOptions &options);
+
+} // namespace dtc
+
+#endif // DTC_IMPORTER_ONNXIMPORTER_H

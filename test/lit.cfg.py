@@ -1,0 +1,27 @@
+# lit configuration of the dtc test suite: tools on PATH, substitutions.
+#
+#   %models   examples/models (the exported ONNX files)
+#   %python   /usr/bin/python3 (Debian's, with torch and onnx: references only)
+#   %gen      a scratch folder shared by tests for large generated models
+import os
+import lit.formats
+
+config.name = "dtc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.dtc_binary_root, "test")
+
+path = [config.dtc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
+config.environment["PATH"] = os.pathsep.join(path)
+for var in ["HOME", "TMPDIR", "OPENBLAS_CORETYPE"]:
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+gen_dir = os.path.join(config.dtc_binary_root, "generated-models")
+os.makedirs(gen_dir, exist_ok=True)
+config.substitutions.append(("%models", os.path.join(config.dtc_source_root, "examples", "models")))
+config.substitutions.append(("%python", config.python_reference))
+config.substitutions.append(("%gen", gen_dir))
+config.substitutions.append(("%srcroot", config.dtc_source_root))
