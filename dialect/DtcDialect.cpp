@@ -1,5 +1,6 @@
 //===- DtcDialect.cpp - dialect registration and generated definitions ---===//
 #include "dialect/DtcDialect.h"
+#include "dialect/VJP.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -19,6 +20,9 @@ void DtcDialect::initialize() {
 #define GET_OP_LIST
 #include "dialect/DtcOps.cpp.inc"
       >();
+  attachMathVJPs(getContext());
+  attachNNVJPs(getContext());
+  attachShapeVJPs(getContext());
 }
 
 Operation *DtcDialect::materializeConstant(OpBuilder &builder, Attribute value,

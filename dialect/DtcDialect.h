@@ -12,6 +12,7 @@
 
 #include "dialect/DtcDialect.h.inc"
 #include "dialect/DtcEnums.h.inc"
+#include "dialect/DtcInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialect/DtcOps.h.inc"

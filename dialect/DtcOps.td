@@ -8,5 +8,7 @@ include "DtcStructureOps.td"
 include "DtcMathOps.td"
 include "DtcNNOps.td"
 include "DtcShapeOps.td"
+include "DtcGradOps.td"
+include "DtcTrainingOps.td"
 
 #endif // DTC_OPS_TD

@@ -47,18 +47,23 @@ static LogicalResult parseModel(Location loc, const std::string &path,
                           << buffer.getError().message();
   llvm::StringRef bytes = (*buffer)->getBuffer();
   if (isTextSyntax(path)) {
-    onnx::OnnxParser parser(bytes.data());
-    auto status = parser.Parse(model);
-    if (!status.IsOK())
-      return emitError(loc) << "'" << path << "' is not a valid ONNX text model: "
-                            << oneLine(status.ErrorMessage());
+    std::string message;
+    try {
+      onnx::OnnxParser parser(bytes.data());
+      auto status = parser.Parse(model);
+      if (!status.IsOK())
+        message = status.ErrorMessage();
+    } catch (const std::exception &e) {
+      message = std::string("parser exception: ") + e.what();
+    }
+    if (!message.empty())
+      return emitError(loc) << "not a valid ONNX text model: " << oneLine(message);
   } else if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return emitError(loc) << "'" << path
-                          << "' is not an ONNX model (protobuf parsing failed: "
-                             "the file is truncated or not a ModelProto)";
+    return emitError(loc) << "not an ONNX model (protobuf parsing failed: the "
+                             "file is truncated or not a ModelProto)";
   }
   if (!model.has_graph() || model.ir_version() <= 0)
-    return emitError(loc) << "'" << path << "' is not an ONNX model (no "
+    return emitError(loc) << "not an ONNX model (no "
                           << (model.has_graph() ? "ir_version" : "graph") << ")";
   return success();
 }
@@ -180,18 +185,16 @@ LogicalResult loadModel(Location loc, const std::string &path,
       try {
         onnx::checker::check_model(model);
       } catch (const std::exception &e) {
-        return emitError(loc) << "the ONNX checker rejects '" << path
-                              << "': " << oneLine(e.what());
+        return emitError(loc) << "the ONNX checker rejects the model: " << oneLine(e.what());
       }
     }
     try {
       onnx::shape_inference::InferShapes(model);
     } catch (const std::exception &e) {
-      return emitError(loc) << "ONNX shape inference failed on '" << path
-                            << "': " << oneLine(e.what());
+      return emitError(loc) << "ONNX shape inference failed: " << oneLine(e.what());
     }
   } catch (const std::exception &e) {
-    return emitError(loc) << "cannot load '" << path << "': " << oneLine(e.what());
+    return emitError(loc) << "cannot load the model: " << oneLine(e.what());
   }
   return success();
 }

@@ -1,6 +1,7 @@
 //===- TensorConversion.cpp - ONNX tensors and types -> MLIR ----------------===//
 #include "importer/TensorConversion.h"
 
+#include "mlir/IR/Builders.h"
 #include "llvm/ADT/APFloat.h"
 #include <cmath>
 #include <cstring>

@@ -35,4 +35,102 @@ def FuseGelu : Pass<"dtc-fuse-gelu", "mlir::func::FuncOp"> {
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def FreezeParams : Pass<"dtc-freeze-params", "mlir::ModuleOp"> {
+  let summary = "Turns the weights whose names match a regex into constants";
+  let description = [{
+    `--freeze=REGEX` of the driver. A frozen weight becomes a `constant`
+    param: autodiff gives it no gradient, the optimizer no state, and the
+    data-parallel pass nothing to reduce. The regex must match the whole
+    name (std::regex_match, ECMAScript syntax).
+
+    Before: `dtc.param weight @fc1.weight ...`, with pattern `fc1\..*`.
+    After: `dtc.param constant @fc1.weight ...`.
+  }];
+  let options = [
+    Option<"pattern", "pattern", "std::string", /*default=*/"\"\"",
+           "regex of the weight names to freeze">
+  ];
+}
+
+def AddLoss : Pass<"dtc-add-loss", "mlir::ModuleOp"> {
+  let summary = "Builds @train_step and @eval_step: the forward pass plus a loss";
+  let dependentDialects = ["dtc::DtcDialect"];
+  let description = [{
+    Clones `@forward` into `@train_step(inputs..., labels) -> loss`, with the
+    loss applied to the model's first output, and into `@eval_step`, the
+    same in inference mode (batch norm uses the running statistics and does
+    not update them, dropout is the identity) returning the loss and, for
+    cross-entropy, the number of correctly classified rows.
+
+    `cross-entropy`: labels are class indices (i64) shaped like the output
+    without its last dimension; `mse`: labels are shaped like the output.
+
+    Before: `func.func @forward(%x) -> tensor<64x10xf32>`.
+    After, in addition:
+    ```mlir
+    func.func @train_step(%x, %labels: tensor<64xi64>) -> tensor<f32> {
+      ...
+      %loss = dtc.softmax_cross_entropy %logits, %labels
+      return %loss
+    }
+    ```
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+           "cross-entropy or mse">
+  ];
+}
+
+def Differentiate : Pass<"dtc-differentiate", "mlir::ModuleOp"> {
+  let summary = "Reverse-mode autodiff of @train_step's loss";
+  let dependentDialects = ["dtc::DtcDialect"];
+  let description = [{
+    Walks @train_step backwards from its loss, building each op's
+    vector-Jacobian product through DifferentiableOpInterface, summing the
+    gradients of values used more than once, and ends every trainable
+    weight's gradient with `dtc.gradient @weight, %g` as soon as it is
+    complete, so the gradient ops appear in the order backward produces
+    them. Only values that depend on a trainable weight get gradients;
+    frozen weights and inputs get none.
+
+    After (MLP, abridged):
+    ```mlir
+    %dlogits = dtc.softmax_cross_entropy_grad %logits, %labels, %one
+    %dw2 = dtc.gemm %dlogits, %h {transA = true}
+    dtc.gradient @fc2.weight, %dw2
+    ...
+    ```
+  }];
+}
+
+def AddOptimizer : Pass<"dtc-add-optimizer", "mlir::ModuleOp"> {
+  let summary = "Turns each dtc.gradient into an optimizer update with its state";
+  let dependentDialects = ["dtc::DtcDialect"];
+  let description = [{
+    `sgd` (torch.optim.SGD: momentum, dampening, weight decay, Nesterov),
+    `adam` (torch.optim.Adam, L2 weight decay) or `adamw` (decoupled weight
+    decay). Each update names its weight and its state, which becomes
+    `optimizer_state` params starting at zero:
+    `@W.momentum_buffer` for SGD with momentum, `@W.exp_avg` and
+    `@W.exp_avg_sq` for Adam.
+
+    Before: `dtc.gradient @fc1.weight, %g`.
+    After: `dtc.sgd_update @fc1.weight, %g {lr = 0.01, momentum = 0.9,
+    momentum_buffer = @fc1.weight.momentum_buffer}`.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, adam or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0", "SGD momentum">,
+    Option<"dampening", "dampening", "double", /*default=*/"0.0", "SGD dampening">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "weight decay (L2 for sgd and adam, decoupled for adamw)">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false", "Nesterov momentum">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">
+  ];
+}
+
 #endif // DTC_PASSES_TD

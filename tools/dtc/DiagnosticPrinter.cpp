@@ -1,6 +1,7 @@
 //===- DiagnosticPrinter.cpp - compiler-style one-line error messages ---===//
 #include "DiagnosticPrinter.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 

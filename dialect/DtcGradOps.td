@@ -1,0 +1,142 @@
+//===- DtcGradOps.td - gradient ops that backward passes are built from -===//
+//
+// Vector-Jacobian products that are not a short composition of forward ops
+// get an op of their own, with a kernel of their own in the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTC_GRAD_OPS_TD
+#define DTC_GRAD_OPS_TD
+
+include "DtcBase.td"
+
+// grad(value, dy) -> dx, all three of one type.
+class Dtc_PointwiseGradOp<string mnemonic, string desc, string valueName>
+    : Dtc_SameTypeOp<mnemonic> {
+  let summary = desc;
+  let arguments = (ins Arg<Dtc_FloatTensor, "forward " # valueName>:$value,
+                       Dtc_FloatTensor:$grad);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$value `,` $grad attr-dict `:` type($value)";
+}
+
+def Dtc_ReluGradOp : Dtc_PointwiseGradOp<"relu_grad", "dy where x > 0, else 0", "input">;
+def Dtc_SigmoidGradOp : Dtc_PointwiseGradOp<"sigmoid_grad", "dy * y * (1 - y), from the output y", "output">;
+def Dtc_TanhGradOp : Dtc_PointwiseGradOp<"tanh_grad", "dy * (1 - y^2), from the output y", "output">;
+def Dtc_ErfGradOp : Dtc_PointwiseGradOp<"erf_grad", "dy * 2/sqrt(pi) * exp(-x^2)", "input">;
+
+def Dtc_GeluGradOp : Dtc_SameTypeOp<"gelu_grad"> {
+  let summary = "gradient of dtc.gelu, from its input";
+  let arguments = (ins Dtc_FloatTensor:$value, Dtc_FloatTensor:$grad,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$value `,` $grad attr-dict `:` type($value)";
+}
+
+def Dtc_SoftmaxGradOp : Dtc_SameTypeOp<"softmax_grad"> {
+  let summary = "y * (dy - sum(dy * y)) along `axis`, from the output y";
+  let arguments = (ins Dtc_FloatTensor:$value, Dtc_FloatTensor:$grad,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$value `,` $grad attr-dict `:` type($value)";
+}
+
+def Dtc_LogSoftmaxGradOp : Dtc_SameTypeOp<"log_softmax_grad"> {
+  let summary = "dy - exp(y) * sum(dy) along `axis`, from the output y";
+  let arguments = (ins Dtc_FloatTensor:$value, Dtc_FloatTensor:$grad,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$value `,` $grad attr-dict `:` type($value)";
+}
+
+def Dtc_DropoutGradOp : Dtc_InferredOp<"dropout_grad"> {
+  let summary = "dy * mask / (1 - ratio)";
+  let arguments = (ins Dtc_FloatTensor:$grad, Dtc_BoolTensor:$mask, F32Attr:$ratio);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_ReduceToShapeOp : Dtc_InferredOp<"reduce_to_shape"> {
+  let summary = "sums a broadcast result's gradient back to an operand's shape";
+  let description = [{
+    The adjoint of numpy broadcasting: dimensions the operand was broadcast
+    along are summed (and leading ones dropped) so that the result has
+    `shape`, which must broadcast to the input's shape.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Dtc_FloatTensor:$output);
+  let hasFolder = 1;
+}
+
+def Dtc_ConvBackwardDataOp : Dtc_InferredOp<"conv_backward_data"> {
+  let summary = "gradient of dtc.conv with respect to its input";
+  let arguments = (ins Dtc_FloatTensor:$grad, Dtc_FloatTensor:$weight,
+                       DenseI64ArrayAttr:$input_shape, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_ConvBackwardFilterOp : Dtc_InferredOp<"conv_backward_filter"> {
+  let summary = "gradient of dtc.conv with respect to its weight";
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$weight_shape, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_MaxPoolGradOp : Dtc_InferredOp<"max_pool_grad"> {
+  let summary = "routes dy to the argmax of each window of the forward input";
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_AveragePoolGradOp : Dtc_InferredOp<"average_pool_grad"> {
+  let summary = "spreads dy evenly over each window";
+  let arguments = (ins Dtc_FloatTensor:$grad, DenseI64ArrayAttr:$input_shape,
+                       DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_BatchNormGradOp : Dtc_InferredOp<"batch_norm_grad"> {
+  let summary = "gradients of training-mode batch norm: input, scale, bias";
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$scale,
+                       Dtc_FloatTensor:$grad,
+                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Dtc_FloatTensor:$input_grad, Dtc_FloatTensor:$scale_grad,
+                      Dtc_FloatTensor:$bias_grad);
+}
+
+def Dtc_LayerNormGradOp : Dtc_InferredOp<"layer_norm_grad"> {
+  let summary = "gradients of layer norm: input, scale, bias";
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$scale,
+                       Dtc_FloatTensor:$grad,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Dtc_FloatTensor:$input_grad, Dtc_FloatTensor:$scale_grad,
+                      Dtc_FloatTensor:$bias_grad);
+}
+
+def Dtc_SliceGradOp : Dtc_InferredOp<"slice_grad"> {
+  let summary = "places dy into zeros of the sliced input's shape";
+  let arguments = (ins Dtc_FloatTensor:$grad, DenseI64ArrayAttr:$input_shape,
+                       DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$ends,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$steps);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_GatherGradOp : Dtc_InferredOp<"gather_grad"> {
+  let summary = "scatter-adds dy into zeros of the table's shape (embedding backward)";
+  let arguments = (ins Dtc_FloatTensor:$grad, Dtc_IndexTensor:$indices,
+                       DenseI64ArrayAttr:$data_shape,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+#endif // DTC_GRAD_OPS_TD

@@ -1,0 +1,82 @@
+//===- DtcTrainingOps.td - losses, gradients and optimizer updates ------===//
+
+#ifndef DTC_TRAINING_OPS_TD
+#define DTC_TRAINING_OPS_TD
+
+include "DtcBase.td"
+
+def Dtc_SoftmaxCrossEntropyOp : Dtc_InferredOp<"softmax_cross_entropy"> {
+  let summary = "mean cross-entropy of softmax(logits) against class labels";
+  let description = [{
+    `logits` is [..., C] and `labels` holds one class index per row (the
+    logits' shape without its last dimension). Rows whose label is -100 are
+    ignored, as with PyTorch's default `ignore_index`; the mean is over the
+    other rows. The result is a scalar.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels);
+  let results = (outs Dtc_FloatTensor:$loss);
+}
+
+def Dtc_SoftmaxCrossEntropyGradOp : Dtc_InferredOp<"softmax_cross_entropy_grad"> {
+  let summary = "gradient of dtc.softmax_cross_entropy with respect to the logits";
+  let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels,
+                       Dtc_FloatTensor:$grad);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_MseLossOp : Dtc_InferredOp<"mse_loss"> {
+  let summary = "mean of (prediction - target)^2 over all elements";
+  let arguments = (ins Dtc_FloatTensor:$prediction, Dtc_FloatTensor:$target);
+  let results = (outs Dtc_FloatTensor:$loss);
+}
+
+def Dtc_CountCorrectOp : Dtc_InferredOp<"count_correct"> {
+  let summary = "how many rows have argmax(logits) == label (labels -100 skipped)";
+  let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels);
+  let results = (outs RankedTensorOf<[I64]>:$count);
+}
+
+def Dtc_GradientOp : Dtc_Op<"gradient",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+  let summary = "the gradient of the loss with respect to a trainable weight";
+  let description = [{
+    Autodiff ends each weight's backward computation with one of these; the
+    optimizer pass turns it into an update, the data-parallel pass reduces
+    it across ranks first. The order of these ops is the order in which
+    backward produces the gradients.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Dtc_FloatTensor:$grad);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+}
+
+def Dtc_SgdUpdateOp : Dtc_Op<"sgd_update",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+  let summary = "one torch.optim.SGD step on a weight";
+  let description = [{
+    `momentum_buffer` names the optimizer_state param holding the velocity
+    (absent when momentum is 0). `lr` is the compiled default; the runtime
+    may override it.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Dtc_FloatTensor:$grad,
+                       OptionalAttr<FlatSymbolRefAttr>:$momentum_buffer,
+                       F32Attr:$lr, DefaultValuedAttr<F32Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<F32Attr, "0.0">:$dampening,
+                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+}
+
+def Dtc_AdamUpdateOp : Dtc_Op<"adam_update",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+  let summary = "one torch.optim.Adam (or AdamW when decoupled) step on a weight";
+  let arguments = (ins FlatSymbolRefAttr:$param, Dtc_FloatTensor:$grad,
+                       FlatSymbolRefAttr:$exp_avg, FlatSymbolRefAttr:$exp_avg_sq,
+                       F32Attr:$lr, DefaultValuedAttr<F32Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F32Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F32Attr, "1e-8">:$eps,
+                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$decoupled);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+}
+
+#endif // DTC_TRAINING_OPS_TD

@@ -1,0 +1,124 @@
+//===- GradOps.cpp - type inference of the gradient ops ------------------===//
+#include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
+
+using namespace mlir;
+using namespace dtc;
+
+static RankedTensorType tensorOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+/// A tensor of `shape` with `like`'s element type.
+static void pushShaped(SmallVectorImpl<Type> &types, Value like,
+                       ArrayRef<int64_t> shape) {
+  types.push_back(tensorOf(like).clone(shape));
+}
+
+LogicalResult DropoutGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  if (tensorOf(adaptor.getMask()).getShape() != tensorOf(adaptor.getGrad()).getShape())
+    return inferenceError(loc, "dtc.dropout_grad: mask and gradient shapes differ");
+  types.push_back(adaptor.getGrad().getType());
+  return success();
+}
+
+LogicalResult ReduceToShapeOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> input = tensorOf(adaptor.getInput()).getShape();
+  std::optional<Shape> joined = broadcastShapes(adaptor.getShape(), input);
+  if (!joined || ArrayRef<int64_t>(*joined) != input)
+    return inferenceError(loc, "dtc.reduce_to_shape: " +
+                                   formatShape(adaptor.getShape()) +
+                                   " does not broadcast to " + formatShape(input));
+  pushShaped(types, adaptor.getInput(), adaptor.getShape());
+  return success();
+}
+
+OpFoldResult ReduceToShapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult ConvBackwardDataOp::inferReturnTypes(MLIRContext *,
+                                                   std::optional<Location> loc,
+                                                   Adaptor adaptor,
+                                                   SmallVectorImpl<Type> &types) {
+  if (adaptor.getInputShape().size() != 4)
+    return inferenceError(loc, "dtc.conv_backward_data: input_shape must be NCHW");
+  pushShaped(types, adaptor.getGrad(), adaptor.getInputShape());
+  return success();
+}
+
+LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
+                                                     std::optional<Location> loc,
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type> &types) {
+  if (adaptor.getWeightShape().size() != 4)
+    return inferenceError(loc, "dtc.conv_backward_filter: weight_shape must be 4-D");
+  pushShaped(types, adaptor.getGrad(), adaptor.getWeightShape());
+  return success();
+}
+
+LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  types.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult AveragePoolGradOp::inferReturnTypes(MLIRContext *,
+                                                  std::optional<Location> loc,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &types) {
+  if (adaptor.getInputShape().size() != 4)
+    return inferenceError(loc, "dtc.average_pool_grad: input_shape must be NCHW");
+  pushShaped(types, adaptor.getGrad(), adaptor.getInputShape());
+  return success();
+}
+
+/// Normalization gradients: dx like the input, dscale and dbias like scale.
+static LogicalResult inferNormGrad(Value input, Value scale, Value grad,
+                                   std::optional<Location> loc, StringRef op,
+                                   SmallVectorImpl<Type> &types) {
+  if (input.getType() != grad.getType())
+    return inferenceError(loc, "dtc." + op + ": input and gradient types differ");
+  types.push_back(input.getType());
+  types.push_back(scale.getType());
+  types.push_back(scale.getType());
+  return success();
+}
+
+LogicalResult BatchNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferNormGrad(adaptor.getInput(), adaptor.getScale(), adaptor.getGrad(), loc,
+                       "batch_norm_grad", types);
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferNormGrad(adaptor.getInput(), adaptor.getScale(), adaptor.getGrad(), loc,
+                       "layer_norm_grad", types);
+}
+
+LogicalResult SliceGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  pushShaped(types, adaptor.getGrad(), adaptor.getInputShape());
+  return success();
+}
+
+LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  pushShaped(types, adaptor.getGrad(), adaptor.getDataShape());
+  return success();
+}

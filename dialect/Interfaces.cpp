@@ -1,0 +1,4 @@
+//===- Interfaces.cpp - generated definitions of the dtc op interfaces ---===//
+#include "dialect/DtcDialect.h"
+
+#include "dialect/DtcInterfaces.cpp.inc"

@@ -1,0 +1,104 @@
+//===- VJPShape.cpp - gradients of the data-movement ops ----------------===//
+#include "dialect/ShapeHelpers.h"
+#include "dialect/VJP.h"
+
+using namespace mlir;
+
+namespace dtc {
+
+static RankedTensorType tensorOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+/// Ops that only change the shape: the gradient is dy reshaped back.
+template <typename OpT>
+static LogicalResult reshapeBack(OpT op, OpBuilder &b, ValueRange dys,
+                                 SmallVectorImpl<Value> &dxs) {
+  dxs.assign({reshapeLike(b, op.getLoc(), dys[0], op.getInput())});
+  return success();
+}
+
+LogicalResult vjp(FlattenOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  return reshapeBack(op, b, dys, dxs);
+}
+LogicalResult vjp(ReshapeOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  return reshapeBack(op, b, dys, dxs);
+}
+LogicalResult vjp(SqueezeOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  return reshapeBack(op, b, dys, dxs);
+}
+LogicalResult vjp(UnsqueezeOp op, OpBuilder &b, ValueRange dys,
+                  SmallVectorImpl<Value> &dxs) {
+  return reshapeBack(op, b, dys, dxs);
+}
+
+LogicalResult vjp(TransposeOp op, OpBuilder &b, ValueRange dys,
+                  SmallVectorImpl<Value> &dxs) {
+  ArrayRef<int64_t> perm = op.getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  dxs.assign({b.create<TransposeOp>(op.getLoc(), dys[0], b.getDenseI64ArrayAttr(inverse))});
+  return success();
+}
+
+LogicalResult vjp(ExpandOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  dxs.assign({reduceToOperand(b, op.getLoc(), dys[0], op.getInput())});
+  return success();
+}
+
+// Each input gets its slab of dy back.
+LogicalResult vjp(ConcatOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  int64_t rank = tensorOf(op.getOutput()).getRank();
+  int64_t axis = *normalizeAxis(op.getAxis(), rank);
+  int64_t offset = 0;
+  for (Value input : op.getInputs()) {
+    int64_t size = tensorOf(input).getDimSize(axis);
+    dxs.push_back(b.create<SliceOp>(op.getLoc(), dys[0],
+                                    b.getDenseI64ArrayAttr({offset}),
+                                    b.getDenseI64ArrayAttr({offset + size}),
+                                    b.getDenseI64ArrayAttr({axis}),
+                                    b.getDenseI64ArrayAttr({1})));
+    offset += size;
+  }
+  return success();
+}
+
+// The pieces' gradients joined again; a piece without one contributes zeros.
+LogicalResult vjp(SplitOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  SmallVector<Value> pieces;
+  for (auto [dy, result] : llvm::zip(dys, op.getOutputs())) {
+    if (dy) {
+      pieces.push_back(dy);
+      continue;
+    }
+    auto type = llvm::cast<RankedTensorType>(result.getType());
+    auto zero = b.getFloatAttr(type.getElementType(), 0.0);
+    pieces.push_back(b.create<ConstantOp>(loc, DenseElementsAttr::get(type, zero)));
+  }
+  dxs.assign({b.create<ConcatOp>(loc, pieces, op.getAxisAttr())});
+  return success();
+}
+
+LogicalResult vjp(SliceOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  dxs.assign({b.create<SliceGradOp>(
+      op.getLoc(), dys[0], b.getDenseI64ArrayAttr(tensorOf(op.getInput()).getShape()),
+      op.getStartsAttr(), op.getEndsAttr(), op.getAxesAttr(), op.getStepsAttr())});
+  return success();
+}
+
+LogicalResult vjp(GatherOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  dxs.assign({b.create<GatherGradOp>(op.getLoc(), dys[0], op.getIndices(),
+                                b.getDenseI64ArrayAttr(tensorOf(op.getData()).getShape()),
+                                op.getAxisAttr()),
+         Value()});
+  return success();
+}
+
+void attachShapeVJPs(MLIRContext *context) {
+  attachVJPs<FlattenOp, ReshapeOp, SqueezeOp, UnsqueezeOp, TransposeOp, ExpandOp,
+             ConcatOp, SplitOp, SliceOp, GatherOp>(context);
+}
+
+} // namespace dtc

@@ -1,0 +1,200 @@
+//===- OpBuildersMath.cpp - elementwise ONNX ops -> dtc --------------------===//
+//
+// Binary arithmetic (a host-constant operand takes the other operand's
+// element type), unary activations, Gelu, Where, Cast, Identity, Dropout, and
+// the ops dtc evaluates only at compile time (Not, Equal, Range, ...).
+//
+//===----------------------------------------------------------------------===//
+#include "importer/ImporterContext.h"
+#include "importer/TensorConversion.h"
+
+using namespace mlir;
+
+namespace dtc {
+
+static Type elementOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getElementType();
+}
+
+/// Both operands as values; a host constant on either side is materialized
+/// with the element type of the other side.
+static LogicalResult binaryOperands(NodeContext &nc, int i, int j, Value &lhs, Value &rhs) {
+  if (nc.host(i) && !nc.host(j)) {
+    rhs = nc.input(j);
+    lhs = rhs ? nc.input(i, elementOf(rhs)) : Value();
+  } else {
+    lhs = nc.input(i);
+    rhs = lhs ? nc.inputMatching(j, lhs) : Value();
+  }
+  return success(lhs && rhs);
+}
+
+template <typename OpTy>
+static LogicalResult buildBinary(NodeContext &nc) {
+  Value lhs, rhs;
+  if (failed(binaryOperands(nc, 0, 1, lhs, rhs)))
+    return failure();
+  auto op = nc.create<OpTy>(1, lhs, rhs);
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+/// A float input, or an error naming the type it has.
+static Value floatInput(NodeContext &nc, int i) {
+  Value x = nc.input(i);
+  if (x && !llvm::isa<FloatType>(elementOf(x))) {
+    nc.error() << "needs a float input, got " << x.getType();
+    return {};
+  }
+  return x;
+}
+
+template <typename OpTy>
+static LogicalResult buildUnary(NodeContext &nc) {
+  Value x = floatInput(nc, 0);
+  if (!x)
+    return failure();
+  auto op = nc.create<OpTy>(1, x);
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+static LogicalResult buildGelu(NodeContext &nc) {
+  Value x = floatInput(nc, 0);
+  if (!x)
+    return failure();
+  std::string approximate = attrString(nc.node, "approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return nc.error() << "approximate must be \"none\" or \"tanh\", got \""
+                      << approximate << "\"",
+           failure();
+  auto op = nc.create<GeluOp>(1, x, nc.b.getStringAttr(approximate));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+static LogicalResult buildWhere(NodeContext &nc) {
+  Value condition = nc.input(0);
+  Value x, y;
+  if (!condition || failed(binaryOperands(nc, 1, 2, x, y)))
+    return failure();
+  auto op = nc.create<WhereOp>(1, condition, x, y);
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+static LogicalResult buildCast(NodeContext &nc) {
+  int64_t to = attrInt(nc.node, "to", 0);
+  Type element = elementTypeFor(nc.imp.ctx, to);
+  if (!element)
+    return nc.error() << "cannot cast to " << dtypeName(to) << "; dtc supports "
+                      << supportedDTypes(),
+           failure();
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  if (elementOf(x) == element) {
+    nc.setOutput(0, x);
+    return success();
+  }
+  auto op = nc.create<CastOp>(1, x, TypeAttr::get(element));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+static LogicalResult buildIdentity(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  nc.setOutput(0, x);
+  return success();
+}
+
+/// Dropout-12+ takes ratio and training_mode as inputs; they must be known at
+/// compile time. Before opset 12 Dropout is the inference-mode identity.
+static LogicalResult buildDropout(NodeContext &nc) {
+  Value x = floatInput(nc, 0);
+  if (!x)
+    return failure();
+  double ratio = attrFloat(nc.node, "ratio", 0.5f);
+  bool training = false;
+  if (nc.opset >= 12) {
+    ratio = 0.5;
+    if (nc.hasInput(1)) {
+      const HostTensor *r = nc.host(1);
+      if (!r || r->size() != 1)
+        return nc.error() << "ratio (input '" << nc.inputName(1)
+                          << "') is not a compile-time scalar",
+               failure();
+      ratio = r->floatAt(0);
+    }
+    if (nc.hasInput(2)) {
+      const HostTensor *t = nc.host(2);
+      if (!t || t->size() != 1)
+        return nc.error() << "training_mode (input '" << nc.inputName(2)
+                          << "') is not a compile-time scalar",
+               failure();
+      training = t->intAt(0) != 0;
+    }
+  }
+  if (!training || ratio == 0.0) {
+    if (nc.outputUsed(1))
+      return nc.error() << "the mask output of an inference-mode Dropout is not "
+                           "supported",
+             failure();
+    nc.setOutput(0, x);
+    return success();
+  }
+  auto op = nc.create<DropoutOp>(2, x, nc.b.getF32FloatAttr(ratio),
+                                 nc.b.getI64IntegerAttr(0));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op.getOutput());
+  nc.setOutput(1, op.getMask());
+  return success();
+}
+
+/// Ops dtc evaluates only while importing; reached when an input is not a
+/// compile-time constant.
+static LogicalResult buildHostOnly(NodeContext &nc) {
+  return nc.error() << "dtc evaluates " << nc.node.op_type()
+                    << " only at compile time, but its inputs are not all "
+                       "compile-time constants",
+         failure();
+}
+
+void populateMathBuilders(BuilderTable &table) {
+  table["Add"] = buildBinary<AddOp>;
+  table["Sub"] = buildBinary<SubOp>;
+  table["Mul"] = buildBinary<MulOp>;
+  table["Div"] = buildBinary<DivOp>;
+  table["Pow"] = buildBinary<PowOp>;
+  table["Sqrt"] = buildUnary<SqrtOp>;
+  table["Neg"] = buildUnary<NegOp>;
+  table["Exp"] = buildUnary<ExpOp>;
+  table["Log"] = buildUnary<LogOp>;
+  table["Relu"] = buildUnary<ReluOp>;
+  table["Sigmoid"] = buildUnary<SigmoidOp>;
+  table["Tanh"] = buildUnary<TanhOp>;
+  table["Erf"] = buildUnary<ErfOp>;
+  table["Gelu"] = buildGelu;
+  table["Where"] = buildWhere;
+  table["Cast"] = buildCast;
+  table["Identity"] = buildIdentity;
+  table["Dropout"] = buildDropout;
+  for (const char *op : {"Shape", "Size", "Not", "Equal", "Less", "Greater", "Range",
+                         "ConstantOfShape"})
+    table[op] = buildHostOnly;
+}
+
+} // namespace dtc

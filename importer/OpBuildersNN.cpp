@@ -1,0 +1,306 @@
+//===- OpBuildersNN.cpp - linear algebra, conv, pooling, norms -> dtc ------===//
+//
+// Gemm, MatMul, Conv, MaxPool, AveragePool, GlobalAveragePool,
+// BatchNormalization (training and inference), LayerNormalization,
+// Softmax/LogSoftmax (with the coerce-to-2-D semantics before opset 13),
+// ReduceMean and ReduceSum. ONNX defaults and auto_pad are resolved here so
+// the dtc ops carry explicit attributes.
+//
+//===----------------------------------------------------------------------===//
+#include "importer/ImporterContext.h"
+
+using namespace mlir;
+
+namespace dtc {
+
+static RankedTensorType typeOfValue(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+static LogicalResult buildGemm(NodeContext &nc) {
+  Value a = nc.input(0);
+  Value bm = a ? nc.inputMatching(1, a) : Value();
+  if (!a || !bm)
+    return failure();
+  Value c;
+  if (nc.hasInput(2) && !(c = nc.inputMatching(2, a)))
+    return failure();
+  auto &b = nc.b;
+  auto op = nc.create<GemmOp>(1, a, bm, c,
+                              b.getF32FloatAttr(attrFloat(nc.node, "alpha", 1.0f)),
+                              b.getF32FloatAttr(attrFloat(nc.node, "beta", 1.0f)),
+                              b.getBoolAttr(attrInt(nc.node, "transA", 0) != 0),
+                              b.getBoolAttr(attrInt(nc.node, "transB", 0) != 0));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+static LogicalResult buildMatMul(NodeContext &nc) {
+  Value a = nc.input(0);
+  Value bm = a ? nc.inputMatching(1, a) : Value();
+  if (!a || !bm)
+    return failure();
+  auto op = nc.create<MatMulOp>(1, a, bm);
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+/// The window attributes of Conv and the pools, resolved for a 2-D window.
+struct Window {
+  SmallVector<int64_t> kernel, strides, dilations, pads;
+};
+
+static LogicalResult resolveWindow(NodeContext &nc, RankedTensorType input,
+                                   ArrayRef<int64_t> kernel, Window &w) {
+  if (input.getRank() != 4)
+    return nc.error() << "only 2-D windows (NCHW inputs) are supported, got "
+                      << input,
+           failure();
+  w.kernel.assign(kernel.begin(), kernel.end());
+  w.strides = attrInts(nc.node, "strides").value_or(SmallVector<int64_t>{1, 1});
+  w.dilations = attrInts(nc.node, "dilations").value_or(SmallVector<int64_t>{1, 1});
+  w.pads = attrInts(nc.node, "pads").value_or(SmallVector<int64_t>{0, 0, 0, 0});
+  if (w.kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 ||
+      w.pads.size() != 4)
+    return nc.error() << "kernel_shape, strides and dilations need 2 entries and "
+                         "pads 4",
+           failure();
+  std::string autoPad = attrString(nc.node, "auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    w.pads.assign(4, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (int d = 0; d < 2; ++d) {
+      int64_t in = input.getDimSize(2 + d), stride = w.strides[d];
+      int64_t out = (in + stride - 1) / stride;
+      int64_t extent = (w.kernel[d] - 1) * w.dilations[d] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
+      int64_t small = total / 2, large = total - small;
+      bool upper = autoPad == "SAME_UPPER";
+      w.pads[d] = upper ? small : large;
+      w.pads[d + 2] = upper ? large : small;
+    }
+  } else if (autoPad != "NOTSET") {
+    return nc.error() << "unknown auto_pad \"" << autoPad << "\"", failure();
+  }
+  return success();
+}
+
+static LogicalResult buildConv(NodeContext &nc) {
+  Value x = nc.input(0);
+  Value w = x ? nc.inputMatching(1, x) : Value();
+  if (!x || !w)
+    return failure();
+  Value bias;
+  if (nc.hasInput(2) && !(bias = nc.inputMatching(2, x)))
+    return failure();
+  RankedTensorType wType = typeOfValue(w);
+  if (wType.getRank() != 4)
+    return nc.error() << "only 2-D convolution is supported, got weight " << wType,
+           failure();
+  Window win;
+  SmallVector<int64_t> kernel = attrInts(nc.node, "kernel_shape")
+                                    .value_or(SmallVector<int64_t>(wType.getShape().drop_front(2)));
+  if (failed(resolveWindow(nc, typeOfValue(x), kernel, win)))
+    return failure();
+  auto &b = nc.b;
+  auto op = nc.create<ConvOp>(1, x, w, bias, b.getDenseI64ArrayAttr(win.strides),
+                              b.getDenseI64ArrayAttr(win.pads),
+                              b.getDenseI64ArrayAttr(win.dilations),
+                              b.getI64IntegerAttr(attrInt(nc.node, "group", 1)));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+static LogicalResult buildPool(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  std::optional<SmallVector<int64_t>> kernel = attrInts(nc.node, "kernel_shape");
+  if (!kernel)
+    return nc.error() << "kernel_shape is missing", failure();
+  Window win;
+  if (failed(resolveWindow(nc, typeOfValue(x), *kernel, win)))
+    return failure();
+  auto &b = nc.b;
+  bool ceil = attrInt(nc.node, "ceil_mode", 0) != 0;
+  Operation *op;
+  if (nc.node.op_type() == "MaxPool") {
+    if (attrInt(nc.node, "storage_order", 0) != 0)
+      return nc.error() << "storage_order=1 is not supported", failure();
+    op = nc.create<MaxPoolOp>(1, x, b.getDenseI64ArrayAttr(win.kernel),
+                              b.getDenseI64ArrayAttr(win.strides),
+                              b.getDenseI64ArrayAttr(win.pads),
+                              b.getDenseI64ArrayAttr(win.dilations), b.getBoolAttr(ceil));
+  } else {
+    if (llvm::any_of(win.dilations, [](int64_t d) { return d != 1; }))
+      return nc.error() << "dilated average pooling is not supported", failure();
+    op = nc.create<AveragePoolOp>(
+        1, x, b.getDenseI64ArrayAttr(win.kernel), b.getDenseI64ArrayAttr(win.strides),
+        b.getDenseI64ArrayAttr(win.pads),
+        b.getBoolAttr(attrInt(nc.node, "count_include_pad", 0) != 0), b.getBoolAttr(ceil));
+  }
+  if (!op)
+    return failure();
+  nc.setOutput(0, op->getResult(0));
+  return success();
+}
+
+static LogicalResult buildGlobalAveragePool(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  auto op = nc.create<GlobalAveragePoolOp>(1, x);
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+/// Training mode: opset 14+ says so with training_mode; before, a training
+/// node is one that returns the running statistics.
+static LogicalResult buildBatchNorm(NodeContext &nc) {
+  SmallVector<Value, 5> in;
+  for (int i = 0; i < 5; ++i) {
+    Value v = i == 0 ? nc.input(0) : (in.empty() ? Value() : nc.inputMatching(i, in[0]));
+    if (!v)
+      return failure();
+    in.push_back(v);
+  }
+  bool training = nc.opset >= 14
+                      ? attrInt(nc.node, "training_mode", 0) != 0
+                      : nc.node.output_size() > 1 && !nc.node.output(1).empty();
+  auto &b = nc.b;
+  FloatAttr epsilon = b.getF32FloatAttr(attrFloat(nc.node, "epsilon", 1e-5f));
+  if (!training) {
+    auto op = nc.create<BatchNormInferenceOp>(1, in[0], in[1], in[2], in[3], in[4], epsilon);
+    if (!op)
+      return failure();
+    nc.setOutput(0, op);
+    return success();
+  }
+  if (nc.outputUsed(3) || nc.outputUsed(4))
+    return nc.error() << "the saved mean/variance outputs are not supported", failure();
+  auto op = nc.create<BatchNormOp>(3, in[0], in[1], in[2], in[3], in[4], epsilon,
+                                   b.getF32FloatAttr(attrFloat(nc.node, "momentum", 0.9f)));
+  if (!op)
+    return failure();
+  for (int i = 0; i < 3; ++i)
+    nc.setOutput(i, op->getResult(i));
+  // The updated running statistics go back to their parameters.
+  for (int i : {3, 4}) {
+    auto it = nc.imp.slots.find(nc.inputName(i));
+    if (it != nc.imp.slots.end() && !it->second.param.empty() && !it->second.host)
+      b.create<AssignOp>(nc.loc, FlatSymbolRefAttr::get(&nc.imp.ctx, it->second.param),
+                         op->getResult(i - 2));
+  }
+  return success();
+}
+
+static LogicalResult buildLayerNorm(NodeContext &nc) {
+  Value x = nc.input(0);
+  Value scale = x ? nc.inputMatching(1, x) : Value();
+  if (!x || !scale)
+    return failure();
+  Value bias;
+  if (nc.hasInput(2) && !(bias = nc.inputMatching(2, x)))
+    return failure();
+  auto &b = nc.b;
+  auto op = nc.create<LayerNormOp>(1, x, scale, bias,
+                                   b.getI64IntegerAttr(attrInt(nc.node, "axis", -1)),
+                                   b.getF32FloatAttr(attrFloat(nc.node, "epsilon", 1e-5f)));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+/// Softmax-13 normalizes along `axis`; before opset 13 the input is coerced
+/// to 2-D at `axis` (default 1) and normalized along the flattened rest,
+/// which is a flatten + softmax + reshape unless `axis` is the last one.
+template <typename OpTy>
+static LogicalResult buildSoftmax(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  RankedTensorType type = typeOfValue(x);
+  auto &b = nc.b;
+  if (nc.opset >= 13) {
+    auto op = nc.create<OpTy>(1, x, b.getI64IntegerAttr(attrInt(nc.node, "axis", -1)));
+    if (!op)
+      return failure();
+    nc.setOutput(0, op);
+    return success();
+  }
+  int64_t rank = type.getRank();
+  int64_t axis = attrInt(nc.node, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= std::max<int64_t>(rank, 1))
+    return nc.error() << "axis is out of range for " << type, failure();
+  if (axis == rank - 1) {
+    auto op = nc.create<OpTy>(1, x, b.getI64IntegerAttr(-1));
+    if (!op)
+      return failure();
+    nc.setOutput(0, op);
+    return success();
+  }
+  auto flat = nc.create<FlattenOp>(1, x, b.getI64IntegerAttr(axis));
+  auto op = flat ? nc.create<OpTy>(1, flat, b.getI64IntegerAttr(1)) : OpTy();
+  auto back = op ? nc.create<ReshapeOp>(1, op, b.getDenseI64ArrayAttr(type.getShape()))
+                 : ReshapeOp();
+  if (!back)
+    return failure();
+  nc.setOutput(0, back);
+  return success();
+}
+
+/// ReduceSum takes its axes as an input from opset 13, ReduceMean from 18.
+template <typename OpTy, int64_t AxesInputSince>
+static LogicalResult buildReduce(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  FailureOr<SmallVector<int64_t>> axes = nc.axes(AxesInputSince, 1);
+  if (failed(axes))
+    return failure();
+  if (axes->empty() && attrInt(nc.node, "noop_with_empty_axes", 0) != 0) {
+    nc.setOutput(0, x);
+    return success();
+  }
+  int64_t rank = typeOfValue(x).getRank();
+  for (int64_t &a : *axes) {
+    std::optional<int64_t> n = normalizeAxis(a, rank);
+    if (!n)
+      return nc.error() << "axis " << a << " is out of range for rank " << rank, failure();
+    a = *n;
+  }
+  auto op = nc.create<OpTy>(1, x, nc.b.getDenseI64ArrayAttr(*axes),
+                            nc.b.getBoolAttr(attrInt(nc.node, "keepdims", 1) != 0));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+void populateNNBuilders(BuilderTable &table) {
+  table["Gemm"] = buildGemm;
+  table["MatMul"] = buildMatMul;
+  table["Conv"] = buildConv;
+  table["MaxPool"] = buildPool;
+  table["AveragePool"] = buildPool;
+  table["GlobalAveragePool"] = buildGlobalAveragePool;
+  table["BatchNormalization"] = buildBatchNorm;
+  table["LayerNormalization"] = buildLayerNorm;
+  table["Softmax"] = buildSoftmax<SoftmaxOp>;
+  table["LogSoftmax"] = buildSoftmax<LogSoftmaxOp>;
+  table["ReduceMean"] = buildReduce<ReduceMeanOp, 18>;
+  table["ReduceSum"] = buildReduce<ReduceSumOp, 13>;
+}
+
+} // namespace dtc

@@ -1,0 +1,205 @@
+// 2-D convolution, NCHW, with strides, asymmetric pads, dilations and groups.
+// Forward: im2col + sgemm per image and group (a 1x1/stride-1/no-pad conv is a
+// plain sgemm on the input). Backward data: sgemm + col2im. Backward filter:
+// im2col + sgemm accumulated over the batch. Scratch comes from the caller.
+#include "runtime/cpu/Internal.h"
+
+namespace dtcrt::cpu {
+using namespace detail;
+
+namespace {
+
+void check(const Conv2dParams& p) {
+  if (p.groups < 1 || p.C % p.groups != 0 || p.K % p.groups != 0)
+    fail("conv2d", "groups %lld must divide C %lld and K %lld", (long long)p.groups,
+         (long long)p.C, (long long)p.K);
+  if (p.strideH < 1 || p.strideW < 1 || p.dilH < 1 || p.dilW < 1)
+    fail("conv2d", "strides and dilations must be >= 1");
+  if (conv2d_out_h(p) < 1 || conv2d_out_w(p) < 1)
+    fail("conv2d", "empty output (%lldx%lld)", (long long)conv2d_out_h(p),
+         (long long)conv2d_out_w(p));
+}
+
+bool isPointwise(const Conv2dParams& p) {
+  return p.R == 1 && p.S == 1 && p.strideH == 1 && p.strideW == 1 && p.padT == 0 &&
+         p.padL == 0 && p.padB == 0 && p.padR == 0;
+}
+
+// Output columns [lo, hi) whose input coordinate o*stride - pad + tap lies in [0, size).
+inline void validRange(int64_t tapOffset, int64_t stride, int64_t size, int64_t outSize,
+                       int64_t& lo, int64_t& hi) {
+  // need o*stride + tapOffset >= 0 and <= size - 1
+  lo = tapOffset >= 0 ? 0 : (-tapOffset + stride - 1) / stride;
+  const int64_t top = size - 1 - tapOffset;
+  hi = top < 0 ? 0 : top / stride + 1;
+  lo = std::min(lo, outSize);
+  hi = std::max(std::min(hi, outSize), lo);
+}
+
+// col[(c*R + r)*S + s][oh*OW + ow] = x[c][oh*sh - padT + r*dh][ow*sw - padL + s*dw] (0 outside).
+void im2col(const Conv2dParams& p, const float* x, int64_t channels, int64_t OH, int64_t OW,
+            float* col) {
+  const int64_t H = p.H, W = p.W;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* xc = x + c * H * W;
+    for (int64_t r = 0; r < p.R; ++r) {
+      int64_t ohLo, ohHi;
+      validRange(r * p.dilH - p.padT, p.strideH, H, OH, ohLo, ohHi);
+      for (int64_t s = 0; s < p.S; ++s) {
+        float* dst = col + ((c * p.R + r) * p.S + s) * OH * OW;
+        const int64_t wOff = s * p.dilW - p.padL;
+        int64_t owLo, owHi;
+        validRange(wOff, p.strideW, W, OW, owLo, owHi);
+        std::memset(dst, 0, sizeof(float) * ohLo * OW);
+        for (int64_t oh = ohLo; oh < ohHi; ++oh) {
+          float* d = dst + oh * OW;
+          const float* src = xc + (oh * p.strideH - p.padT + r * p.dilH) * W + wOff;
+          for (int64_t ow = 0; ow < owLo; ++ow) d[ow] = 0.0f;
+          if (p.strideW == 1) {
+            DTCRT_SIMD for (int64_t ow = owLo; ow < owHi; ++ow) d[ow] = src[ow];
+          } else {
+            const int64_t sw = p.strideW;
+            for (int64_t ow = owLo; ow < owHi; ++ow) d[ow] = src[ow * sw];
+          }
+          for (int64_t ow = owHi; ow < OW; ++ow) d[ow] = 0.0f;
+        }
+        std::memset(dst + ohHi * OW, 0, sizeof(float) * (OH - ohHi) * OW);
+      }
+    }
+  }
+}
+
+// Inverse scatter of im2col: dx[c][ih][iw] += col[...] (dx must be zeroed by the caller).
+void col2im(const Conv2dParams& p, const float* col, int64_t channels, int64_t OH, int64_t OW,
+            float* dx) {
+  const int64_t H = p.H, W = p.W;
+  for (int64_t c = 0; c < channels; ++c) {
+    float* xc = dx + c * H * W;
+    for (int64_t r = 0; r < p.R; ++r) {
+      int64_t ohLo, ohHi;
+      validRange(r * p.dilH - p.padT, p.strideH, H, OH, ohLo, ohHi);
+      for (int64_t s = 0; s < p.S; ++s) {
+        const float* srcRow = col + ((c * p.R + r) * p.S + s) * OH * OW;
+        const int64_t wOff = s * p.dilW - p.padL;
+        int64_t owLo, owHi;
+        validRange(wOff, p.strideW, W, OW, owLo, owHi);
+        for (int64_t oh = ohLo; oh < ohHi; ++oh) {
+          const float* sv = srcRow + oh * OW;
+          float* d = xc + (oh * p.strideH - p.padT + r * p.dilH) * W + wOff;
+          if (p.strideW == 1) {
+            DTCRT_SIMD for (int64_t ow = owLo; ow < owHi; ++ow) d[ow] += sv[ow];
+          } else {
+            const int64_t sw = p.strideW;
+            for (int64_t ow = owLo; ow < owHi; ++ow) d[ow * sw] += sv[ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int64_t conv2d_out_h(const Conv2dParams& p) {
+  return (p.H + p.padT + p.padB - p.dilH * (p.R - 1) - 1) / p.strideH + 1;
+}
+int64_t conv2d_out_w(const Conv2dParams& p) {
+  return (p.W + p.padL + p.padR - p.dilW * (p.S - 1) - 1) / p.strideW + 1;
+}
+
+int64_t conv2d_forward_workspace(const Conv2dParams& p) {
+  if (isPointwise(p)) return 0;
+  return (p.C / p.groups) * p.R * p.S * conv2d_out_h(p) * conv2d_out_w(p);
+}
+int64_t conv2d_backward_data_workspace(const Conv2dParams& p) {
+  return conv2d_forward_workspace(p);
+}
+int64_t conv2d_backward_filter_workspace(const Conv2dParams& p) {
+  return conv2d_forward_workspace(p);
+}
+
+void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                    float* y, float* workspace) {
+  check(p);
+  const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
+  const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
+  const bool pointwise = isPointwise(p);
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t g = 0; g < p.groups; ++g) {
+      const float* xg = x + (n * p.C + g * Cg) * p.H * p.W;
+      const float* col = xg;
+      if (!pointwise) {
+        im2col(p, xg, Cg, OH, OW, workspace);
+        col = workspace;
+      }
+      float* yg = y + (n * p.K + g * Kg) * P;
+      gemm(false, false, Kg, P, CRS, 1.0f, w + g * Kg * CRS, CRS, col, P, 0.0f, yg, P);
+    }
+    if (bias) {
+      for (int64_t k = 0; k < p.K; ++k) {
+        float* yk = y + (n * p.K + k) * P;
+        const float b = bias[k];
+        DTCRT_SIMD for (int64_t i = 0; i < P; ++i) yk[i] += b;
+      }
+    }
+  }
+}
+
+void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w, float* dx,
+                          float* workspace) {
+  check(p);
+  const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
+  const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
+  const bool pointwise = isPointwise(p);
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t g = 0; g < p.groups; ++g) {
+      const float* dyg = dy + (n * p.K + g * Kg) * P;
+      float* dxg = dx + (n * p.C + g * Cg) * p.H * p.W;
+      const float* wg = w + g * Kg * CRS;
+      if (pointwise) {
+        gemm(true, false, Cg, P, Kg, 1.0f, wg, CRS, dyg, P, 0.0f, dxg, P);
+      } else {
+        gemm(true, false, CRS, P, Kg, 1.0f, wg, CRS, dyg, P, 0.0f, workspace, P);
+        fill(dxg, Cg * p.H * p.W, 0.0f);
+        col2im(p, workspace, Cg, OH, OW, dxg);
+      }
+    }
+  }
+}
+
+void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* dy, float* dw,
+                            float* workspace) {
+  check(p);
+  const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
+  const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
+  const bool pointwise = isPointwise(p);
+  if (p.N == 0) fill(dw, p.K * CRS, 0.0f);
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t g = 0; g < p.groups; ++g) {
+      const float* xg = x + (n * p.C + g * Cg) * p.H * p.W;
+      const float* col = xg;
+      if (!pointwise) {
+        im2col(p, xg, Cg, OH, OW, workspace);
+        col = workspace;
+      }
+      const float* dyg = dy + (n * p.K + g * Kg) * P;
+      gemm(false, true, Kg, CRS, P, 1.0f, dyg, P, col, P, n == 0 ? 0.0f : 1.0f,
+           dw + g * Kg * CRS, CRS);
+    }
+  }
+}
+
+void conv2d_backward_bias(const Conv2dParams& p, const float* dy, float* db) {
+  const int64_t P = conv2d_out_h(p) * conv2d_out_w(p);
+  fill(db, p.K, 0.0f);
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t k = 0; k < p.K; ++k) {
+      const float* src = dy + (n * p.K + k) * P;
+      float acc = 0.0f;
+      DTCRT_SIMD_SUM(acc) for (int64_t i = 0; i < P; ++i) acc += src[i];
+      db[k] += acc;
+    }
+  }
+}
+
+}  // namespace dtcrt::cpu

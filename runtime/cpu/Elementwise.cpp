@@ -1,0 +1,344 @@
+// Elementwise kernels: broadcasting binary ops, unary maps and their gradients,
+// dropout with a counter-based RNG, reduce_to_shape, where, and the BLAS-1 style
+// helpers (fill, copy, scale, axpy, casts). Also home of the shared broadcast
+// plan and the error helper declared in Internal.h.
+#include "runtime/cpu/Internal.h"
+
+#include <cmath>
+#include <cstdarg>
+
+namespace dtcrt::cpu {
+namespace detail {
+
+void fail(const char* kernel, const char* fmt, ...) {
+  std::fprintf(stderr, "dtcrt: error in kernel %s: ", kernel);
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(stderr, fmt, args);
+  va_end(args);
+  std::fputc('\n', stderr);
+  std::abort();
+}
+
+bool makeBroadcastPlan(const char* kernel, const int64_t* yShape, int yRank, int numOps,
+                       const int64_t* const* shapes, const int* ranks, BroadcastPlan& plan) {
+  if (yRank > kMaxRank) fail(kernel, "rank %d exceeds %d", yRank, kMaxRank);
+  int64_t strides[3][kMaxRank];
+  for (int k = 0; k < numOps; ++k) {
+    if (ranks[k] > yRank) fail(kernel, "operand %d has rank %d > output rank %d", k, ranks[k], yRank);
+    int64_t stride = 1;
+    for (int d = yRank - 1; d >= 0; --d) {
+      int od = d - (yRank - ranks[k]);
+      int64_t size = od >= 0 ? shapes[k][od] : 1;
+      if (size != 1 && size != yShape[d])
+        fail(kernel, "operand %d dim %d (%lld) does not broadcast to %lld", k, od,
+             (long long)size, (long long)yShape[d]);
+      strides[k][d] = size == 1 ? 0 : stride;
+      stride *= size;
+    }
+  }
+  plan.total = numElements(yShape, yRank);
+  if (plan.total == 0) return false;
+  // Drop size-1 output dims, then merge a dim into the next inner one when
+  // every operand is contiguous (or broadcast) across the pair.
+  int r = 0;
+  for (int d = 0; d < yRank; ++d) {
+    if (yShape[d] == 1) continue;
+    bool merge = r > 0;
+    for (int k = 0; k < numOps && merge; ++k)
+      merge = plan.strides[k][r - 1] == strides[k][d] * yShape[d];
+    if (merge) {
+      plan.shape[r - 1] *= yShape[d];
+      for (int k = 0; k < numOps; ++k) plan.strides[k][r - 1] = strides[k][d];
+    } else {
+      plan.shape[r] = yShape[d];
+      for (int k = 0; k < numOps; ++k) plan.strides[k][r] = strides[k][d];
+      ++r;
+    }
+  }
+  if (r == 0) {
+    plan.shape[0] = 1;
+    for (int k = 0; k < numOps; ++k) plan.strides[k][0] = 0;
+    r = 1;
+  }
+  plan.rank = r;
+  return true;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+// ---------------------------------------------------------------------------
+// Broadcasting binary ops
+// ---------------------------------------------------------------------------
+namespace {
+
+struct AddOp { static float apply(float a, float b) { return a + b; } };
+struct SubOp { static float apply(float a, float b) { return a - b; } };
+struct MulOp { static float apply(float a, float b) { return a * b; } };
+struct DivOp { static float apply(float a, float b) { return a / b; } };
+struct PowOp { static float apply(float a, float b) { return std::pow(a, b); } };
+
+template <class Op>
+void binaryKernel(const char* name, const float* a, const int64_t* aShape, int aRank,
+                  const float* b, const int64_t* bShape, int bRank, float* y,
+                  const int64_t* yShape, int yRank) {
+  const int64_t* shapes[2] = {aShape, bShape};
+  int ranks[2] = {aRank, bRank};
+  BroadcastPlan plan;
+  if (!makeBroadcastPlan(name, yShape, yRank, 2, shapes, ranks, plan)) return;
+  const int last = plan.rank - 1;
+  const int64_t sa = plan.strides[0][last], sb = plan.strides[1][last];
+  forEachRun(plan, 2, [&](const int64_t* off, int64_t out, int64_t len) {
+    const float* pa = a + off[0];
+    const float* pb = b + off[1];
+    float* py = y + out;
+    if (sa != 0 && sb != 0) {
+      DTCRT_SIMD for (int64_t i = 0; i < len; ++i) py[i] = Op::apply(pa[i], pb[i]);
+    } else if (sa != 0) {
+      const float bv = *pb;
+      DTCRT_SIMD for (int64_t i = 0; i < len; ++i) py[i] = Op::apply(pa[i], bv);
+    } else if (sb != 0) {
+      const float av = *pa;
+      DTCRT_SIMD for (int64_t i = 0; i < len; ++i) py[i] = Op::apply(av, pb[i]);
+    } else {
+      const float v = Op::apply(*pa, *pb);
+      for (int64_t i = 0; i < len; ++i) py[i] = v;
+    }
+  });
+}
+
+}  // namespace
+
+void add(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank) {
+  binaryKernel<AddOp>("add", a, aShape, aRank, b, bShape, bRank, y, yShape, yRank);
+}
+void sub(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank) {
+  binaryKernel<SubOp>("sub", a, aShape, aRank, b, bShape, bRank, y, yShape, yRank);
+}
+void mul(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank) {
+  binaryKernel<MulOp>("mul", a, aShape, aRank, b, bShape, bRank, y, yShape, yRank);
+}
+void div(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank) {
+  binaryKernel<DivOp>("div", a, aShape, aRank, b, bShape, bRank, y, yShape, yRank);
+}
+void pow(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank) {
+  // A scalar exponent with an exact cheaper form (x^2 dominates in practice).
+  if (numElements(bShape, bRank) == 1 && numElements(aShape, aRank) == numElements(yShape, yRank)) {
+    const float e = *b;
+    const int64_t n = numElements(yShape, yRank);
+    if (e == 2.0f) { DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = a[i] * a[i]; return; }
+    if (e == 1.0f) { DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = a[i]; return; }
+    if (e == 3.0f) { DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = a[i] * a[i] * a[i]; return; }
+    if (e == 0.5f) { DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(a[i]); return; }
+    if (e == -1.0f) { DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / a[i]; return; }
+  }
+  binaryKernel<PowOp>("pow", a, aShape, aRank, b, bShape, bRank, y, yShape, yRank);
+}
+
+// ---------------------------------------------------------------------------
+// Unary maps
+// ---------------------------------------------------------------------------
+namespace {
+constexpr float kSqrt1_2 = 0.70710678118654752f;      // 1/sqrt(2)
+constexpr float kSqrt2OverPi = 0.79788456080286536f;  // sqrt(2/pi)
+constexpr float kGeluC = 0.044715f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;   // 1/sqrt(2 pi)
+constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
+}  // namespace
+
+void sqrt(const float* x, float* y, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
+}
+void neg(const float* x, float* y, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
+}
+void exp(const float* x, float* y, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = expApprox(x[i]);
+}
+void log(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::log(x[i]);
+}
+void relu(const float* x, float* y, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+void sigmoid(const float* x, float* y, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + expApprox(-x[i]));
+}
+void tanh(const float* x, float* y, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = tanhApprox(x[i]);
+}
+void erf(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+}
+void gelu(const float* x, float* y, int64_t n, bool approximate) {
+  if (approximate) {
+    // 0.5 x (1 + tanh(u)) == x * sigmoid(2u), with no cancellation.
+    DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      const float u = kSqrt2OverPi * (v + kGeluC * v * v * v);
+      y[i] = v / (1.0f + expApprox(-2.0f * u));
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      y[i] = 0.5f * v * (1.0f + std::erf(v * kSqrt1_2));
+    }
+  }
+}
+
+void relu_grad(const float* x, const float* dy, float* dx, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+void sigmoid_grad(const float* y, const float* dy, float* dx, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+}
+void tanh_grad(const float* y, const float* dy, float* dx, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+void gelu_grad(const float* x, const float* dy, float* dx, int64_t n, bool approximate) {
+  if (approximate) {
+    DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      const float u = kSqrt2OverPi * (v + kGeluC * v * v * v);
+      const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluC * v * v);
+      const float t = tanhApprox(u);
+      dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      const float cdf = 0.5f * (1.0f + std::erf(v * kSqrt1_2));
+      const float pdf = kInvSqrt2Pi * expApprox(-0.5f * v * v);
+      dx[i] = dy[i] * (cdf + v * pdf);
+    }
+  }
+}
+void erf_grad(const float* x, const float* dy, float* dx, int64_t n) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i)
+    dx[i] = dy[i] * kTwoOverSqrtPi * expApprox(-x[i] * x[i]);
+}
+
+// ---------------------------------------------------------------------------
+// Dropout: keep/drop is a hash of (seed, step, element index).
+// ---------------------------------------------------------------------------
+namespace {
+inline uint64_t mix64(uint64_t z) {  // SplitMix64 finalizer: a bijective avalanche mix
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+}  // namespace
+
+void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio, uint64_t seed,
+             uint64_t step, uint64_t offset) {
+  if (!(ratio > 0.0f)) {
+    copy(x, y, n);
+    std::memset(mask, 1, (size_t)n);
+    return;
+  }
+  if (ratio >= 1.0f) {
+    fill(y, n, 0.0f);
+    std::memset(mask, 0, (size_t)n);
+    return;
+  }
+  const uint64_t key = mix64(seed ^ mix64(step + kGolden));
+  // 24 random bits per element; keep when bits >= ratio * 2^24.
+  const uint32_t threshold = (uint32_t)((double)ratio * 16777216.0);
+  const float keepScale = 1.0f / (1.0f - ratio);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = (uint32_t)(mix64(key + (offset + (uint64_t)i) * kGolden) >> 40);
+    const bool keep = bits >= threshold;
+    mask[i] = keep ? 1 : 0;
+    y[i] = keep ? x[i] * keepScale : 0.0f;
+  }
+}
+
+void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, float ratio) {
+  if (ratio >= 1.0f) { fill(dx, n, 0.0f); return; }
+  const float keepScale = ratio > 0.0f ? 1.0f / (1.0f - ratio) : 1.0f;
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] ? dy[i] * keepScale : 0.0f;
+}
+
+// ---------------------------------------------------------------------------
+// reduce_to_shape, where
+// ---------------------------------------------------------------------------
+void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, float* dx,
+                     const int64_t* inShape, int inRank) {
+  const int64_t nIn = numElements(inShape, inRank);
+  const int64_t nOut = numElements(outShape, outRank);
+  if (nIn == nOut) {  // nothing was broadcast (shapes may differ by 1s)
+    copy(dy, dx, nIn);
+    return;
+  }
+  fill(dx, nIn, 0.0f);
+  const int64_t* shapes[1] = {inShape};
+  int ranks[1] = {inRank};
+  BroadcastPlan plan;
+  if (!makeBroadcastPlan("reduce_to_shape", outShape, outRank, 1, shapes, ranks, plan)) return;
+  const int64_t s = plan.strides[0][plan.rank - 1];
+  forEachRun(plan, 1, [&](const int64_t* off, int64_t out, int64_t len) {
+    const float* src = dy + out;
+    float* dst = dx + off[0];
+    if (s != 0) {
+      DTCRT_SIMD for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
+    } else {
+      float acc = 0.0f;
+      DTCRT_SIMD_SUM(acc) for (int64_t i = 0; i < len; ++i) acc += src[i];
+      *dst += acc;
+    }
+  });
+}
+
+void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x,
+           const int64_t* xShape, int xRank, const float* z, const int64_t* zShape, int zRank,
+           float* y, const int64_t* yShape, int yRank) {
+  const int64_t* shapes[3] = {cShape, xShape, zShape};
+  int ranks[3] = {cRank, xRank, zRank};
+  BroadcastPlan plan;
+  if (!makeBroadcastPlan("where", yShape, yRank, 3, shapes, ranks, plan)) return;
+  const int last = plan.rank - 1;
+  const int64_t sc = plan.strides[0][last], sx = plan.strides[1][last], sz = plan.strides[2][last];
+  forEachRun(plan, 3, [&](const int64_t* off, int64_t out, int64_t len) {
+    const uint8_t* pc = cond + off[0];
+    const float* px = x + off[1];
+    const float* pz = z + off[2];
+    float* py = y + out;
+    if (sc && sx && sz) {
+      DTCRT_SIMD for (int64_t i = 0; i < len; ++i) py[i] = pc[i] ? px[i] : pz[i];
+    } else {
+      for (int64_t i = 0; i < len; ++i) py[i] = pc[i * sc] ? px[i * sx] : pz[i * sz];
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------
+// BLAS-1 style helpers and casts
+// ---------------------------------------------------------------------------
+void fill(float* y, int64_t n, float value) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = value;
+}
+void copy(const float* x, float* y, int64_t n) {
+  if (n > 0 && x != y) std::memcpy(y, x, (size_t)n * sizeof(float));
+}
+void scale(const float* x, float* y, int64_t n, float a) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = a * x[i];
+}
+void axpy(int64_t n, float a, const float* x, float* y) {
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+void cast_f32_to_i64(const float* x, int64_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (int64_t)x[i];
+}
+void cast_i64_to_f32(const int64_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (float)x[i];
+}
+
+}  // namespace dtcrt::cpu

@@ -1,0 +1,142 @@
+// Private helpers shared by the CPU kernel files: error reporting, a branch-free
+// vectorizable exp/expm1, and the broadcast plan (collapsed shapes + strides)
+// used by every broadcasting kernel. Not installed; generated code never sees it.
+#pragma once
+
+#include "runtime/cpu/Kernels.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+// Vectorization hint; needs only -fopenmp-simd (no OpenMP runtime).
+#define DTCRT_PRAGMA(x) _Pragma(#x)
+#define DTCRT_SIMD DTCRT_PRAGMA(omp simd)
+#define DTCRT_SIMD_SUM(var) DTCRT_PRAGMA(omp simd reduction(+ : var))
+#define DTCRT_SIMD_SUM2(a, b) DTCRT_PRAGMA(omp simd reduction(+ : a, b))
+#define DTCRT_SIMD_MAX(var) DTCRT_PRAGMA(omp simd reduction(max : var))
+
+namespace dtcrt::cpu::detail {
+
+// Aborts with the kernel's name: a shape error here is a compiler bug, and the
+// generated program has no way to recover.
+[[noreturn]] void fail(const char* kernel, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+inline int64_t numElements(const int64_t* shape, int rank) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= shape[i];
+  return n;
+}
+
+inline float bitsToFloat(int32_t i) {
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+inline int32_t floatToBits(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, sizeof i);
+  return i;
+}
+
+// e^x with a relative error below 2 ulp over the whole float range, including
+// denormal results, overflow to +inf and NaN propagation. Branch-free (selects
+// only) so loops calling it vectorize with plain SSE2. Cody-Waite reduction
+// x = n ln2 + r, |r| <= ln2/2, degree-7 Taylor polynomial (truncation < 6e-9),
+// 2^n applied as two factors so every intermediate is a normal float.
+inline float expApprox(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;
+  const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  float t = xc * 1.44269504088896341f + shifter;
+  int32_t n = floatToBits(t) - floatToBits(shifter);
+  float nf = t - shifter;
+  float r = xc - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t n1 = n >> 1;
+  int32_t n2 = n - n1;
+  float s1 = bitsToFloat((n1 + 127) << 23);
+  float s2 = bitsToFloat((n2 + 127) << 23);
+  return p * s1 * s2;
+}
+
+// e^x - 1 for x in [-20, 0] without cancellation near 0 (|error| < 3 ulp).
+// Used by tanh; not a general expm1.
+inline float expm1NegApprox(float x) {
+  float xc = x < -20.0f ? -20.0f : x;
+  const float shifter = 12582912.0f;
+  float t = xc * 1.44269504088896341f + shifter;
+  int32_t n = floatToBits(t) - floatToBits(shifter);
+  float nf = t - shifter;
+  float r = xc - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  float q = 1.0f / 5040.0f;
+  q = q * r + 1.0f / 720.0f;
+  q = q * r + 1.0f / 120.0f;
+  q = q * r + 1.0f / 24.0f;
+  q = q * r + 1.0f / 6.0f;
+  q = q * r + 0.5f;
+  q = q * r + 1.0f;
+  q = q * r;  // q = e^r - 1
+  float s = bitsToFloat((n + 127) << 23);
+  return s * q + (s - 1.0f);  // = 2^n e^r - 1; exact q when n = 0
+}
+
+// tanh(x) = sign(x) * (-e)/(2 + e) with e = expm1(-2|x|).
+inline float tanhApprox(float x) {
+  float ax = x < 0.0f ? -x : x;
+  float e = expm1NegApprox(-2.0f * ax);
+  float t = -e / (2.0f + e);
+  t = x < 0.0f ? -t : t;
+  return x != x ? x : t;
+}
+
+// Broadcast plan: output dims of size 1 dropped, adjacent dims merged where
+// every operand is contiguous (or broadcast) across them. Strides are in
+// elements, 0 on broadcast dims. The output is contiguous over `shape`.
+struct BroadcastPlan {
+  int rank = 0;
+  int64_t shape[kMaxRank];
+  int64_t strides[3][kMaxRank];
+  int64_t total = 0;
+};
+
+// Returns false (and fills nothing useful) when the output is empty.
+bool makeBroadcastPlan(const char* kernel, const int64_t* yShape, int yRank, int numOps,
+                       const int64_t* const* shapes, const int* ranks, BroadcastPlan& plan);
+
+// Calls fn(offsets, outOffset, len) for each innermost run of the plan, where
+// offsets[k] is operand k's element offset at the run start. The innermost
+// stride of operand k is plan.strides[k][plan.rank - 1].
+template <typename Fn>
+inline void forEachRun(const BroadcastPlan& plan, int numOps, Fn&& fn) {
+  const int r = plan.rank;
+  const int64_t len = plan.shape[r - 1];
+  int64_t idx[kMaxRank] = {0};
+  int64_t off[3] = {0, 0, 0};
+  for (int64_t out = 0; out < plan.total; out += len) {
+    fn(off, out, len);
+    for (int d = r - 2; d >= 0; --d) {
+      if (++idx[d] < plan.shape[d]) {
+        for (int k = 0; k < numOps; ++k) off[k] += plan.strides[k][d];
+        break;
+      }
+      idx[d] = 0;
+      for (int k = 0; k < numOps; ++k) off[k] -= plan.strides[k][d] * (plan.shape[d] - 1);
+    }
+  }
+}
+
+}  // namespace dtcrt::cpu::detail

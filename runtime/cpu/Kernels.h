@@ -1,0 +1,332 @@
+// dtcrt CPU kernel layer: the one header generated programs include.
+//
+// Conventions (apply to every function below unless its comment says otherwise):
+//  * Tensors are contiguous, row-major float32 buffers; shapes are int64_t arrays
+//    with an explicit rank (rank 0 = scalar, pointer may be null). At most
+//    kMaxRank dimensions.
+//  * "Broadcast" means numpy broadcasting: shapes are right-aligned and a dim of 1
+//    stretches. The caller passes every operand's shape and the output's shape.
+//  * Outputs are overwritten (never accumulated) unless the comment says
+//    "accumulates". Outputs must not alias inputs unless the comment allows it.
+//  * Kernels never allocate. Those that need scratch take `float* workspace`
+//    sized by the matching *_workspace() function (a count of floats).
+//  * Everything is single-threaded except GEMM, which OpenBLAS threads
+//    (see dtcrt::setNumThreads).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dtcrt {
+
+// Number of threads OpenBLAS uses for every sgemm (wraps openblas_set_num_threads).
+void setNumThreads(int n);
+// The current OpenBLAS thread count.
+int getNumThreads();
+
+namespace cpu {
+
+constexpr int kMaxRank = 8;
+
+// ============================================================================
+// 1. Elementwise (Elementwise.cpp)
+// ============================================================================
+
+// y = a OP b with numpy broadcasting; aShape/bShape broadcast to yShape.
+// y may alias a or b when that operand has the output's shape.
+void add(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank);
+void sub(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank);
+void mul(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank);
+// True IEEE division a / b.
+void div(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank);
+// std::pow(a, b); a scalar exponent of 0.5, 1, 2, 3, -1 takes an exact fast path.
+void pow(const float* a, const int64_t* aShape, int aRank, const float* b,
+         const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank);
+
+// Unary maps over n elements; y may alias x.
+void sqrt(const float* x, float* y, int64_t n);     // y = sqrt(x)
+void neg(const float* x, float* y, int64_t n);      // y = -x
+void exp(const float* x, float* y, int64_t n);      // y = e^x (<= 2 ulp, vectorized)
+void log(const float* x, float* y, int64_t n);      // y = ln(x)
+void relu(const float* x, float* y, int64_t n);     // y = max(x, 0) (NaN propagates)
+void sigmoid(const float* x, float* y, int64_t n);  // y = 1 / (1 + e^-x)
+void tanh(const float* x, float* y, int64_t n);     // y = tanh(x)
+void erf(const float* x, float* y, int64_t n);      // y = erf(x)
+// approximate=false: y = 0.5 x (1 + erf(x / sqrt 2))            (PyTorch "none")
+// approximate=true:  y = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))  ("tanh")
+void gelu(const float* x, float* y, int64_t n, bool approximate);
+
+// Backward helpers; dx may alias dy.
+void relu_grad(const float* x, const float* dy, float* dx, int64_t n);     // dy if x>0 else 0
+void sigmoid_grad(const float* y, const float* dy, float* dx, int64_t n);  // dy*y*(1-y), y = output
+void tanh_grad(const float* y, const float* dy, float* dx, int64_t n);     // dy*(1-y^2), y = output
+void gelu_grad(const float* x, const float* dy, float* dx, int64_t n, bool approximate);  // dy*gelu'(x)
+void erf_grad(const float* x, const float* dy, float* dx, int64_t n);      // dy*2/sqrt(pi)*e^(-x^2)
+
+// Dropout: element i of a call keeps with probability 1-ratio; the decision is a
+// pure function of (seed, step, offset+i) (counter-based hash, no state), so a
+// replay or a chunked call (offset = index of the chunk's first element) gives
+// the same mask. y = keep ? x/(1-ratio) : 0; mask[i] = keep (1/0).
+// ratio = 0 keeps everything; ratio >= 1 drops everything (y = 0).
+void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio,
+             uint64_t seed, uint64_t step, uint64_t offset = 0);
+// dx = mask ? dy/(1-ratio) : 0 (0 everywhere if ratio >= 1).
+void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, float ratio);
+
+// Sum a broadcast gradient dy of shape outShape back to an operand's shape
+// inShape (inShape must broadcast to outShape): dx[j] = sum of dy over the
+// elements that operand element j was broadcast to. dx is overwritten.
+void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, float* dx,
+                     const int64_t* inShape, int inRank);
+
+// y = cond != 0 ? x : z, all three broadcast to yShape. cond is uint8/bool.
+void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x,
+           const int64_t* xShape, int xRank, const float* z, const int64_t* zShape, int zRank,
+           float* y, const int64_t* yShape, int yRank);
+
+void fill(float* y, int64_t n, float value);                // y[i] = value
+void copy(const float* x, float* y, int64_t n);             // y[i] = x[i] (no overlap)
+void scale(const float* x, float* y, int64_t n, float a);   // y[i] = a*x[i]; y may alias x
+void axpy(int64_t n, float a, const float* x, float* y);    // y[i] += a*x[i]
+void cast_f32_to_i64(const float* x, int64_t* y, int64_t n);  // truncation toward 0
+void cast_i64_to_f32(const int64_t* x, float* y, int64_t n);  // round to nearest float
+
+// ============================================================================
+// 2. GEMM (Gemm.cpp)
+// ============================================================================
+
+// C = alpha * op(A) op(B) + beta * C, row-major; op(A) is MxK, op(B) is KxN.
+// lda/ldb/ldc are row strides of A, B, C as stored. beta = 0 ignores C's contents.
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+          int64_t ldc);
+
+// Batched matmul, numpy semantics on the batch dims (all ranks >= 2):
+//   A: [..., M, K] (stored [..., K, M] if transA), B: [..., K, N] ([..., N, K] if
+//   transB), C: [..., M, N]. The batch dims of A, B and C broadcast to one batch
+//   shape. C = alpha * sum_{batch elements mapping to it} op(A) op(B) + beta * C,
+// i.e. when C's batch dims are smaller (broadcast) the products of the batch
+// elements that map to the same C matrix are summed: this is the backward of a
+// matmul whose operand was broadcast (e.g. dW of x[B,T,K] @ W[K,N] is
+// batched_matmul(x^T, dY) with C shape [K,N]). Heavy lifting in sgemm; a shared
+// 2-D right operand folds the batch into M for a single sgemm.
+void batched_matmul(const float* A, const int64_t* aShape, int aRank, bool transA,
+                    const float* B, const int64_t* bShape, int bRank, bool transB, float* C,
+                    const int64_t* cShape, int cRank, float alpha = 1.0f, float beta = 0.0f);
+
+// Y[i, j] += bias[j] for an MxN row-major Y.
+void add_bias_rows(float* Y, const float* bias, int64_t M, int64_t N);
+// db[j] = sum_i dY[i, j] (column sums of an MxN dY: the bias gradient).
+void sum_rows(const float* dY, int64_t M, int64_t N, float* db);
+
+// ============================================================================
+// 3. Conv2d, NCHW (Conv.cpp)
+// ============================================================================
+
+// x: [N, C, H, W], w: [K, C/groups, R, S], y: [N, K, OH, OW].
+// pads are top, left, bottom, right. OH = (H + padT + padB - dilH*(R-1) - 1)/strideH + 1.
+struct Conv2dParams {
+  int64_t N, C, H, W;   // input
+  int64_t K, R, S;      // output channels, kernel height, kernel width
+  int64_t strideH, strideW;
+  int64_t padT, padL, padB, padR;
+  int64_t dilH, dilW;
+  int64_t groups;
+};
+int64_t conv2d_out_h(const Conv2dParams& p);
+int64_t conv2d_out_w(const Conv2dParams& p);
+// Scratch (in floats) each pass needs; 0 for the 1x1/stride-1/no-pad case.
+int64_t conv2d_forward_workspace(const Conv2dParams& p);
+int64_t conv2d_backward_data_workspace(const Conv2dParams& p);
+int64_t conv2d_backward_filter_workspace(const Conv2dParams& p);
+// y = conv(x, w) (+ bias[k] if bias is non-null). im2col + sgemm per image and group.
+void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                    float* y, float* workspace);
+// dx (overwritten) = gradient of sum(dy * conv(x, w)) w.r.t. x (sgemm + col2im).
+void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w, float* dx,
+                          float* workspace);
+// dw (overwritten) = gradient w.r.t. w, summed over the batch.
+void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* dy, float* dw,
+                            float* workspace);
+// db[k] = sum over n, oh, ow of dy[n, k, oh, ow].
+void conv2d_backward_bias(const Conv2dParams& p, const float* dy, float* db);
+
+// ============================================================================
+// 4. Pooling, NCHW (Pool.cpp)
+// ============================================================================
+
+// x: [N, C, H, W] -> y: [N, C, OH, OW]. pads top, left, bottom, right.
+// OH = floor_or_ceil((H + padT + padB - dilH*(kH-1) - 1) / strideH) + 1; with
+// ceilMode the last window must start inside the input or the top pad
+// (PyTorch's rule), otherwise OH is decremented.
+struct Pool2dParams {
+  int64_t N, C, H, W;
+  int64_t kH, kW;
+  int64_t strideH, strideW;
+  int64_t padT, padL, padB, padR;
+  int64_t dilH, dilW;
+  bool ceilMode;
+  bool countIncludePad;  // average pool only
+};
+int64_t pool2d_out_h(const Pool2dParams& p);
+int64_t pool2d_out_w(const Pool2dParams& p);
+// Max over each window (pads count as -inf; NaN wins, as in PyTorch). If
+// indices is non-null it receives, per output, the int32 flat index h*W + w of
+// the chosen element inside its [H, W] plane (first maximum on ties).
+void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indices);
+// dx (overwritten, zeroed first) [N,C,H,W]: dx[plane][indices[o]] += dy[o].
+void max_pool2d_backward(const Pool2dParams& p, const float* dy, const int32_t* indices,
+                         float* dx);
+// Mean over each window. countIncludePad: divisor counts the taps inside the
+// padded input [-padT, H+padB) x [-padL, W+padR) (ceil-mode overhang never
+// counts); otherwise only taps inside the input count (PyTorch semantics).
+void avg_pool2d(const Pool2dParams& p, const float* x, float* y);
+// dx (overwritten): each dy spread evenly (same divisor) over its window's input taps.
+void avg_pool2d_backward(const Pool2dParams& p, const float* dy, float* dx);
+// y[n, c] = mean over HW of x[n, c, :]; x: [N, C, HW].
+void global_avg_pool(const float* x, float* y, int64_t N, int64_t C, int64_t HW);
+// dx[n, c, i] = dy[n, c] / HW.
+void global_avg_pool_backward(const float* dy, float* dx, int64_t N, int64_t C, int64_t HW);
+
+// ============================================================================
+// 5. Normalization (Norm.cpp)
+// ============================================================================
+
+// Batch norm over x viewed as [N, C, HW] (HW = 1 for [N, C] input).
+// Per channel c over M = N*HW values: mean, biased var; y = (x-mean)*inv_std*scale + bias
+// with inv_std = 1/sqrt(var + eps). Writes savedMean[c], savedInvStd[c]. If
+// runningMean/runningVar are non-null, updates them in place (ONNX convention):
+//   running = running*momentum + batch*(1-momentum), batch var unbiased (M/(M-1)).
+void batch_norm_train_forward(const float* x, int64_t N, int64_t C, int64_t HW,
+                              const float* scale, const float* bias, float eps, float momentum,
+                              float* y, float* savedMean, float* savedInvStd,
+                              float* runningMean, float* runningVar);
+// Gradients of batch_norm_train_forward (batch statistics): dx (overwritten),
+// dscale[c] = sum dy*xhat, dbias[c] = sum dy (overwritten; either may be null).
+void batch_norm_backward(const float* x, const float* dy, int64_t N, int64_t C, int64_t HW,
+                         const float* scale, const float* savedMean, const float* savedInvStd,
+                         float* dx, float* dscale, float* dbias);
+// y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c].
+void batch_norm_inference(const float* x, int64_t N, int64_t C, int64_t HW, const float* scale,
+                          const float* bias, const float* mean, const float* var, float eps,
+                          float* y);
+// Layer norm over the last D elements of each of `rows` rows:
+// y = (x - mean)*inv_std*scale[j] + bias[j] (scale/bias may be null = 1/0),
+// inv_std = 1/sqrt(biased var + eps). savedMean/savedInvStd ([rows]) may be null.
+void layer_norm(const float* x, int64_t rows, int64_t D, const float* scale, const float* bias,
+                float eps, float* y, float* savedMean, float* savedInvStd);
+// Gradients of layer_norm: dx (overwritten), dscale[j] = sum_rows dy*xhat,
+// dbias[j] = sum_rows dy (overwritten; may be null). scale may be null (= 1).
+void layer_norm_backward(const float* x, const float* dy, int64_t rows, int64_t D,
+                         const float* scale, const float* savedMean, const float* savedInvStd,
+                         float* dx, float* dscale, float* dbias);
+
+// ============================================================================
+// 6. Softmax (Softmax.cpp)
+// ============================================================================
+
+// Along the last axis of a [rows, cols] view; max-subtracted (stable). y may alias x.
+void softmax(const float* x, float* y, int64_t rows, int64_t cols);
+void log_softmax(const float* x, float* y, int64_t rows, int64_t cols);
+// From the forward OUTPUT y: dx = y * (dy - sum_j dy*y)  (dx may alias dy).
+void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols);
+// From the forward OUTPUT y (log-probs): dx = dy - exp(y) * sum_j dy.
+void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                          int64_t cols);
+// Same along the middle axis of an [outer, axis, inner] view (y must not alias x).
+void softmax_inner(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner);
+void log_softmax_inner(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner);
+void softmax_inner_backward(const float* y, const float* dy, float* dx, int64_t outer,
+                            int64_t axis, int64_t inner);
+void log_softmax_inner_backward(const float* y, const float* dy, float* dx, int64_t outer,
+                                int64_t axis, int64_t inner);
+
+// ============================================================================
+// 7. Losses (Loss.cpp)
+// ============================================================================
+
+constexpr int64_t kIgnoreIndex = -100;
+
+// Mean over non-ignored rows of -log_softmax(logits[i])[labels[i]]; logits [N, C]
+// (N may be batch*time). labels[i] == kIgnoreIndex skips row i. Returns NaN
+// when every row is ignored (as PyTorch). A label outside [0, C) aborts.
+float softmax_cross_entropy(const float* logits, const int64_t* labels, int64_t N, int64_t C);
+// dlogits = dloss * (softmax(logits) - onehot(label)) / count; ignored rows get 0.
+void softmax_cross_entropy_backward(const float* logits, const int64_t* labels, int64_t N,
+                                    int64_t C, float dloss, float* dlogits);
+// Fused forward + backward in one pass over the logits; returns the loss and
+// writes dlogits as the backward above with dloss. dlogits may alias logits.
+float softmax_cross_entropy_with_grad(const float* logits, const int64_t* labels, int64_t N,
+                                      int64_t C, float dloss, float* dlogits);
+// mean((pred - target)^2) over n elements (accumulated in double).
+float mse_loss(const float* pred, const float* target, int64_t n);
+// dpred = dloss * 2 (pred - target) / n.
+void mse_loss_backward(const float* pred, const float* target, int64_t n, float dloss,
+                       float* dpred);
+// Number of rows whose argmax (first maximum) equals the label; ignored rows never count.
+int64_t accuracy_count(const float* logits, const int64_t* labels, int64_t N, int64_t C);
+
+// ============================================================================
+// 8. Shape and data movement (Shape.cpp)
+// ============================================================================
+
+// y = x.permute(perm): y's dim i is x's dim perm[i]; y shape = shape[perm[i]].
+void transpose(const float* x, const int64_t* shape, int rank, const int64_t* perm, float* y);
+// y[i0..] = x[starts[d] + i_d*steps[d]] per axis d, for y of shape yShape (rank
+// = x's). starts are already clamped/normalized; steps may be negative, not 0.
+void slice(const float* x, const int64_t* xShape, int rank, const int64_t* starts,
+           const int64_t* steps, float* y, const int64_t* yShape);
+// dx (overwritten) = zeros of xShape with dy scattered to the sliced positions.
+void slice_backward(const float* dy, const int64_t* yShape, int rank, const int64_t* starts,
+                    const int64_t* steps, float* dx, const int64_t* xShape);
+// y = concat(xs[0..num), axis): input i has outShape except dim `axis` = axisSizes[i].
+void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
+            const int64_t* outShape, int rank, int axis);
+// Inverse of concat (also concat's backward): x of shape inShape is split along
+// `axis` into ys[i] with dim axis = axisSizes[i].
+void split(const float* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
+           int num, float* const* ys);
+// y = take(data, indices, axis): data [pre..., D, post...], indices any shape with
+// numIndices elements; y shape = pre + indices.shape + post. Negative indices
+// wrap (ONNX); out-of-range aborts. Embedding lookup: axis 0 of a [V, E] table.
+void gather(const float* data, const int64_t* dataShape, int rank, int axis,
+            const int64_t* indices, int64_t numIndices, float* y);
+// dData (overwritten, zeroed first) of dataShape: scatter-add of dy (gather's output shape).
+void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices,
+                     const int64_t* dataShape, int rank, int axis, float* dData);
+// y = broadcast of x (xShape) to yShape (numpy rules).
+void expand(const float* x, const int64_t* xShape, int xRank, float* y, const int64_t* yShape,
+            int yRank);
+
+// ============================================================================
+// 9. Optimizers (Optimizer.cpp): torch.optim (1.13) semantics over flat buffers
+// ============================================================================
+
+// Hyperparameters are double, as PyTorch keeps them (Python floats); scalar
+// factors are formed in double and rounded to float once, as PyTorch does.
+//
+// torch.optim.SGD step (maximize=False) on n elements:
+//   d = grad + weight_decay*param
+//   if momentum != 0: buf = first_step ? d : momentum*buf + (1-dampening)*d
+//                     d = nesterov ? d + momentum*buf : buf
+//   param -= lr*d
+// momentumBuf may be null when momentum == 0. grad is not modified.
+void sgd_update(float* param, const float* grad, float* momentumBuf, int64_t n, double lr,
+                double momentum, double dampening, double weightDecay, bool nesterov,
+                bool firstStep);
+// torch.optim.Adam (decoupled = false) / AdamW (decoupled = true) step, step >= 1
+// (amsgrad=False, maximize=False):
+//   Adam: g = grad + wd*param        AdamW: g = grad; param *= 1 - lr*wd
+//   m = beta1*m + (1-beta1)*g;  v = beta2*v + (1-beta2)*g*g
+//   bc1 = 1 - beta1^step, bc2 = 1 - beta2^step
+//   param -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps)
+void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, double lr,
+                 double beta1, double beta2, double eps, double weightDecay, bool decoupled,
+                 int64_t step);
+
+}  // namespace cpu
+}  // namespace dtcrt

@@ -1,0 +1,179 @@
+// Pooling, NCHW: max pool (with int32 argmax indices and the backward that
+// scatters through them), average pool (count_include_pad, ceil_mode,
+// dilations) and its backward, global average pool and its backward.
+// Window bounds are computed once per output row/column, so the tap loops
+// never test for padding.
+#include "runtime/cpu/Internal.h"
+
+#include <cmath>
+
+namespace dtcrt::cpu {
+using namespace detail;
+
+namespace {
+
+int64_t outSize(int64_t in, int64_t k, int64_t padLo, int64_t padHi, int64_t stride,
+                int64_t dil, bool ceilMode) {
+  const int64_t numer = in + padLo + padHi - dil * (k - 1) - 1;
+  int64_t out = (ceilMode ? (numer + stride - 1) : numer);
+  out = (out >= 0 ? out / stride : -((-out + stride - 1) / stride)) + 1;
+  if (ceilMode && (out - 1) * stride >= in + padLo) --out;
+  return out;
+}
+
+// Taps [lo, hi) of a window starting at `start` (dilation dil, k taps) that
+// land inside [0, size); `inPad` = taps inside [-padLo, size + padHi).
+struct Taps {
+  int64_t lo, hi, inPad;
+};
+inline Taps taps(int64_t start, int64_t k, int64_t dil, int64_t size, int64_t padHi) {
+  Taps t;
+  t.lo = start >= 0 ? 0 : (-start + dil - 1) / dil;
+  const int64_t top = size - 1 - start;
+  t.hi = top < 0 ? 0 : std::min(k, top / dil + 1);
+  t.lo = std::min(t.lo, t.hi);
+  const int64_t padTop = size + padHi - 1 - start;
+  t.inPad = padTop < 0 ? 0 : std::min(k, padTop / dil + 1);
+  return t;
+}
+
+void check(const Pool2dParams& p, const char* name) {
+  if (p.kH < 1 || p.kW < 1 || p.strideH < 1 || p.strideW < 1 || p.dilH < 1 || p.dilW < 1)
+    fail(name, "kernel, strides and dilations must be >= 1");
+}
+
+}  // namespace
+
+int64_t pool2d_out_h(const Pool2dParams& p) {
+  return outSize(p.H, p.kH, p.padT, p.padB, p.strideH, p.dilH, p.ceilMode);
+}
+int64_t pool2d_out_w(const Pool2dParams& p) {
+  return outSize(p.W, p.kW, p.padL, p.padR, p.strideW, p.dilW, p.ceilMode);
+}
+
+void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indices) {
+  check(p, "max_pool2d");
+  const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
+  const int64_t planes = p.N * p.C;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const float* xp = x + pl * p.H * p.W;
+    float* yp = y + pl * OH * OW;
+    int32_t* ip = indices ? indices + pl * OH * OW : nullptr;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t hs = oh * p.strideH - p.padT;
+      const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t ws = ow * p.strideW - p.padL;
+        const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
+        float best = ninf;
+        int64_t bestIdx = -1;
+        if (th.lo < th.hi && tw.lo < tw.hi)
+          bestIdx = (hs + th.lo * p.dilH) * p.W + ws + tw.lo * p.dilW;
+        for (int64_t r = th.lo; r < th.hi; ++r) {
+          const int64_t rowIdx = (hs + r * p.dilH) * p.W + ws;
+          const float* row = xp + rowIdx;
+          for (int64_t s = tw.lo; s < tw.hi; ++s) {
+            const float v = row[s * p.dilW];
+            if (v > best || v != v) {
+              best = v;
+              bestIdx = rowIdx + s * p.dilW;
+            }
+          }
+        }
+        yp[oh * OW + ow] = best;
+        if (ip) ip[oh * OW + ow] = (int32_t)bestIdx;
+      }
+    }
+  }
+}
+
+void max_pool2d_backward(const Pool2dParams& p, const float* dy, const int32_t* indices,
+                         float* dx) {
+  const int64_t P = pool2d_out_h(p) * pool2d_out_w(p), HW = p.H * p.W;
+  const int64_t planes = p.N * p.C;
+  fill(dx, planes * HW, 0.0f);
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    float* dxp = dx + pl * HW;
+    const float* dyp = dy + pl * P;
+    const int32_t* ip = indices + pl * P;
+    for (int64_t o = 0; o < P; ++o)
+      if (ip[o] >= 0) dxp[ip[o]] += dyp[o];
+  }
+}
+
+namespace {
+
+// Calls fn(oh, ow, th, tw, invDivisor) for every output of one plane.
+template <typename Fn>
+void forEachAvgWindow(const Pool2dParams& p, int64_t OH, int64_t OW, Fn&& fn) {
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t hs = oh * p.strideH - p.padT;
+    const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const int64_t ws = ow * p.strideW - p.padL;
+      const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
+      const int64_t count =
+          p.countIncludePad ? th.inPad * tw.inPad : (th.hi - th.lo) * (tw.hi - tw.lo);
+      fn(oh, ow, hs, ws, th, tw, count > 0 ? 1.0f / (float)count : 0.0f);
+    }
+  }
+}
+
+}  // namespace
+
+void avg_pool2d(const Pool2dParams& p, const float* x, float* y) {
+  check(p, "avg_pool2d");
+  const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
+  const int64_t planes = p.N * p.C;
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const float* xp = x + pl * p.H * p.W;
+    float* yp = y + pl * OH * OW;
+    forEachAvgWindow(p, OH, OW,
+                     [&](int64_t oh, int64_t ow, int64_t hs, int64_t ws, const Taps& th,
+                         const Taps& tw, float inv) {
+                       float acc = 0.0f;
+                       for (int64_t r = th.lo; r < th.hi; ++r) {
+                         const float* row = xp + (hs + r * p.dilH) * p.W + ws;
+                         for (int64_t s = tw.lo; s < tw.hi; ++s) acc += row[s * p.dilW];
+                       }
+                       yp[oh * OW + ow] = acc * inv;
+                     });
+  }
+}
+
+void avg_pool2d_backward(const Pool2dParams& p, const float* dy, float* dx) {
+  const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
+  const int64_t planes = p.N * p.C, HW = p.H * p.W;
+  fill(dx, planes * HW, 0.0f);
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    float* dxp = dx + pl * HW;
+    const float* dyp = dy + pl * OH * OW;
+    forEachAvgWindow(p, OH, OW,
+                     [&](int64_t oh, int64_t ow, int64_t hs, int64_t ws, const Taps& th,
+                         const Taps& tw, float inv) {
+                       const float g = dyp[oh * OW + ow] * inv;
+                       for (int64_t r = th.lo; r < th.hi; ++r) {
+                         float* row = dxp + (hs + r * p.dilH) * p.W + ws;
+                         for (int64_t s = tw.lo; s < tw.hi; ++s) row[s * p.dilW] += g;
+                       }
+                     });
+  }
+}
+
+void global_avg_pool(const float* x, float* y, int64_t N, int64_t C, int64_t HW) {
+  const float inv = HW > 0 ? 1.0f / (float)HW : 0.0f;
+  for (int64_t i = 0; i < N * C; ++i) {
+    const float* src = x + i * HW;
+    float acc = 0.0f;
+    DTCRT_SIMD_SUM(acc) for (int64_t j = 0; j < HW; ++j) acc += src[j];
+    y[i] = acc * inv;
+  }
+}
+
+void global_avg_pool_backward(const float* dy, float* dx, int64_t N, int64_t C, int64_t HW) {
+  const float inv = HW > 0 ? 1.0f / (float)HW : 0.0f;
+  for (int64_t i = 0; i < N * C; ++i) fill(dx + i * HW, HW, dy[i] * inv);
+}
+
+}  // namespace dtcrt::cpu

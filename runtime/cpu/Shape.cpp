@@ -1,0 +1,268 @@
+// Shape and data movement: transpose by an arbitrary permutation (dims are
+// collapsed first; then either contiguous row copies or cache-blocked 2-D tile
+// transposes), slice and its backward, concat/split, gather (embedding lookup)
+// and its scatter-add backward, and expand (broadcast copy).
+#include "runtime/cpu/Internal.h"
+
+namespace dtcrt::cpu {
+using namespace detail;
+
+namespace {
+
+// Iterates the multi-index over `n` dims (sizes sz) and keeps two offsets
+// (strides sa, sb); calls fn(offA, offB) for each index.
+template <typename Fn>
+void odometer(int n, const int64_t* sz, const int64_t* sa, const int64_t* sb, Fn&& fn) {
+  int64_t total = 1;
+  for (int d = 0; d < n; ++d) total *= sz[d];
+  int64_t idx[kMaxRank] = {0};
+  int64_t a = 0, b = 0;
+  for (int64_t it = 0; it < total; ++it) {
+    fn(a, b);
+    for (int d = n - 1; d >= 0; --d) {
+      if (++idx[d] < sz[d]) {
+        a += sa[d];
+        b += sb[d];
+        break;
+      }
+      idx[d] = 0;
+      a -= sa[d] * (sz[d] - 1);
+      b -= sb[d] * (sz[d] - 1);
+    }
+  }
+}
+
+constexpr int64_t kTile = 16;
+
+}  // namespace
+
+void transpose(const float* x, const int64_t* shape, int rank, const int64_t* perm, float* y) {
+  if (rank > kMaxRank) fail("transpose", "rank %d exceeds %d", rank, kMaxRank);
+  int64_t inStride[kMaxRank];
+  int64_t total = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    inStride[d] = total;
+    total *= shape[d];
+  }
+  if (total == 0) return;
+  // Output dims in order, size-1 dims dropped, merged where the input is
+  // contiguous across a pair of adjacent output dims.
+  int64_t sz[kMaxRank], is[kMaxRank];
+  int r = 0;
+  for (int i = 0; i < rank; ++i) {
+    const int64_t p = perm[i];
+    if (p < 0 || p >= rank) fail("transpose", "bad permutation entry %lld", (long long)p);
+    if (shape[p] == 1) continue;
+    if (r > 0 && is[r - 1] == inStride[p] * shape[p]) {
+      sz[r - 1] *= shape[p];
+      is[r - 1] = inStride[p];
+    } else {
+      sz[r] = shape[p];
+      is[r] = inStride[p];
+      ++r;
+    }
+  }
+  if (r <= 1) return copy(x, y, total);
+  int64_t os[kMaxRank];
+  os[r - 1] = 1;
+  for (int d = r - 2; d >= 0; --d) os[d] = os[d + 1] * sz[d + 1];
+  const int64_t L = sz[r - 1];
+  if (is[r - 1] == 1) {  // innermost dim unchanged: contiguous row copies
+    odometer(r - 1, sz, is, os, [&](int64_t ia, int64_t oa) {
+      std::memcpy(y + oa, x + ia, sizeof(float) * L);
+    });
+    return;
+  }
+  // Output dim k reads the input's contiguous dim; tile-transpose the
+  // (k, last) plane for every index of the remaining dims.
+  int k = 0;
+  while (is[k] != 1) ++k;
+  int64_t osz[kMaxRank], ois[kMaxRank], oos[kMaxRank];
+  int m = 0;
+  for (int d = 0; d < r - 1; ++d) {
+    if (d == k) continue;
+    osz[m] = sz[d];
+    ois[m] = is[d];
+    oos[m] = os[d];
+    ++m;
+  }
+  const int64_t J = sz[k], osk = os[k], isL = is[r - 1];
+  odometer(m, osz, ois, oos, [&](int64_t ia, int64_t oa) {
+    const float* xb = x + ia;
+    float* yb = y + oa;
+    for (int64_t j0 = 0; j0 < J; j0 += kTile) {
+      const int64_t j1 = std::min(J, j0 + kTile);
+      for (int64_t i0 = 0; i0 < L; i0 += kTile) {
+        const int64_t i1 = std::min(L, i0 + kTile);
+        for (int64_t j = j0; j < j1; ++j) {
+          float* yr = yb + j * osk;
+          const float* xc = xb + j;
+          for (int64_t i = i0; i < i1; ++i) yr[i] = xc[i * isL];
+        }
+      }
+    }
+  });
+}
+
+namespace {
+
+// Shared index walk of slice / slice_backward: calls fn(xOffset, yOffset, len,
+// xInnerStep) for each innermost run of the sliced shape.
+template <typename Fn>
+void sliceRuns(const char* kernel, const int64_t* xShape, int rank, const int64_t* starts,
+               const int64_t* steps, const int64_t* yShape, Fn&& fn) {
+  if (rank < 1 || rank > kMaxRank) fail(kernel, "bad rank %d", rank);
+  int64_t xs[kMaxRank], ys[kMaxRank], xstep[kMaxRank];
+  int64_t sx = 1, sy = 1, base = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (steps[d] == 0) fail(kernel, "step 0 on axis %d", d);
+    if (yShape[d] > 0) {
+      const int64_t last = starts[d] + (yShape[d] - 1) * steps[d];
+      if (starts[d] < 0 || starts[d] >= xShape[d] || last < 0 || last >= xShape[d])
+        fail(kernel, "axis %d: slice out of range", d);
+    }
+    xs[d] = sx;
+    ys[d] = sy;
+    xstep[d] = sx * steps[d];
+    base += starts[d] * sx;
+    sx *= xShape[d];
+    sy *= yShape[d];
+  }
+  if (sy == 0) return;
+  const int64_t len = yShape[rank - 1], inner = xstep[rank - 1];
+  (void)xs;
+  odometer(rank - 1, yShape, xstep, ys, [&](int64_t xo, int64_t yo) {
+    fn(base + xo, yo, len, inner);
+  });
+}
+
+}  // namespace
+
+void slice(const float* x, const int64_t* xShape, int rank, const int64_t* starts,
+           const int64_t* steps, float* y, const int64_t* yShape) {
+  sliceRuns("slice", xShape, rank, starts, steps, yShape,
+            [&](int64_t xo, int64_t yo, int64_t len, int64_t step) {
+              if (step == 1) {
+                std::memcpy(y + yo, x + xo, sizeof(float) * len);
+              } else {
+                for (int64_t i = 0; i < len; ++i) y[yo + i] = x[xo + i * step];
+              }
+            });
+}
+
+void slice_backward(const float* dy, const int64_t* yShape, int rank, const int64_t* starts,
+                    const int64_t* steps, float* dx, const int64_t* xShape) {
+  fill(dx, numElements(xShape, rank), 0.0f);
+  sliceRuns("slice_backward", xShape, rank, starts, steps, yShape,
+            [&](int64_t xo, int64_t yo, int64_t len, int64_t step) {
+              if (step == 1) {
+                std::memcpy(dx + xo, dy + yo, sizeof(float) * len);
+              } else {
+                for (int64_t i = 0; i < len; ++i) dx[xo + i * step] = dy[yo + i];
+              }
+            });
+}
+
+void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
+            const int64_t* outShape, int rank, int axis) {
+  if (axis < 0 || axis >= rank) fail("concat", "axis %d out of range for rank %d", axis, rank);
+  int64_t outer = 1, inner = 1, total = 0;
+  for (int d = 0; d < axis; ++d) outer *= outShape[d];
+  for (int d = axis + 1; d < rank; ++d) inner *= outShape[d];
+  for (int i = 0; i < num; ++i) total += axisSizes[i];
+  if (total != outShape[axis])
+    fail("concat", "axis sizes sum to %lld, output has %lld", (long long)total,
+         (long long)outShape[axis]);
+  for (int64_t o = 0; o < outer; ++o) {
+    float* dst = y + o * total * inner;
+    for (int i = 0; i < num; ++i) {
+      const int64_t block = axisSizes[i] * inner;
+      copy(xs[i] + o * block, dst, block);
+      dst += block;
+    }
+  }
+}
+
+void split(const float* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
+           int num, float* const* ys) {
+  if (axis < 0 || axis >= rank) fail("split", "axis %d out of range for rank %d", axis, rank);
+  int64_t outer = 1, inner = 1, total = 0;
+  for (int d = 0; d < axis; ++d) outer *= inShape[d];
+  for (int d = axis + 1; d < rank; ++d) inner *= inShape[d];
+  for (int i = 0; i < num; ++i) total += axisSizes[i];
+  if (total != inShape[axis])
+    fail("split", "axis sizes sum to %lld, input has %lld", (long long)total,
+         (long long)inShape[axis]);
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* src = x + o * total * inner;
+    for (int i = 0; i < num; ++i) {
+      const int64_t block = axisSizes[i] * inner;
+      copy(src, ys[i] + o * block, block);
+      src += block;
+    }
+  }
+}
+
+namespace {
+
+void gatherDims(const char* kernel, const int64_t* dataShape, int rank, int axis,
+                int64_t& outer, int64_t& D, int64_t& post) {
+  if (axis < 0 || axis >= rank) fail(kernel, "axis %d out of range for rank %d", axis, rank);
+  outer = 1;
+  post = 1;
+  for (int d = 0; d < axis; ++d) outer *= dataShape[d];
+  for (int d = axis + 1; d < rank; ++d) post *= dataShape[d];
+  D = dataShape[axis];
+}
+
+inline int64_t wrapIndex(const char* kernel, int64_t idx, int64_t D) {
+  const int64_t w = idx < 0 ? idx + D : idx;
+  if (w < 0 || w >= D)
+    fail(kernel, "index %lld out of range for a dim of %lld", (long long)idx, (long long)D);
+  return w;
+}
+
+}  // namespace
+
+void gather(const float* data, const int64_t* dataShape, int rank, int axis,
+            const int64_t* indices, int64_t numIndices, float* y) {
+  int64_t outer, D, post;
+  gatherDims("gather", dataShape, rank, axis, outer, D, post);
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* src = data + o * D * post;
+    float* dst = y + o * numIndices * post;
+    for (int64_t k = 0; k < numIndices; ++k)
+      copy(src + wrapIndex("gather", indices[k], D) * post, dst + k * post, post);
+  }
+}
+
+void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices,
+                     const int64_t* dataShape, int rank, int axis, float* dData) {
+  int64_t outer, D, post;
+  gatherDims("gather_backward", dataShape, rank, axis, outer, D, post);
+  fill(dData, outer * D * post, 0.0f);
+  for (int64_t o = 0; o < outer; ++o) {
+    float* dst = dData + o * D * post;
+    const float* src = dy + o * numIndices * post;
+    for (int64_t k = 0; k < numIndices; ++k) {
+      float* row = dst + wrapIndex("gather_backward", indices[k], D) * post;
+      const float* g = src + k * post;
+      DTCRT_SIMD for (int64_t j = 0; j < post; ++j) row[j] += g[j];
+    }
+  }
+}
+
+void expand(const float* x, const int64_t* xShape, int xRank, float* y, const int64_t* yShape,
+            int yRank) {
+  const int64_t* shapes[1] = {xShape};
+  int ranks[1] = {xRank};
+  BroadcastPlan plan;
+  if (!makeBroadcastPlan("expand", yShape, yRank, 1, shapes, ranks, plan)) return;
+  const int64_t s = plan.strides[0][plan.rank - 1];
+  forEachRun(plan, 1, [&](const int64_t* off, int64_t out, int64_t len) {
+    if (s != 0) copy(x + off[0], y + out, len);
+    else fill(y + out, len, x[off[0]]);
+  });
+}
+
+}  // namespace dtcrt::cpu

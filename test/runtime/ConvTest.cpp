@@ -1,0 +1,118 @@
+// Tests of conv2d: forward against a direct 7-loop reference in double over a
+// variety of strides, asymmetric pads, dilations and groups (including the
+// 1x1 sgemm special case and depthwise); backward data, filter and bias by
+// finite differences through the forward kernel and against the reference.
+#include "TestUtil.h"
+
+using namespace dtcrt_test;
+namespace k = dtcrt::cpu;
+
+namespace {
+
+k::Conv2dParams make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
+                     int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr,
+                     int64_t dh, int64_t dw, int64_t g) {
+  return k::Conv2dParams{N, C, H, W, K, R, S, sh, sw, pt, pl, pb, pr, dh, dw, g};
+}
+
+const std::vector<k::Conv2dParams> kCases = {
+    make(2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1),  // 3x3 same
+    make(1, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 2, 1, 2, 1, 2),  // stride 2x1, asym pads, dil 2x1, g 2
+    make(2, 5, 4, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1),  // 1x1 pointwise (plain sgemm)
+    make(1, 4, 7, 7, 8, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1),  // 1x1 stride 2 (downsample)
+    make(2, 4, 8, 7, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4),  // depthwise 3x3 s2
+    make(1, 2, 11, 10, 3, 5, 5, 1, 2, 3, 1, 2, 4, 2, 2, 1),  // 5x5 dil 2, odd pads
+    make(3, 6, 5, 6, 6, 2, 3, 3, 2, 0, 2, 1, 0, 1, 1, 3),  // stride 3x2, g 3
+};
+
+std::string name(const k::Conv2dParams& p) {
+  return "conv N" + std::to_string(p.N) + " C" + std::to_string(p.C) + " " + std::to_string(p.H) +
+         "x" + std::to_string(p.W) + " K" + std::to_string(p.K) + " " + std::to_string(p.R) + "x" +
+         std::to_string(p.S) + " g" + std::to_string(p.groups);
+}
+
+std::vector<double> refConv(const k::Conv2dParams& p, const Vec& x, const Vec& w, const Vec* b) {
+  const int64_t OH = k::conv2d_out_h(p), OW = k::conv2d_out_w(p);
+  const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups;
+  std::vector<double> y((size_t)(p.N * p.K * OH * OW));
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t kk = 0; kk < p.K; ++kk) {
+      const int64_t g = kk / Kg;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double s = b ? (*b)[(size_t)kk] : 0.0;
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t r = 0; r < p.R; ++r)
+              for (int64_t q = 0; q < p.S; ++q) {
+                const int64_t ih = oh * p.strideH - p.padT + r * p.dilH;
+                const int64_t iw = ow * p.strideW - p.padL + q * p.dilW;
+                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                s += (double)x[(size_t)(((n * p.C + g * Cg + c) * p.H + ih) * p.W + iw)] *
+                     w[(size_t)(((kk * Cg + c) * p.R + r) * p.S + q)];
+              }
+          y[(size_t)(((n * p.K + kk) * OH + oh) * OW + ow)] = s;
+        }
+    }
+  return y;
+}
+
+int64_t outSize(const k::Conv2dParams& p) { return p.N * p.K * k::conv2d_out_h(p) * k::conv2d_out_w(p); }
+
+}  // namespace
+
+TEST(Conv2d, OutputSize) {
+  auto p = make(1, 1, 224, 224, 1, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1);  // ResNet stem
+  EXPECT_EQ(k::conv2d_out_h(p), 112);
+  EXPECT_EQ(k::conv2d_out_w(p), 112);
+  auto q = make(1, 1, 11, 10, 1, 5, 5, 1, 2, 3, 1, 2, 4, 2, 2, 1);
+  EXPECT_EQ(k::conv2d_out_h(q), 8);   // (11+3+2 - 2*4 - 1)/1 + 1
+  EXPECT_EQ(k::conv2d_out_w(q), 4);   // (10+1+4 - 2*4 - 1)/2 + 1
+  EXPECT_EQ(k::conv2d_forward_workspace(make(2, 5, 4, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1)), 0);
+}
+
+// Sums of <= 50 products of O(1) values: float error ~1e-6; 2e-5 tolerance.
+TEST(Conv2d, ForwardMatchesReference) {
+  Rng rng(31);
+  for (const auto& p : kCases) {
+    Vec x = rng.vec(p.N * p.C * p.H * p.W), w = rng.vec(p.K * (p.C / p.groups) * p.R * p.S);
+    Vec b = rng.vec(p.K);
+    Vec ws((size_t)std::max<int64_t>(1, k::conv2d_forward_workspace(p)), std::nanf(""));
+    Vec y((size_t)outSize(p), std::nanf(""));
+    k::conv2d_forward(p, x.data(), w.data(), b.data(), y.data(), ws.data());
+    expectClose(y, refConv(p, x, w, &b), 2e-5, 2e-5, name(p) + " forward");
+    k::conv2d_forward(p, x.data(), w.data(), nullptr, y.data(), ws.data());
+    expectClose(y, refConv(p, x, w, nullptr), 2e-5, 2e-5, name(p) + " forward no bias");
+  }
+}
+
+TEST(Conv2d, BackwardByFiniteDifferences) {
+  Rng rng(32);
+  for (const auto& p : kCases) {
+    Vec x = rng.vec(p.N * p.C * p.H * p.W), w = rng.vec(p.K * (p.C / p.groups) * p.R * p.S);
+    Vec b = rng.vec(p.K), dy = rng.vec(outSize(p));
+    const int64_t wsSize = std::max({k::conv2d_forward_workspace(p), k::conv2d_backward_data_workspace(p),
+                                     k::conv2d_backward_filter_workspace(p), int64_t(1)});
+    Vec ws((size_t)wsSize, std::nanf(""));
+    Vec dx(x.size(), std::nanf("")), dw(w.size(), std::nanf("")), db(b.size(), std::nanf(""));
+    k::conv2d_backward_data(p, dy.data(), w.data(), dx.data(), ws.data());
+    k::conv2d_backward_filter(p, x.data(), dy.data(), dw.data(), ws.data());
+    k::conv2d_backward_bias(p, dy.data(), db.data());
+    auto fwd = [&](const Vec& xx, const Vec& ww, const Vec& bb) {
+      Vec y((size_t)outSize(p));
+      k::conv2d_forward(p, xx.data(), ww.data(), bb.data(), y.data(), ws.data());
+      return y;
+    };
+    checkGradient(x, dx, dy, [&](const Vec& v) { return fwd(v, w, b); }, name(p) + " dx");
+    checkGradient(w, dw, dy, [&](const Vec& v) { return fwd(x, v, b); }, name(p) + " dw");
+    checkGradient(b, db, dy, [&](const Vec& v) { return fwd(x, w, v); }, name(p) + " db");
+
+    // Tighter: the adjoint identity <dy, conv(x, w)> == <dx, x> == <dw, w> (linear in each).
+    const std::vector<double> y = refConv(p, x, w, nullptr);
+    double lhs = 0, rx = 0, rw = 0;
+    for (size_t i = 0; i < y.size(); ++i) lhs += y[i] * dy[i];
+    for (size_t i = 0; i < x.size(); ++i) rx += (double)dx[i] * x[i];
+    for (size_t i = 0; i < w.size(); ++i) rw += (double)dw[i] * w[i];
+    EXPECT_NEAR(rx, lhs, 1e-4 * (1 + std::fabs(lhs))) << name(p);
+    EXPECT_NEAR(rw, lhs, 1e-4 * (1 + std::fabs(lhs))) << name(p);
+  }
+}
