@@ -1,6 +1,7 @@
 //===- dtc.cpp - the compiler driver: ONNX model in, IR (later: a binary) out
 //
-//   dtc model.onnx --emit=mlir             the imported dtc IR
+//   dtc model.onnx --emit=mlir             the training step in the dtc dialect
+//   dtc model.onnx --mode=infer --emit=mlir the forward pass alone
 //   dtc model.onnx --emit=imported          the IR as the importer made it
 //
 // Errors go to stderr as `FILE: error: MESSAGE` and the exit code is 1.
@@ -47,11 +48,69 @@ cl::opt<bool> printWeights("print-weights",
                                     "default weights over 16 elements are elided"),
                            cl::init(false), cl::cat(dtcCategory));
 
+cl::opt<bool> printLocations("print-locations",
+                             cl::desc("Print each op's location: the ONNX node it "
+                                      "came from"),
+                             cl::init(false), cl::cat(dtcCategory));
+
+enum class Mode { Train, Infer };
+cl::opt<Mode> mode("mode", cl::desc("What to compile"), cl::init(Mode::Train),
+                   cl::values(clEnumValN(Mode::Train, "train",
+                                         "the training step (forward, loss, backward, "
+                                         "optimizer)"),
+                              clEnumValN(Mode::Infer, "infer", "the forward pass alone")),
+                   cl::cat(dtcCategory));
+
+// Training options; the names and defaults follow torch.optim.
+cl::opt<std::string> loss("loss", cl::desc("Loss on the model's first output: "
+                                           "cross-entropy or mse"),
+                          cl::init("cross-entropy"), cl::cat(dtcCategory));
+cl::opt<std::string> optimizer("optimizer", cl::desc("sgd, adam or adamw"),
+                               cl::init("sgd"), cl::cat(dtcCategory));
+cl::opt<double> lr("lr", cl::desc("Learning rate (default 0.01)"), cl::init(0.01),
+                   cl::cat(dtcCategory));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
+                         cl::init(0.0), cl::cat(dtcCategory));
+cl::opt<double> dampening("dampening", cl::desc("SGD dampening (default 0)"),
+                          cl::init(0.0), cl::cat(dtcCategory));
+cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
+                       cl::init(false), cl::cat(dtcCategory));
+cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay (default 0; "
+                                                     "decoupled for adamw)"),
+                            cl::init(0.0), cl::cat(dtcCategory));
+cl::opt<std::string> betas("betas", cl::desc("Adam betas as B1,B2 (default 0.9,0.999)"),
+                           cl::init("0.9,0.999"), cl::cat(dtcCategory));
+cl::opt<double> eps("eps", cl::desc("Adam epsilon (default 1e-8)"), cl::init(1e-8),
+                    cl::cat(dtcCategory));
+cl::opt<std::string> freeze("freeze", cl::desc("Regex of weight names to keep fixed"),
+                            cl::value_desc("regex"), cl::init(""), cl::cat(dtcCategory));
+
+/// Parses "--betas=B1,B2".
+bool parseBetas(double &beta1, double &beta2) {
+  llvm::StringRef text(betas);
+  auto [first, second] = text.split(',');
+  return !first.trim().getAsDouble(beta1) && !second.trim().getAsDouble(beta2);
+}
+
 /// The passes between import and the chosen output.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   mlir::PassManager pm(module->getContext());
   pm.addNestedPass<mlir::func::FuncOp>(dtc::createFuseGelu());
   pm.addPass(mlir::createCanonicalizerPass());
+  if (mode == Mode::Train) {
+    double beta1, beta2;
+    if (!parseBetas(beta1, beta2)) {
+      llvm::errs() << "dtc: error: --betas must be two numbers like 0.9,0.999, got '"
+                   << betas << "'\n";
+      return mlir::failure();
+    }
+    pm.addPass(dtc::createFreezeParams({freeze}));
+    pm.addPass(dtc::createAddLoss({loss}));
+    pm.addPass(dtc::createDifferentiate());
+    pm.addPass(dtc::createAddOptimizer(
+        {optimizer, lr, momentum, dampening, weightDecay, nesterov, beta1, beta2, eps}));
+    pm.addPass(mlir::createCanonicalizerPass());
+  }
   pm.addPass(mlir::createCSEPass());
   return pm.run(module);
 }
@@ -67,6 +126,8 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module) {
   mlir::OpPrintingFlags flags;
   if (!printWeights)
     flags.elideLargeElementsAttrs(16);
+  if (printLocations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
   module->print(output->os(), flags);
   output->keep();
   return mlir::success();

@@ -1,0 +1,107 @@
+// Tests of the losses: softmax cross-entropy (ignore_index, sequence-shaped
+// rows, huge logits) against a double reference and PyTorch 1.13, its fused
+// backward by finite differences, MSE and its backward, accuracy_count.
+#include "TestUtil.h"
+
+#include <limits>
+
+using namespace dtcrt_test;
+namespace k = dtcrt::cpu;
+
+namespace {
+
+double refCe(const Vec& x, const std::vector<int64_t>& labels, int64_t N, int64_t C) {
+  double total = 0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    if (labels[(size_t)i] == -100) continue;
+    double m = -1e300, s = 0;
+    for (int64_t j = 0; j < C; ++j) m = std::max(m, (double)x[(size_t)(i * C + j)]);
+    for (int64_t j = 0; j < C; ++j) s += std::exp(x[(size_t)(i * C + j)] - m);
+    total += m + std::log(s) - x[(size_t)(i * C + labels[(size_t)i])];
+    ++count;
+  }
+  return total / (double)count;
+}
+
+// Constants printed by /usr/bin/python3 with torch 1.13 (Debian python3-torch):
+// x = (arange(20).reshape(4,5) * 0.731) % 3 - 1.2, labels [1, -100, 4, 0],
+// F.cross_entropy(x, labels) and x.grad; F.mse_loss([0.5,-1,2,0.25], [1,1,-1,0]).
+const Vec kTorchLogits = {-1.20000005f, -0.469000041f, 0.261999965f, 0.993000031f, 1.72399998f, -0.545000076f, 0.186000109f, 0.917000055f, 1.648f, -0.621000051f, 0.109999895f, 0.841000319f, 1.57200027f, -0.696999788f, 0.0340001583f, 0.765000105f, 1.49600005f, -0.773000002f, -0.0420000553f, 0.688999891f};
+const float kTorchLoss = 2.20343137f;
+const Vec kTorchGrad = {0.00953214336f, -0.313533574f, 0.0411272012f, 0.0854276419f, 0.177446589f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.038031131f, 0.0789966509f, 0.164088413f, 0.0169692915f, -0.298085451f, -0.261878908f, 0.148422062f, 0.0153491478f, 0.0318825841f, 0.0662251264f};
+const float kTorchMse = 3.328125f;  // mse_loss([0.5,-1,2,0.25], [1,1,-1,0])
+const Vec kTorchMseGrad = {-0.25f, -1.0f, 1.5f, 0.125f};
+
+}  // namespace
+
+// Losses of O(1) logits summed in double: 1e-6 relative.
+TEST(CrossEntropy, MatchesReferenceWithIgnoreIndex) {
+  Rng rng(71);
+  const int64_t N = 2 * 7, C = 11;  // a [batch=2, T=7] sequence flattened to rows
+  Vec x = rng.vec(N * C, -3.0f, 3.0f);
+  x[5] = 500.0f;  // stability
+  std::vector<int64_t> labels((size_t)N);
+  for (auto& l : labels) l = rng.integer(0, C - 1);
+  labels[3] = labels[9] = -100;
+  const float loss = k::softmax_cross_entropy(x.data(), labels.data(), N, C);
+  EXPECT_NEAR(loss, refCe(x, labels, N, C), 1e-6 * refCe(x, labels, N, C) + 1e-6);
+  std::vector<int64_t> none((size_t)N, -100);
+  EXPECT_TRUE(std::isnan(k::softmax_cross_entropy(x.data(), none.data(), N, C)));
+}
+
+TEST(CrossEntropy, BackwardByFiniteDifferencesAndFused) {
+  Rng rng(72);
+  const int64_t N = 6, C = 5;
+  Vec x = rng.vec(N * C, -2.0f, 2.0f), dx(x.size(), 9.0f), fused(x.size(), 9.0f);
+  std::vector<int64_t> labels = {0, 4, -100, 2, 2, 1};
+  const float dloss = 1.7f;
+  k::softmax_cross_entropy_backward(x.data(), labels.data(), N, C, dloss, dx.data());
+  checkGradient(x, dx, Vec{dloss}, [&](const Vec& v) {
+    return Vec{k::softmax_cross_entropy(v.data(), labels.data(), N, C)};
+  }, "cross-entropy backward");
+  for (int64_t j = 0; j < C; ++j) EXPECT_EQ(dx[(size_t)(2 * C + j)], 0.0f) << "ignored row";
+  const float l = k::softmax_cross_entropy_with_grad(x.data(), labels.data(), N, C, dloss, fused.data());
+  EXPECT_FLOAT_EQ(l, k::softmax_cross_entropy(x.data(), labels.data(), N, C));
+  expectClose(fused, dx, 0, 0, "fused == separate");
+  Vec alias = x;  // dlogits may overwrite the logits
+  k::softmax_cross_entropy_with_grad(alias.data(), labels.data(), N, C, dloss, alias.data());
+  expectClose(alias, dx, 0, 0, "fused in place");
+}
+
+// PyTorch computes the same float expressions in another order: 1e-6.
+TEST(CrossEntropy, MatchesPyTorch) {
+  std::vector<int64_t> labels = {1, -100, 4, 0};
+  EXPECT_NEAR(k::softmax_cross_entropy(kTorchLogits.data(), labels.data(), 4, 5), kTorchLoss, 1e-6);
+  Vec grad(20);
+  k::softmax_cross_entropy_with_grad(kTorchLogits.data(), labels.data(), 4, 5, 1.0f, grad.data());
+  expectClose(grad, kTorchGrad, 1e-7, 1e-6, "cross-entropy grad vs torch");
+}
+
+TEST(Mse, ForwardBackward) {
+  Vec p = {0.5f, -1.0f, 2.0f, 0.25f}, t = {1.0f, 1.0f, -1.0f, 0.0f}, g(4);
+  EXPECT_FLOAT_EQ(k::mse_loss(p.data(), t.data(), 4), kTorchMse);
+  k::mse_loss_backward(p.data(), t.data(), 4, 1.0f, g.data());
+  expectClose(g, kTorchMseGrad, 0, 1e-7, "mse grad vs torch");
+  Rng rng(73);
+  Vec a = rng.vec(3001), b = rng.vec(3001), w = {0.3f}, da(3001);
+  double want = 0;
+  for (size_t i = 0; i < a.size(); ++i) want += std::pow((double)a[i] - b[i], 2);
+  EXPECT_NEAR(k::mse_loss(a.data(), b.data(), 3001), want / 3001, 1e-6);
+  k::mse_loss_backward(a.data(), b.data(), 3001, 0.3f, da.data());
+  Vec a9(a.begin(), a.begin() + 9), b9(b.begin(), b.begin() + 9), da9(9);
+  k::mse_loss_backward(a9.data(), b9.data(), 9, 0.3f, da9.data());
+  checkGradient(a9, da9, w, [&](const Vec& v) { return Vec{k::mse_loss(v.data(), b9.data(), 9)}; },
+                "mse backward");
+}
+
+TEST(Accuracy, CountsArgmaxMatches) {
+  Vec x = {0.1f, 0.9f, 0.0f,   // argmax 1
+           2.0f, 2.0f, 1.0f,   // tie: first max (0)
+           -1.0f, -3.0f, -0.5f,  // 2
+           5.0f, 0.0f, 0.0f};  // 0, ignored
+  std::vector<int64_t> labels = {1, 0, 1, -100};
+  EXPECT_EQ(k::accuracy_count(x.data(), labels.data(), 4, 3), 2);
+  labels = {0, 1, 2, 0};
+  EXPECT_EQ(k::accuracy_count(x.data(), labels.data(), 4, 3), 2);
+}
