@@ -107,8 +107,8 @@ def Dtc_AveragePoolGradOp : Dtc_InferredOp<"average_pool_grad"> {
 def Dtc_BatchNormGradOp : Dtc_InferredOp<"batch_norm_grad"> {
   let summary = "gradients of training-mode batch norm: input, scale, bias";
   let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$scale,
-                       Dtc_FloatTensor:$grad,
-                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+                       Dtc_FloatTensor:$saved_mean, Dtc_FloatTensor:$saved_inv_std,
+                       Dtc_FloatTensor:$grad);
   let results = (outs Dtc_FloatTensor:$input_grad, Dtc_FloatTensor:$scale_grad,
                       Dtc_FloatTensor:$bias_grad);
 }
@@ -116,9 +116,9 @@ def Dtc_BatchNormGradOp : Dtc_InferredOp<"batch_norm_grad"> {
 def Dtc_LayerNormGradOp : Dtc_InferredOp<"layer_norm_grad"> {
   let summary = "gradients of layer norm: input, scale, bias";
   let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$scale,
+                       Dtc_FloatTensor:$saved_mean, Dtc_FloatTensor:$saved_inv_std,
                        Dtc_FloatTensor:$grad,
-                       DefaultValuedAttr<I64Attr, "-1">:$axis,
-                       DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs Dtc_FloatTensor:$input_grad, Dtc_FloatTensor:$scale_grad,
                       Dtc_FloatTensor:$bias_grad);
 }

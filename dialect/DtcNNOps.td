@@ -67,7 +67,8 @@ def Dtc_BatchNormOp : Dtc_InferredOp<"batch_norm"> {
     updated running statistics as ONNX does:
     `running = running * momentum + batch * (1 - momentum)`, where the batch
     variance in the update is the unbiased one (PyTorch's convention, which
-    PyTorch's ONNX exporter keeps).
+    PyTorch's ONNX exporter keeps). The last two results, the batch mean and
+    1 / sqrt(var + epsilon) per channel, are what the backward pass reuses.
   }];
   let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$scale,
                        Dtc_FloatTensor:$bias, Dtc_FloatTensor:$running_mean,
@@ -75,7 +76,8 @@ def Dtc_BatchNormOp : Dtc_InferredOp<"batch_norm"> {
                        DefaultValuedAttr<F32Attr, "1e-5">:$epsilon,
                        DefaultValuedAttr<F32Attr, "0.9">:$momentum);
   let results = (outs Dtc_FloatTensor:$output, Dtc_FloatTensor:$new_running_mean,
-                      Dtc_FloatTensor:$new_running_var);
+                      Dtc_FloatTensor:$new_running_var, Dtc_FloatTensor:$saved_mean,
+                      Dtc_FloatTensor:$saved_inv_std);
 }
 
 def Dtc_BatchNormInferenceOp : Dtc_InferredOp<"batch_norm_inference"> {
@@ -89,11 +91,17 @@ def Dtc_BatchNormInferenceOp : Dtc_InferredOp<"batch_norm_inference"> {
 
 def Dtc_LayerNormOp : Dtc_InferredOp<"layer_norm"> {
   let summary = "normalization over the dimensions from `axis` on";
+  let description = [{
+    Besides the output, returns the mean and 1 / sqrt(var + epsilon) of each
+    normalized row (shaped like the dimensions before `axis`), which the
+    backward pass reuses.
+  }];
   let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$scale,
                        Optional<Dtc_FloatTensor>:$bias,
                        DefaultValuedAttr<I64Attr, "-1">:$axis,
                        DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
-  let results = (outs Dtc_FloatTensor:$output);
+  let results = (outs Dtc_FloatTensor:$output, Dtc_FloatTensor:$saved_mean,
+                      Dtc_FloatTensor:$saved_inv_std);
 }
 
 def Dtc_SoftmaxOp : Dtc_InferredOp<"softmax"> {

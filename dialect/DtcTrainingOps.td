@@ -55,13 +55,13 @@ def Dtc_SgdUpdateOp : Dtc_Op<"sgd_update",
   let description = [{
     `momentum_buffer` names the optimizer_state param holding the velocity
     (absent when momentum is 0). `lr` is the compiled default; the runtime
-    may override it.
+    may override it. Hyperparameters are f64, as PyTorch keeps them.
   }];
   let arguments = (ins FlatSymbolRefAttr:$param, Dtc_FloatTensor:$grad,
                        OptionalAttr<FlatSymbolRefAttr>:$momentum_buffer,
-                       F32Attr:$lr, DefaultValuedAttr<F32Attr, "0.0">:$momentum,
-                       DefaultValuedAttr<F32Attr, "0.0">:$dampening,
-                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay,
+                       F64Attr:$lr, DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dampening,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        DefaultValuedAttr<BoolAttr, "false">:$nesterov);
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
 }
@@ -71,10 +71,10 @@ def Dtc_AdamUpdateOp : Dtc_Op<"adam_update",
   let summary = "one torch.optim.Adam (or AdamW when decoupled) step on a weight";
   let arguments = (ins FlatSymbolRefAttr:$param, Dtc_FloatTensor:$grad,
                        FlatSymbolRefAttr:$exp_avg, FlatSymbolRefAttr:$exp_avg_sq,
-                       F32Attr:$lr, DefaultValuedAttr<F32Attr, "0.9">:$beta1,
-                       DefaultValuedAttr<F32Attr, "0.999">:$beta2,
-                       DefaultValuedAttr<F32Attr, "1e-8">:$eps,
-                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay,
+                       F64Attr:$lr, DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        DefaultValuedAttr<BoolAttr, "false">:$decoupled);
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
 }

@@ -210,6 +210,11 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   types.push_back(input);
   types.push_back(adaptor.getRunningMean().getType());
   types.push_back(adaptor.getRunningVar().getType());
+  // Saved statistics: always f32 per channel.
+  auto stats = RankedTensorType::get({input.getDimSize(1)},
+                                     Float32Type::get(input.getContext()));
+  types.push_back(stats);
+  types.push_back(stats);
   return success();
 }
 
@@ -240,6 +245,10 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                                  "to the normalized shape " +
                                  formatShape(normalized));
   types.push_back(input);
+  auto stats = RankedTensorType::get({numElements(input.getShape().take_front(*axis))},
+                                     Float32Type::get(input.getContext()));
+  types.push_back(stats);
+  types.push_back(stats);
   return success();
 }
 

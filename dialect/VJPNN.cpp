@@ -139,7 +139,7 @@ LogicalResult vjp(BatchNormOp op, OpBuilder &b, ValueRange dys,
     return success();
   }
   auto grads = b.create<BatchNormGradOp>(op.getLoc(), op.getInput(), op.getScale(),
-                                         dys[0], op.getEpsilonAttr());
+                                         op.getSavedMean(), op.getSavedInvStd(), dys[0]);
   dxs.assign({grads.getInputGrad(), grads.getScaleGrad(), grads.getBiasGrad(), Value(),
          Value()});
   return success();
@@ -155,7 +155,8 @@ LogicalResult vjp(BatchNormInferenceOp op, OpBuilder &, ValueRange,
 LogicalResult vjp(LayerNormOp op, OpBuilder &b, ValueRange dys,
                   SmallVectorImpl<Value> &dxs) {
   auto grads = b.create<LayerNormGradOp>(op.getLoc(), op.getInput(), op.getScale(),
-                                         dys[0], op.getAxisAttr(), op.getEpsilonAttr());
+                                         op.getSavedMean(), op.getSavedInvStd(), dys[0],
+                                         op.getAxisAttr());
   dxs.assign({grads.getInputGrad(), grads.getScaleGrad()});
   if (op.getBias())
     dxs.push_back(grads.getBiasGrad());

@@ -186,7 +186,7 @@ static LogicalResult buildBatchNorm(NodeContext &nc) {
   }
   if (nc.outputUsed(3) || nc.outputUsed(4))
     return nc.error() << "the saved mean/variance outputs are not supported", failure();
-  auto op = nc.create<BatchNormOp>(3, in[0], in[1], in[2], in[3], in[4], epsilon,
+  auto op = nc.create<BatchNormOp>(5, in[0], in[1], in[2], in[3], in[4], epsilon,
                                    b.getF32FloatAttr(attrFloat(nc.node, "momentum", 0.9f)));
   if (!op)
     return failure();
@@ -211,12 +211,12 @@ static LogicalResult buildLayerNorm(NodeContext &nc) {
   if (nc.hasInput(2) && !(bias = nc.inputMatching(2, x)))
     return failure();
   auto &b = nc.b;
-  auto op = nc.create<LayerNormOp>(1, x, scale, bias,
+  auto op = nc.create<LayerNormOp>(3, x, scale, bias,
                                    b.getI64IntegerAttr(attrInt(nc.node, "axis", -1)),
                                    b.getF32FloatAttr(attrFloat(nc.node, "epsilon", 1e-5f)));
   if (!op)
     return failure();
-  nc.setOutput(0, op);
+  nc.setOutput(0, op->getResult(0));
   return success();
 }
 

@@ -58,19 +58,19 @@ struct AddOptimizerPass : dtc::impl::AddOptimizerBase<AddOptimizerPass> {
     for (GradientOp gradient : gradients) {
       auto weight = symbols.lookup<ParamOp>(gradient.getParam());
       OpBuilder b(gradient);
-      auto f32 = [&](double v) { return b.getF32FloatAttr(static_cast<float>(v)); };
+      auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
       if (optimizer == "sgd") {
         FlatSymbolRefAttr buffer =
             momentum != 0.0 ? addState(weight, "momentum_buffer") : FlatSymbolRefAttr();
         b.create<SgdUpdateOp>(gradient.getLoc(), gradient.getParamAttr(),
-                              gradient.getGrad(), buffer, f32(lr), f32(momentum),
-                              f32(dampening), f32(weightDecay), b.getBoolAttr(nesterov));
+                              gradient.getGrad(), buffer, f64(lr), f64(momentum),
+                              f64(dampening), f64(weightDecay), b.getBoolAttr(nesterov));
       } else {
         FlatSymbolRefAttr expAvgSq = addState(weight, "exp_avg_sq");
         FlatSymbolRefAttr expAvg = addState(weight, "exp_avg");
         b.create<AdamUpdateOp>(gradient.getLoc(), gradient.getParamAttr(),
-                               gradient.getGrad(), expAvg, expAvgSq, f32(lr), f32(beta1),
-                               f32(beta2), f32(eps), f32(weightDecay),
+                               gradient.getGrad(), expAvg, expAvgSq, f64(lr), f64(beta1),
+                               f64(beta2), f64(eps), f64(weightDecay),
                                b.getBoolAttr(optimizer == "adamw"));
       }
       gradient.erase();

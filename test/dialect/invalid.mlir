@@ -92,9 +92,9 @@ func.func @pool_too_big(%x: tensor<1x3x4x4xf32>) {
 func.func @batch_norm_channels(%x: tensor<8x16x4x4xf32>, %s: tensor<8xf32>) {
   // expected-error@+2 {{must have one value per channel (16)}}
   // expected-error@+1 {{failed to infer returned types}}
-  %0:3 = dtc.batch_norm %x, %s, %s, %s, %s
+  %0:5 = dtc.batch_norm %x, %s, %s, %s, %s
       : (tensor<8x16x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
-      -> (tensor<8x16x4x4xf32>, tensor<8xf32>, tensor<8xf32>)
+      -> (tensor<8x16x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
 

@@ -75,10 +75,10 @@ func.func @conv_net(%x: tensor<64x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %b: te
   // CHECK: dtc.conv {{.*}} -> tensor<64x16x16x16xf32>
   %0 = dtc.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
       : (tensor<64x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<64x16x16x16xf32>
-  // CHECK: dtc.batch_norm {{.*}} -> (tensor<64x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>)
-  %1:3 = dtc.batch_norm %0, %s, %s, %s, %s {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32}
+  // CHECK: dtc.batch_norm {{.*}} -> (tensor<64x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %1:5 = dtc.batch_norm %0, %s, %s, %s, %s {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32}
       : (tensor<64x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
-      -> (tensor<64x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>)
+      -> (tensor<64x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
   %2 = dtc.batch_norm_inference %1#0, %s, %s, %s, %s
       : (tensor<64x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<64x16x16x16xf32>
   // CHECK: dtc.max_pool {{.*}} -> tensor<64x16x8x8xf32>
@@ -91,7 +91,8 @@ func.func @conv_net(%x: tensor<64x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %b: te
   %5 = dtc.global_average_pool %4 : (tensor<64x16x4x4xf32>) -> tensor<64x16x1x1xf32>
   // CHECK: dtc.flatten {{.*}} -> tensor<64x16xf32>
   %6 = dtc.flatten %5 : (tensor<64x16x1x1xf32>) -> tensor<64x16xf32>
-  %7 = dtc.layer_norm %6, %s, %s {epsilon = 1.0e-5 : f32} : (tensor<64x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<64x16xf32>
+  // CHECK: dtc.layer_norm {{.*}} -> (tensor<64x16xf32>, tensor<64xf32>, tensor<64xf32>)
+  %7:3 = dtc.layer_norm %6, %s, %s {epsilon = 1.0e-5 : f32} : (tensor<64x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<64x16xf32>, tensor<64xf32>, tensor<64xf32>)
   return
 }
 

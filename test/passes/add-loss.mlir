@@ -53,7 +53,7 @@ func.func @forward(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %b = dtc.param_ref @bias : tensor<4xf32>
   %m = dtc.param_ref @mean : tensor<4xf32>
   %v = dtc.param_ref @var : tensor<4xf32>
-  %y:3 = dtc.batch_norm %x, %s, %b, %m, %v : (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %y:5 = dtc.batch_norm %x, %s, %b, %m, %v : (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   dtc.assign @mean, %y#1 : tensor<4xf32>
   dtc.assign @var, %y#2 : tensor<4xf32>
   %d:2 = dtc.dropout %y#0 {ratio = 0.5 : f32} : (tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xi1>)

@@ -14,19 +14,19 @@
 // SGD-NEXT: dtc.param optimizer_state @w2.momentum_buffer : tensor<2x2xf32>{{$}}
 // SGD-NOT: dtc.param optimizer_state @frozen
 // SGD-LABEL: func.func @train_step
-// SGD: dtc.sgd_update @w2, %arg1 {lr = 1.000000e-01 : f32, momentum = 0.899999976 : f32, momentum_buffer = @w2.momentum_buffer, nesterov = true, weight_decay = 9.99999974E-5 : f32}
+// SGD: dtc.sgd_update @w2, %arg1 {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, momentum_buffer = @w2.momentum_buffer, nesterov = true, weight_decay = 1.000000e-04 : f64}
 // SGD-NEXT: dtc.sgd_update @w1, %arg0
 // SGD-NOT: dtc.gradient
 
 // Plain SGD has no state.
 // PLAIN-NOT: optimizer_state
-// PLAIN: dtc.sgd_update @w2, %arg1 {lr = 5.000000e-02 : f32} : tensor<2x2xf32>
+// PLAIN: dtc.sgd_update @w2, %arg1 {lr = 5.000000e-02 : f64} : tensor<2x2xf32>
 
 // AdamW: two moments per weight, decoupled weight decay.
 // ADAMW: dtc.param weight @w1
 // ADAMW-NEXT: dtc.param optimizer_state @w1.exp_avg
 // ADAMW-NEXT: dtc.param optimizer_state @w1.exp_avg_sq
-// ADAMW: dtc.adam_update @w2, %arg1 {beta1 = 8.000000e-01 : f32, decoupled = true, exp_avg = @w2.exp_avg, exp_avg_sq = @w2.exp_avg_sq, lr = 1.000000e-03 : f32, weight_decay = 0.00999999977 : f32}
+// ADAMW: dtc.adam_update @w2, %arg1 {beta1 = 8.000000e-01 : f64, decoupled = true, exp_avg = @w2.exp_avg, exp_avg_sq = @w2.exp_avg_sq, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64}
 
 // BAD-NAME: error: --optimizer: unknown optimizer 'lion' (expected sgd, adam or adamw)
 // BAD-NESTEROV: error: --nesterov needs a positive --momentum and zero dampening (as torch.optim.SGD)

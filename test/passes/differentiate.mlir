@@ -88,7 +88,7 @@ func.func @train_step(%x: tensor<4xf32>, %t: tensor<4xf32>) -> tensor<f32> {
 // CHECK-LABEL: func.func @train_step
 // CHECK: dtc.global_average_pool
 // CHECK: %[[DPOOL:.*]] = dtc.expand
-// CHECK: %[[DX:.*]], %[[DSCALE:.*]], %[[DBIAS:.*]] = dtc.batch_norm_grad %{{.*}}, %{{.*}}, %[[DPOOL]]
+// CHECK: %[[DX:.*]], %[[DSCALE:.*]], %[[DBIAS:.*]] = dtc.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[DPOOL]]
 // CHECK: dtc.gradient @scale, %[[DSCALE]]
 // CHECK: dtc.gradient @bias, %[[DBIAS]]
 // CHECK: dtc.max_pool_grad
@@ -111,7 +111,7 @@ func.func @train_step(%x: tensor<2x3x8x8xf32>, %labels: tensor<2xi64>) -> tensor
       : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
   %1 = dtc.max_pool %0 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
       : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
-  %2:3 = dtc.batch_norm %1, %s, %b, %m, %v : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %2:5 = dtc.batch_norm %1, %s, %b, %m, %v : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   dtc.assign @mean, %2#1 : tensor<4xf32>
   dtc.assign @var, %2#2 : tensor<4xf32>
   %3 = dtc.global_average_pool %2#0 : (tensor<2x4x4x4xf32>) -> tensor<2x4x1x1xf32>

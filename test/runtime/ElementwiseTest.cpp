@@ -113,12 +113,14 @@ double geluTanh(double x) {
 
 }  // namespace
 
-// The vectorized exp/tanh/sigmoid are polynomial approximations: a few ulp
-// (rtol 5e-7 ~ 4 ulp) is the contract; libm-backed ones are within 1 ulp.
+// The vectorized exp/tanh/sigmoid are polynomial approximations. Measured worst
+// relative errors over 2M points: exp 1.0e-7, tanh 1.9e-7, sigmoid 1.5e-7; the
+// tolerances below sit just above those, so losing one polynomial term
+// (~1.2e-7 for exp) fails. libm-backed ones are within 1 ulp.
 TEST(Unary, ExpAccuracyWholeRange) {
-  runUnary(k::exp, [](double x) { return std::exp(x); }, range(-87.0f, 88.5f, 20001), 0, 5e-7,
+  runUnary(k::exp, [](double x) { return std::exp(x); }, range(-87.0f, 88.5f, 20001), 0, 1.4e-7,
            "exp");
-  runUnary(k::exp, [](double x) { return std::exp(x); }, range(-1e-3f, 1e-3f, 1001), 0, 2e-7,
+  runUnary(k::exp, [](double x) { return std::exp(x); }, range(-1e-3f, 1e-3f, 1001), 0, 1.4e-7,
            "exp near 0");
   // Denormal results: absolute error within a denormal ulp or so.
   runUnary(k::exp, [](double x) { return std::exp(x); }, range(-103.0f, -87.5f, 501), 3e-45,
@@ -137,21 +139,27 @@ TEST(Unary, ExpAccuracyWholeRange) {
 
 TEST(Unary, TanhSigmoid) {
   runUnary(k::tanh, [](double x) { return std::tanh(x); }, range(-12.0f, 12.0f, 10001), 1e-9,
-           5e-7, "tanh");
-  runUnary(k::tanh, [](double x) { return std::tanh(x); }, range(-1e-4f, 1e-4f, 101), 0, 2e-7,
+           2.5e-7, "tanh");
+  runUnary(k::tanh, [](double x) { return std::tanh(x); }, range(-1e-4f, 1e-4f, 101), 0, 2.5e-7,
            "tanh tiny");
   runUnary(k::sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
-           range(-80.0f, 30.0f, 10001), 0, 5e-7, "sigmoid");
+           range(-80.0f, 30.0f, 10001), 0, 2e-7, "sigmoid");
   Vec nan = {std::nanf("")}, y(1);
   k::tanh(nan.data(), y.data(), 1);
   EXPECT_TRUE(std::isnan(y[0]));
+}
+
+// erf: series near 0, erfc-based elsewhere; measured worst relative error
+// 2.9e-7 over [-8, 8].
+TEST(Unary, Erf) {
+  runUnary(k::erf, [](double x) { return std::erf(x); }, range(-8.0f, 8.0f, 200001), 0, 3.5e-7, "erf");
+  runUnary(k::erf, [](double x) { return std::erf(x); }, range(-1e-3f, 1e-3f, 1001), 0, 1.5e-7, "erf tiny");
 }
 
 TEST(Unary, LibmBacked) {
   Rng rng(5);
   runUnary(k::sqrt, [](double x) { return std::sqrt(x); }, rng.vec(999, 0.0f, 50.0f), 0, 1e-7, "sqrt");
   runUnary(k::log, [](double x) { return std::log(x); }, rng.vec(999, 1e-3f, 50.0f), 1e-7, 1e-7, "log");
-  runUnary(k::erf, [](double x) { return std::erf(x); }, rng.vec(999, -4.0f, 4.0f), 1e-7, 1e-7, "erf");
   runUnary(k::neg, [](double x) { return -x; }, rng.vec(999), 0, 0, "neg");
   Vec x = rng.vec(999);
   x[3] = std::nanf("");
@@ -164,12 +172,15 @@ TEST(Unary, LibmBacked) {
 }
 
 TEST(Unary, Gelu) {
-  Vec x = range(-8.0f, 8.0f, 4001);
+  // Exact form: 0.5(1 + erf) is computed as erfc for negative x (no
+  // cancellation), so the relative error stays ~1e-6 even at x = -8, where
+  // a naive 1 + erf(x/sqrt 2) in float would lose every digit.
+  Vec x = range(-8.0f, 8.0f, 200001);
   Vec y(x.size());
   k::gelu(x.data(), y.data(), (int64_t)x.size(), false);
   std::vector<double> want(x.size());
   for (size_t i = 0; i < x.size(); ++i) want[i] = geluExact(x[i]);
-  expectClose(y, want, 1e-7, 1e-6, "gelu exact");
+  expectClose(y, want, 1e-30, 2e-6, "gelu exact");
   k::gelu(x.data(), y.data(), (int64_t)x.size(), true);
   for (size_t i = 0; i < x.size(); ++i) want[i] = geluTanh(x[i]);
   expectClose(y, want, 1e-7, 1e-6, "gelu tanh");

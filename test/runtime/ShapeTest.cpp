@@ -77,7 +77,6 @@ TEST(Slice, ForwardAndBackward) {
   EXPECT_EQ(dx, want);
   // Contiguous inner slice (memcpy path).
   Shape s2 = {1, 2, 2}, st2 = {1, 1, 1};
-  Vec y2(4);
   Shape y2s = {2, 2, 3};
   Vec y3(12);
   k::slice(x.data(), xs.data(), 3, s2.data(), st2.data(), y3.data(), y2s.data());
