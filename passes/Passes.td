@@ -133,4 +133,23 @@ def AddOptimizer : Pass<"dtc-add-optimizer", "mlir::ModuleOp"> {
   ];
 }
 
+def PlanMemory : Pass<"dtc-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Annotates every tensor with its arena offset (for tests and reports)";
+  let description = [{
+    Runs the memory planner that codegen uses (MemoryPlan: liveness
+    intervals, largest tensor first at the lowest free offset, views share
+    their source) and records its answer in the IR: each op that writes
+    arena tensors gets `dtc.arena_offsets` (one byte offset per result) and
+    the function gets `dtc.arena_bytes`, the planned peak, and
+    `dtc.arena_unshared_bytes`, what the same tensors would take without
+    reuse.
+
+    After:
+    ```mlir
+    func.func @train_step(...) attributes {dtc.arena_bytes = 66560 : i64, ...} {
+      %0 = dtc.relu %x {dtc.arena_offsets = array<i64: 0>} : tensor<64x128xf32>
+    ```
+  }];
+}
+
 #endif // DTC_PASSES_TD

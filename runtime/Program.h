@@ -49,14 +49,15 @@ struct ParamSpec {
 // buffer; the step functions never allocate.
 struct StepContext {
   char* state;                 // all params, laid out per ParamSpec::offset
-  char* arena;                 // scratch for activations and gradients
+  char* arena;                 // activations and gradients, planned at compile time
+  float* workspace;            // kernel scratch (im2col...), ProgramSpec::workspaceBytes()
   const void* const* inputs;   // one per ProgramSpec::inputs, batch-major
   const void* labels;          // ProgramSpec::labels (train and eval steps)
   float* loss;                 // out: the step's mean loss
   int64_t* correct;            // out: eval step, rows classified right (may be null)
   void* const* outputs;        // out: forward, one per ProgramSpec::outputs
   // Optimizer inputs.
-  float lr;                    // learning rate of this step
+  double lr;                   // learning rate of this step
   int64_t step;                // 1-based optimizer step (Adam bias correction,
                                // SGD's first-step momentum initialisation)
   uint64_t seed;               // base seed of random ops (dropout)
@@ -84,6 +85,7 @@ struct ProgramSpec {
   int64_t batchSize;
 
   size_t arenaBytes;            // the largest step function's planned peak
+  size_t (*workspaceBytes)();   // the largest kernel scratch any step needs
   StepFunction trainStep;       // null in inference-only programs
   StepFunction evalStep;        // null in inference-only programs
   StepFunction forward;
@@ -91,7 +93,7 @@ struct ProgramSpec {
   // Compiled defaults; the runtime's flags may override lr.
   const char* loss;             // "cross-entropy" or "mse"
   const char* optimizer;        // "sgd", "adam", "adamw"
-  float lr;
+  double lr;
 };
 
 } // namespace dtcrt

@@ -1,0 +1,126 @@
+//===- MemoryPlan.cpp - liveness-based arena offsets for a step function -===//
+//
+// Lifetimes are op-index intervals [definition, last use], where a use of a
+// view counts as a use of the viewed tensor. Offsets come from the greedy
+// "largest first, lowest fitting offset" heuristic: place the tensors in
+// decreasing size, each at the lowest aligned offset where it overlaps no
+// already placed tensor that is alive at the same time.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/MemoryPlan.h"
+
+#include "dialect/DtcDialect.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace dtc {
+
+int64_t tensorBytes(Type type) {
+  auto tensor = llvm::cast<RankedTensorType>(type);
+  unsigned bits = tensor.getElementTypeBitWidth();
+  int64_t elementBytes = bits <= 8 ? 1 : bits / 8;
+  return tensor.getNumElements() * elementBytes;
+}
+
+bool MemoryPlan::isView(Operation *op) {
+  return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp>(op);
+}
+
+Value MemoryPlan::storageRoot(Value value) const {
+  auto it = roots.find(value);
+  return it == roots.end() ? value : it->second;
+}
+
+const MemoryPlan::Placement &MemoryPlan::placement(Value value) const {
+  auto it = placements.find(storageRoot(value));
+  assert(it != placements.end() && "value has no placement");
+  return it->second;
+}
+
+namespace {
+struct Interval {
+  Value value;
+  int64_t bytes;
+  int64_t start, end; // op indices, inclusive
+  int64_t offset = -1;
+};
+
+int64_t alignUp(int64_t n) {
+  return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+} // namespace
+
+FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func) {
+  MemoryPlan plan;
+  Block &body = func.front();
+  for (BlockArgument arg : body.getArguments())
+    plan.placements[arg] = {Storage::Input, 0, arg.getArgNumber(), nullptr};
+
+  // Number the ops, find roots, and open an interval per arena tensor.
+  llvm::DenseMap<Operation *, int64_t> index;
+  llvm::DenseMap<Value, size_t> intervalOf;
+  std::vector<Interval> intervals;
+  int64_t i = 0;
+  for (Operation &op : body) {
+    index[&op] = i;
+    if (isView(&op)) {
+      plan.roots[op.getResult(0)] = plan.storageRoot(op.getOperand(0));
+    } else if (isa<ParamRefOp>(op)) {
+      plan.placements[op.getResult(0)] = {Storage::Param, 0, 0, &op};
+    } else if (isa<ConstantOp>(op)) {
+      plan.placements[op.getResult(0)] = {Storage::Constant, 0, 0, &op};
+    } else {
+      for (Value result : op.getResults()) {
+        if (!llvm::isa<RankedTensorType>(result.getType()))
+          return op.emitOpError("has a result that is not a ranked tensor");
+        intervalOf[result] = intervals.size();
+        intervals.push_back({result, alignUp(tensorBytes(result.getType())), i, i});
+      }
+    }
+    // Every operand use extends its storage's lifetime to this op.
+    for (Value operand : op.getOperands()) {
+      auto it = intervalOf.find(plan.storageRoot(operand));
+      if (it != intervalOf.end())
+        intervals[it->second].end = std::max(intervals[it->second].end, i);
+    }
+    ++i;
+  }
+
+  // Largest first; among equals, earliest first (deterministic output).
+  std::vector<size_t> order(intervals.size());
+  for (size_t k = 0; k < order.size(); ++k)
+    order[k] = k;
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    if (intervals[a].bytes != intervals[b].bytes)
+      return intervals[a].bytes > intervals[b].bytes;
+    return intervals[a].start < intervals[b].start;
+  });
+  std::vector<size_t> placed;
+  for (size_t k : order) {
+    Interval &cur = intervals[k];
+    // Occupied address ranges of tensors alive at the same time, by offset.
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (size_t p : placed) {
+      const Interval &other = intervals[p];
+      if (other.start <= cur.end && cur.start <= other.end)
+        busy.push_back({other.offset, other.offset + other.bytes});
+    }
+    llvm::sort(busy);
+    int64_t offset = 0;
+    for (auto [begin, end] : busy) {
+      if (offset + cur.bytes <= begin)
+        break;
+      offset = std::max(offset, end);
+    }
+    cur.offset = offset;
+    placed.push_back(k);
+    plan.peak = std::max(plan.peak, offset + cur.bytes);
+    plan.total += cur.bytes;
+  }
+  for (const Interval &interval : intervals)
+    plan.placements[interval.value] = {Storage::Arena, interval.offset, 0, nullptr};
+  return plan;
+}
+
+} // namespace dtc
