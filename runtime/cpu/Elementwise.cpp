@@ -175,7 +175,7 @@ void tanh(const float* x, float* y, int64_t n) {
   DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = tanhApprox(x[i]);
 }
 void erf(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = erfApprox(x[i]);
 }
 void gelu(const float* x, float* y, int64_t n, bool approximate) {
   if (approximate) {
@@ -186,15 +186,18 @@ void gelu(const float* x, float* y, int64_t n, bool approximate) {
       y[i] = v / (1.0f + expApprox(-2.0f * u));
     }
   } else {
-    for (int64_t i = 0; i < n; ++i) {
+    DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
       const float v = x[i];
-      y[i] = 0.5f * v * (1.0f + std::erf(v * kSqrt1_2));
+      y[i] = v * halfOnePlusErf(v * kSqrt1_2);
     }
   }
 }
 
 void relu_grad(const float* x, const float* dy, float* dx, int64_t n) {
-  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
+    const float g = dy[i];  // unconditional load: lets the select vectorize
+    dx[i] = x[i] > 0.0f ? g : 0.0f;
+  }
 }
 void sigmoid_grad(const float* y, const float* dy, float* dx, int64_t n) {
   DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
@@ -212,9 +215,9 @@ void gelu_grad(const float* x, const float* dy, float* dx, int64_t n, bool appro
       dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
     }
   } else {
-    for (int64_t i = 0; i < n; ++i) {
+    DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
       const float v = x[i];
-      const float cdf = 0.5f * (1.0f + std::erf(v * kSqrt1_2));
+      const float cdf = halfOnePlusErf(v * kSqrt1_2);
       const float pdf = kInvSqrt2Pi * expApprox(-0.5f * v * v);
       dx[i] = dy[i] * (cdf + v * pdf);
     }
@@ -264,7 +267,10 @@ void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio, ui
 void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, float ratio) {
   if (ratio >= 1.0f) { fill(dx, n, 0.0f); return; }
   const float keepScale = ratio > 0.0f ? 1.0f / (1.0f - ratio) : 1.0f;
-  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] ? dy[i] * keepScale : 0.0f;
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
+    const float g = dy[i] * keepScale;
+    dx[i] = mask[i] ? g : 0.0f;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -312,7 +318,10 @@ void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x
     const float* pz = z + off[2];
     float* py = y + out;
     if (sc && sx && sz) {
-      DTCRT_SIMD for (int64_t i = 0; i < len; ++i) py[i] = pc[i] ? px[i] : pz[i];
+      DTCRT_SIMD for (int64_t i = 0; i < len; ++i) {
+        const float a = px[i], b = pz[i];
+        py[i] = pc[i] ? a : b;
+      }
     } else {
       for (int64_t i = 0; i < len; ++i) py[i] = pc[i * sc] ? px[i * sx] : pz[i * sz];
     }
