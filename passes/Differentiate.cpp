@@ -121,8 +121,19 @@ LogicalResult Backward::differentiate(Operation *op, OpBuilder &b) {
   if (!differentiable)
     return op->emitOpError("cannot be differentiated: it has no vector-Jacobian product");
   SmallVector<Value> operandGrads;
+  // The backward ops of a forward op carry its node name, marked as backward.
+  Location backwardLoc = op->getLoc();
+  if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
+    backwardLoc = NameLoc::get(
+        StringAttr::get(op->getContext(), "backward of " + name.getName().strref()),
+        name.getChildLoc());
+  Block::iterator before = b.getInsertionPoint();
+  Operation *last = before == b.getBlock()->begin() ? nullptr : &*std::prev(before);
   if (failed(differentiable.buildVJP(b, resultGrads, operandGrads)))
     return failure();
+  for (Block::iterator it = last ? std::next(Block::iterator(last)) : b.getBlock()->begin();
+       it != b.getInsertionPoint(); ++it)
+    it->setLoc(backwardLoc);
   if (operandGrads.size() != op->getNumOperands())
     return op->emitOpError("VJP built ") << operandGrads.size() << " gradients for "
                                         << op->getNumOperands() << " operands";

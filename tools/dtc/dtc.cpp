@@ -1,13 +1,18 @@
 //===- dtc.cpp - the compiler driver: ONNX model in, IR (later: a binary) out
 //
-//   dtc model.onnx --emit=mlir             the training step in the dtc dialect
-//   dtc model.onnx --mode=infer --emit=mlir the forward pass alone
+//   dtc model.onnx -o train                 a training program (the default)
+//   dtc model.onnx --mode=infer -o run      a program running the forward pass
+//   dtc model.onnx --emit=cpp -o train.cpp  its C++ source
+//   dtc model.onnx --emit=mlir              the training step in the dtc dialect
 //   dtc model.onnx --emit=imported          the IR as the importer made it
+//   dtc model.onnx --report                 memory plan and parameter summary
 //
 // Errors go to stderr as `FILE: error: MESSAGE` and the exit code is 1.
 //
 //===----------------------------------------------------------------------===//
 #include "DiagnosticPrinter.h"
+#include "Report.h"
+#include "codegen/Codegen.h"
 #include "dialect/DtcDialect.h"
 #include "importer/OnnxImporter.h"
 #include "passes/Passes.h"
@@ -19,26 +24,34 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace cl = llvm::cl;
 
 namespace {
-enum class Emit { Imported, Mlir };
+enum class Emit { Imported, Mlir, Cpp, Binary };
 
 cl::OptionCategory dtcCategory("dtc options");
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
                                cl::cat(dtcCategory));
-cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for stdout)"),
-                                cl::value_desc("file"), cl::init("-"),
-                                cl::cat(dtcCategory));
+cl::opt<std::string> outputPath("o",
+                                cl::desc("Output file: the program (default: the model's "
+                                         "name), or '-'/a file for --emit=mlir|cpp"),
+                                cl::value_desc("file"), cl::init(""), cl::cat(dtcCategory));
 cl::opt<Emit> emit(
-    "emit", cl::desc("What to produce"), cl::init(Emit::Mlir),
+    "emit", cl::desc("What to produce"), cl::init(Emit::Binary),
     cl::values(clEnumValN(Emit::Imported, "imported", "the IR as imported from ONNX"),
-               clEnumValN(Emit::Mlir, "mlir", "the dtc IR after the compiler's passes")),
+               clEnumValN(Emit::Mlir, "mlir", "the dtc IR after the compiler's passes"),
+               clEnumValN(Emit::Cpp, "cpp", "the generated C++ program"),
+               clEnumValN(Emit::Binary, "binary", "the compiled program (default)")),
     cl::cat(dtcCategory));
+cl::opt<bool> report("report",
+                     cl::desc("Print the memory plan and parameter summary instead"),
+                     cl::init(false), cl::cat(dtcCategory));
 cl::opt<int64_t> batchSize("batch-size",
                            cl::desc("Batch size for the model's symbolic batch "
                                     "dimension (default 64)"),
@@ -117,7 +130,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
 
 mlir::LogicalResult writeModule(mlir::ModuleOp module) {
   std::string error;
-  auto output = mlir::openOutputFile(outputPath, &error);
+  auto output = mlir::openOutputFile(outputPath.empty() ? std::string("-") : std::string(outputPath), &error);
   if (!output) {
     mlir::emitError(mlir::UnknownLoc::get(module->getContext()))
         << "cannot write '" << outputPath << "': " << error;
@@ -131,6 +144,49 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module) {
   module->print(output->os(), flags);
   output->keep();
   return mlir::success();
+}
+/// The command line, as recorded in the generated program.
+std::string commandLine(int argc, char **argv) {
+  std::string text;
+  for (int i = 0; i < argc; ++i)
+    text += (i ? " " : "") + std::string(argv[i]);
+  return text;
+}
+
+/// --emit=cpp writes the source; the default compiles it into a program.
+mlir::LogicalResult writeProgram(mlir::ModuleOp module, int argc, char **argv) {
+  dtc::CodegenOptions options;
+  options.modelPath = inputPath;
+  options.compileCommand = commandLine(argc, argv);
+  options.loss = loss;
+  options.optimizer = optimizer;
+  options.lr = lr;
+  mlir::Location loc = mlir::FileLineColLoc::get(module->getContext(), inputPath, 0, 0);
+  std::string program = outputPath;
+  if (program.empty())
+    program = llvm::sys::path::stem(inputPath).str();
+  if (emit == Emit::Cpp) {
+    std::string error;
+    auto output = mlir::openOutputFile(program == "-" ? "-" : program, &error);
+    if (!output)
+      return mlir::emitError(loc) << "cannot write '" << program << "': " << error;
+    if (mlir::failed(dtc::emitCpp(module, options, output->os())))
+      return mlir::failure();
+    output->keep();
+    return mlir::success();
+  }
+  llvm::SmallString<128> source;
+  if (llvm::sys::fs::createTemporaryFile("dtc-program", "cpp", source))
+    return mlir::emitError(loc) << "cannot create a temporary file for the C++ source";
+  std::string error;
+  auto output = mlir::openOutputFile(source, &error);
+  if (!output || mlir::failed(dtc::emitCpp(module, options, output->os())))
+    return mlir::failure();
+  output->keep();
+  output.reset();
+  mlir::LogicalResult compiled = dtc::compileProgram(loc, source.str().str(), program);
+  llvm::sys::fs::remove(source);
+  return compiled;
 }
 } // namespace
 
@@ -157,7 +213,9 @@ int main(int argc, char **argv) {
     return 1;
   if (emit != Emit::Imported && mlir::failed(runPipeline(*module)))
     return 1;
-  if (mlir::failed(writeModule(*module)))
-    return 1;
-  return diagnostics.errorCount() ? 1 : 0;
+  if (report)
+    return mlir::failed(dtc::printReport(*module, llvm::outs())) ? 1 : 0;
+  if (emit == Emit::Imported || emit == Emit::Mlir)
+    return mlir::failed(writeModule(*module)) || diagnostics.errorCount() ? 1 : 0;
+  return mlir::failed(writeProgram(*module, argc, argv)) ? 1 : 0;
 }

@@ -1,0 +1,138 @@
+//===- EmitMath.cpp - C++ for elementwise ops and their gradients -------===//
+#include "codegen/EmitterContext.h"
+
+#include "dialect/DtcDialect.h"
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+/// y = KERNEL(a, aShape, aRank, b, bShape, bRank, y, yShape, yRank)
+template <typename OpT>
+LogicalResult emitBroadcastBinary(Operation *op, FunctionEmitter &fn) {
+  auto binary = cast<OpT>(op);
+  Value a = binary.getLhs(), b = binary.getRhs(), y = binary.getOutput();
+  if (cppElementType(a.getType()) != "float")
+    return op->emitOpError("codegen: only float arithmetic is supported");
+  std::string kernel = "cpu::" + op->getName().stripDialect().str();
+  fn.line(kernel + "(" + fn.ptr(a) + ", " + fn.shape(a) + ", " + num(fn.rank(a)) + ", " +
+          fn.ptr(b) + ", " + fn.shape(b) + ", " + num(fn.rank(b)) + ", " + fn.ptr(y) +
+          ", " + fn.shape(y) + ", " + num(fn.rank(y)) + ");");
+  return success();
+}
+
+/// y = KERNEL(x, y, n)
+LogicalResult emitUnary(Operation *op, FunctionEmitter &fn) {
+  Value x = op->getOperand(0), y = op->getResult(0);
+  fn.line("cpu::" + op->getName().stripDialect().str() + "(" + fn.ptr(x) + ", " + fn.ptr(y) + ", " +
+          num(fn.numel(y)) + ");");
+  return success();
+}
+
+LogicalResult emitGelu(Operation *op, FunctionEmitter &fn) {
+  auto gelu = cast<GeluOp>(op);
+  fn.line("cpu::gelu(" + fn.ptr(gelu.getInput()) + ", " + fn.ptr(gelu.getOutput()) + ", " +
+          num(fn.numel(gelu.getOutput())) + ", /*approximate=*/" +
+          (gelu.getApproximate() == "tanh" ? "true" : "false") + ");");
+  return success();
+}
+
+/// dx = KERNEL_grad(value, dy, dx, n)
+LogicalResult emitPointwiseGrad(Operation *op, FunctionEmitter &fn) {
+  Value value = op->getOperand(0), dy = op->getOperand(1), dx = op->getResult(0);
+  fn.line("cpu::" + op->getName().stripDialect().str() + "(" + fn.ptr(value) + ", " + fn.ptr(dy) +
+          ", " + fn.ptr(dx) + ", " + num(fn.numel(dx)) + ");");
+  return success();
+}
+
+LogicalResult emitGeluGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<GeluGradOp>(op);
+  fn.line("cpu::gelu_grad(" + fn.ptr(grad.getValue()) + ", " + fn.ptr(grad.getGrad()) + ", " +
+          fn.ptr(grad.getOutput()) + ", " + num(fn.numel(grad.getOutput())) +
+          ", /*approximate=*/" + (grad.getApproximate() == "tanh" ? "true" : "false") +
+          ");");
+  return success();
+}
+
+LogicalResult emitCast(Operation *op, FunctionEmitter &fn) {
+  auto cast = llvm::cast<CastOp>(op);
+  StringRef from = cppElementType(cast.getInput().getType());
+  StringRef to = cppElementType(cast.getOutput().getType());
+  std::string x = fn.ptr(cast.getInput()), y = fn.ptr(cast.getOutput());
+  std::string n = num(fn.numel(cast.getOutput()));
+  if (from == to)
+    fn.line("std::memcpy(" + y + ", " + x + ", " + n + " * sizeof(" + to.str() + "));");
+  else if (from == "float" && to == "int64_t")
+    fn.line("cpu::cast_f32_to_i64(" + x + ", " + y + ", " + n + ");");
+  else if (from == "int64_t" && to == "float")
+    fn.line("cpu::cast_i64_to_f32(" + x + ", " + y + ", " + n + ");");
+  else
+    fn.line("std::copy_n(" + x + ", " + n + ", " + y + ");  // " + from.str() + " -> " +
+            to.str());
+  return success();
+}
+
+LogicalResult emitWhere(Operation *op, FunctionEmitter &fn) {
+  auto where = cast<WhereOp>(op);
+  if (cppElementType(where.getX().getType()) != "float")
+    return op->emitOpError("codegen: only float where is supported");
+  Value c = where.getCondition(), x = where.getX(), z = where.getY(), y = where.getOutput();
+  fn.line("cpu::where(" + fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +
+          fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " + fn.ptr(z) + ", " +
+          fn.shape(z) + ", " + num(fn.rank(z)) + ", " + fn.ptr(y) + ", " + fn.shape(y) +
+          ", " + num(fn.rank(y)) + ");");
+  return success();
+}
+
+LogicalResult emitDropout(Operation *op, FunctionEmitter &fn) {
+  auto dropout = cast<DropoutOp>(op);
+  fn.line("cpu::dropout(" + fn.ptr(dropout.getInput()) + ", " + fn.ptr(dropout.getOutput()) +
+          ", " + fn.ptr(dropout.getMask()) + ", " + num(fn.numel(dropout.getOutput())) +
+          ", " + floatLiteral(dropout.getRatio().convertToDouble()) + ", ctx.seed + " +
+          num(dropout.getSeed()) + "u, uint64_t(ctx.step));");
+  return success();
+}
+
+LogicalResult emitDropoutGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<DropoutGradOp>(op);
+  fn.line("cpu::dropout_grad(" + fn.ptr(grad.getMask()) + ", " + fn.ptr(grad.getGrad()) + ", " +
+          fn.ptr(grad.getOutput()) + ", " + num(fn.numel(grad.getOutput())) + ", " +
+          floatLiteral(grad.getRatio().convertToDouble()) + ");");
+  return success();
+}
+
+LogicalResult emitReduceToShape(Operation *op, FunctionEmitter &fn) {
+  auto reduce = cast<ReduceToShapeOp>(op);
+  Value dy = reduce.getInput(), dx = reduce.getOutput();
+  fn.line("cpu::reduce_to_shape(" + fn.ptr(dy) + ", " + fn.shape(dy) + ", " + num(fn.rank(dy)) +
+          ", " + fn.ptr(dx) + ", " + fn.shape(dx) + ", " + num(fn.rank(dx)) + ");");
+  return success();
+}
+
+} // namespace
+
+void populateMathEmitters(OpEmitterTable &table) {
+  table["dtc.add"] = emitBroadcastBinary<AddOp>;
+  table["dtc.sub"] = emitBroadcastBinary<SubOp>;
+  table["dtc.mul"] = emitBroadcastBinary<MulOp>;
+  table["dtc.div"] = emitBroadcastBinary<DivOp>;
+  table["dtc.pow"] = emitBroadcastBinary<PowOp>;
+  for (StringRef name : {"dtc.sqrt", "dtc.neg", "dtc.exp", "dtc.log", "dtc.relu",
+                         "dtc.sigmoid", "dtc.tanh", "dtc.erf"})
+    table[name] = emitUnary;
+  table["dtc.gelu"] = emitGelu;
+  for (StringRef name :
+       {"dtc.relu_grad", "dtc.sigmoid_grad", "dtc.tanh_grad", "dtc.erf_grad"})
+    table[name] = emitPointwiseGrad;
+  table["dtc.gelu_grad"] = emitGeluGrad;
+  table["dtc.cast"] = emitCast;
+  table["dtc.where"] = emitWhere;
+  table["dtc.dropout"] = emitDropout;
+  table["dtc.dropout_grad"] = emitDropoutGrad;
+  table["dtc.reduce_to_shape"] = emitReduceToShape;
+}
+
+} // namespace dtc

@@ -1,0 +1,338 @@
+//===- EmitNN.cpp - C++ for gemm, matmul, conv, pooling, norms, softmax --===//
+#include "codegen/EmitterContext.h"
+
+#include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+std::string flag(bool b) { return b ? "true" : "false"; }
+
+LogicalResult emitGemm(Operation *op, FunctionEmitter &fn) {
+  auto gemm = cast<GemmOp>(op);
+  Value a = gemm.getA(), b = gemm.getB(), c = gemm.getC(), y = gemm.getOutput();
+  int64_t m = fn.dims(y)[0], n = fn.dims(y)[1];
+  int64_t k = fn.dims(a)[gemm.getTransA() ? 0 : 1];
+  double beta = c ? gemm.getBeta().convertToDouble() : 0.0;
+  bool biasRows = c && beta == 1.0 && fn.dims(c) == ArrayRef<int64_t>{n};
+  if (c && !biasRows)
+    fn.line("cpu::expand(" + fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +
+            fn.ptr(y) + ", " + fn.shape(y) + ", 2);");
+  fn.line("cpu::gemm(" + flag(gemm.getTransA()) + ", " + flag(gemm.getTransB()) + ", " +
+          num(m) + ", " + num(n) + ", " + num(k) + ", " +
+          floatLiteral(gemm.getAlpha().convertToDouble()) + ", " + fn.ptr(a) + ", " +
+          num(fn.dims(a)[1]) + ", " + fn.ptr(b) + ", " + num(fn.dims(b)[1]) + ", " +
+          floatLiteral(biasRows ? 0.0 : beta) + ", " + fn.ptr(y) + ", " + num(n) + ");");
+  if (biasRows)
+    fn.line("cpu::add_bias_rows(" + fn.ptr(y) + ", " + fn.ptr(c) + ", " + num(m) + ", " +
+            num(n) + ");");
+  return success();
+}
+
+LogicalResult emitMatMul(Operation *op, FunctionEmitter &fn) {
+  auto matmul = cast<MatMulOp>(op);
+  Value a = matmul.getLhs(), b = matmul.getRhs(), y = matmul.getOutput();
+  // 1-D operands are matrices with a unit dimension (same memory).
+  Shape aShape(fn.dims(a)), bShape(fn.dims(b)), yShape(fn.dims(y));
+  if (aShape.size() == 1) {
+    aShape.insert(aShape.begin(), 1);
+    yShape.insert(yShape.end() - (bShape.size() == 1 ? 0 : 1), 1);
+  }
+  if (bShape.size() == 1) {
+    bShape.push_back(1);
+    yShape.push_back(1);
+  }
+  fn.line("cpu::batched_matmul(" + fn.ptr(a) + ", " + fn.shape(aShape) + ", " +
+          num(aShape.size()) + ", false, " + fn.ptr(b) + ", " + fn.shape(bShape) + ", " +
+          num(bShape.size()) + ", false, " + fn.ptr(y) + ", " + fn.shape(yShape) + ", " +
+          num(yShape.size()) + ");");
+  return success();
+}
+
+/// A namespace-scope Conv2dParams for an input of `x` dims and weight dims.
+std::string convParams(FunctionEmitter &fn, ArrayRef<int64_t> x, ArrayRef<int64_t> w,
+                       ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                       ArrayRef<int64_t> dilations, int64_t group) {
+  std::string init = "{" + num(x[0]) + ", " + num(x[1]) + ", " + num(x[2]) + ", " +
+                     num(x[3]) + ", " + num(w[0]) + ", " + num(w[2]) + ", " + num(w[3]) +
+                     ", " + num(strides[0]) + ", " + num(strides[1]) + ", " + num(pads[0]) +
+                     ", " + num(pads[1]) + ", " + num(pads[2]) + ", " + num(pads[3]) + ", " +
+                     num(dilations[0]) + ", " + num(dilations[1]) + ", " + num(group) + "}";
+  return fn.program.declareStatic("dtcrt::cpu::Conv2dParams", "kConv", init);
+}
+
+LogicalResult emitConv(Operation *op, FunctionEmitter &fn) {
+  auto conv = cast<ConvOp>(op);
+  std::string p = convParams(fn, fn.dims(conv.getInput()), fn.dims(conv.getWeight()),
+                             conv.getStrides(), conv.getPads(), conv.getDilations(),
+                             conv.getGroup());
+  fn.workspaceTerms.push_back("4 * cpu::conv2d_forward_workspace(" + p + ")");
+  fn.line("cpu::conv2d_forward(" + p + ", " + fn.ptr(conv.getInput()) + ", " +
+          fn.ptr(conv.getWeight()) + ", " +
+          (conv.getBias() ? fn.ptr(conv.getBias()) : std::string("nullptr")) + ", " +
+          fn.ptr(conv.getOutput()) + ", ctx.workspace);");
+  return success();
+}
+
+LogicalResult emitConvBackwardData(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<ConvBackwardDataOp>(op);
+  std::string p = convParams(fn, grad.getInputShape(), fn.dims(grad.getWeight()),
+                             grad.getStrides(), grad.getPads(), grad.getDilations(),
+                             grad.getGroup());
+  fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_data_workspace(" + p + ")");
+  fn.line("cpu::conv2d_backward_data(" + p + ", " + fn.ptr(grad.getGrad()) + ", " +
+          fn.ptr(grad.getWeight()) + ", " + fn.ptr(grad.getOutput()) + ", ctx.workspace);");
+  return success();
+}
+
+LogicalResult emitConvBackwardFilter(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<ConvBackwardFilterOp>(op);
+  std::string p = convParams(fn, fn.dims(grad.getInput()), grad.getWeightShape(),
+                             grad.getStrides(), grad.getPads(), grad.getDilations(),
+                             grad.getGroup());
+  fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_filter_workspace(" + p + ")");
+  fn.line("cpu::conv2d_backward_filter(" + p + ", " + fn.ptr(grad.getInput()) + ", " +
+          fn.ptr(grad.getGrad()) + ", " + fn.ptr(grad.getOutput()) + ", ctx.workspace);");
+  return success();
+}
+
+std::string poolParams(FunctionEmitter &fn, ArrayRef<int64_t> x, ArrayRef<int64_t> kernel,
+                       ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                       ArrayRef<int64_t> dilations, bool ceilMode, bool countIncludePad) {
+  std::string init = "{" + num(x[0]) + ", " + num(x[1]) + ", " + num(x[2]) + ", " +
+                     num(x[3]) + ", " + num(kernel[0]) + ", " + num(kernel[1]) + ", " +
+                     num(strides[0]) + ", " + num(strides[1]) + ", " + num(pads[0]) + ", " +
+                     num(pads[1]) + ", " + num(pads[2]) + ", " + num(pads[3]) + ", " +
+                     num(dilations[0]) + ", " + num(dilations[1]) + ", " + flag(ceilMode) +
+                     ", " + flag(countIncludePad) + "}";
+  return fn.program.declareStatic("dtcrt::cpu::Pool2dParams", "kPool", init);
+}
+
+LogicalResult emitMaxPool(Operation *op, FunctionEmitter &fn) {
+  auto pool = cast<MaxPoolOp>(op);
+  std::string p = poolParams(fn, fn.dims(pool.getInput()), pool.getKernelShape(),
+                             pool.getStrides(), pool.getPads(), pool.getDilations(),
+                             pool.getCeilMode(), false);
+  fn.line("cpu::max_pool2d(" + p + ", " + fn.ptr(pool.getInput()) + ", " +
+          fn.ptr(pool.getOutput()) + ", nullptr);");
+  return success();
+}
+
+// The argmax of each window is found again (into the workspace) rather than
+// kept alive from the forward pass.
+LogicalResult emitMaxPoolGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<MaxPoolGradOp>(op);
+  std::string p = poolParams(fn, fn.dims(grad.getInput()), grad.getKernelShape(),
+                             grad.getStrides(), grad.getPads(), grad.getDilations(),
+                             grad.getCeilMode(), false);
+  int64_t outputs = fn.numel(grad.getGrad());
+  fn.workspaceTerms.push_back(num(8 * outputs));
+  fn.line("cpu::max_pool2d(" + p + ", " + fn.ptr(grad.getInput()) +
+          ", ctx.workspace, reinterpret_cast<int32_t*>(ctx.workspace + " + num(outputs) +
+          "));");
+  fn.line("cpu::max_pool2d_backward(" + p + ", " + fn.ptr(grad.getGrad()) +
+          ", reinterpret_cast<const int32_t*>(ctx.workspace + " + num(outputs) + "), " +
+          fn.ptr(grad.getOutput()) + ");");
+  return success();
+}
+
+LogicalResult emitAveragePool(Operation *op, FunctionEmitter &fn) {
+  auto pool = cast<AveragePoolOp>(op);
+  int64_t unit[2] = {1, 1};
+  std::string p = poolParams(fn, fn.dims(pool.getInput()), pool.getKernelShape(),
+                             pool.getStrides(), pool.getPads(), unit, pool.getCeilMode(),
+                             pool.getCountIncludePad());
+  fn.line("cpu::avg_pool2d(" + p + ", " + fn.ptr(pool.getInput()) + ", " +
+          fn.ptr(pool.getOutput()) + ");");
+  return success();
+}
+
+LogicalResult emitAveragePoolGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<AveragePoolGradOp>(op);
+  int64_t unit[2] = {1, 1};
+  std::string p = poolParams(fn, grad.getInputShape(), grad.getKernelShape(),
+                             grad.getStrides(), grad.getPads(), unit, grad.getCeilMode(),
+                             grad.getCountIncludePad());
+  fn.line("cpu::avg_pool2d_backward(" + p + ", " + fn.ptr(grad.getGrad()) + ", " +
+          fn.ptr(grad.getOutput()) + ");");
+  return success();
+}
+
+LogicalResult emitGlobalAveragePool(Operation *op, FunctionEmitter &fn) {
+  auto pool = cast<GlobalAveragePoolOp>(op);
+  ArrayRef<int64_t> x = fn.dims(pool.getInput());
+  fn.line("cpu::global_avg_pool(" + fn.ptr(pool.getInput()) + ", " +
+          fn.ptr(pool.getOutput()) + ", " + num(x[0]) + ", " + num(x[1]) + ", " +
+          num(numElements(x.drop_front(2))) + ");");
+  return success();
+}
+
+/// N, C, HW of a batch-norm input.
+std::string nchw(FunctionEmitter &fn, Value x) {
+  ArrayRef<int64_t> d = fn.dims(x);
+  return num(d[0]) + ", " + num(d[1]) + ", " + num(numElements(d.drop_front(2)));
+}
+
+LogicalResult emitBatchNorm(Operation *op, FunctionEmitter &fn) {
+  auto bn = cast<BatchNormOp>(op);
+  int64_t channels = fn.dims(bn.getInput())[1];
+  // The running statistics are updated in place in copies: the results.
+  fn.line("std::memcpy(" + fn.ptr(bn.getNewRunningMean()) + ", " +
+          fn.ptr(bn.getRunningMean()) + ", " + num(4 * channels) + ");");
+  fn.line("std::memcpy(" + fn.ptr(bn.getNewRunningVar()) + ", " +
+          fn.ptr(bn.getRunningVar()) + ", " + num(4 * channels) + ");");
+  fn.line("cpu::batch_norm_train_forward(" + fn.ptr(bn.getInput()) + ", " +
+          nchw(fn, bn.getInput()) + ", " + fn.ptr(bn.getScale()) + ", " +
+          fn.ptr(bn.getBias()) + ", " + floatLiteral(bn.getEpsilon().convertToDouble()) +
+          ", " + floatLiteral(bn.getMomentum().convertToDouble()) + ", " +
+          fn.ptr(bn.getOutput()) + ", " + fn.ptr(bn.getSavedMean()) + ", " +
+          fn.ptr(bn.getSavedInvStd()) + ", " + fn.ptr(bn.getNewRunningMean()) + ", " +
+          fn.ptr(bn.getNewRunningVar()) + ");");
+  return success();
+}
+
+LogicalResult emitBatchNormInference(Operation *op, FunctionEmitter &fn) {
+  auto bn = cast<BatchNormInferenceOp>(op);
+  fn.line("cpu::batch_norm_inference(" + fn.ptr(bn.getInput()) + ", " +
+          nchw(fn, bn.getInput()) + ", " + fn.ptr(bn.getScale()) + ", " +
+          fn.ptr(bn.getBias()) + ", " + fn.ptr(bn.getMean()) + ", " + fn.ptr(bn.getVar()) +
+          ", " + floatLiteral(bn.getEpsilon().convertToDouble()) + ", " +
+          fn.ptr(bn.getOutput()) + ");");
+  return success();
+}
+
+LogicalResult emitBatchNormGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<BatchNormGradOp>(op);
+  fn.line("cpu::batch_norm_backward(" + fn.ptr(grad.getInput()) + ", " +
+          fn.ptr(grad.getGrad()) + ", " + nchw(fn, grad.getInput()) + ", " +
+          fn.ptr(grad.getScale()) + ", " + fn.ptr(grad.getSavedMean()) + ", " +
+          fn.ptr(grad.getSavedInvStd()) + ", " + fn.ptr(grad.getInputGrad()) + ", " +
+          fn.ptr(grad.getScaleGrad()) + ", " + fn.ptr(grad.getBiasGrad()) + ");");
+  return success();
+}
+
+/// Rows and row length of a layer norm over the dimensions from `axis` on;
+/// fails unless scale (and bias) cover exactly those dimensions.
+LogicalResult layerNormRows(Operation *op, FunctionEmitter &fn, Value x, Value scale,
+                            int64_t axis, int64_t &rows, int64_t &cols) {
+  ArrayRef<int64_t> d = fn.dims(x);
+  int64_t a = *normalizeAxis(axis, d.size());
+  cols = numElements(d.drop_front(a));
+  rows = numElements(d.take_front(a));
+  if (fn.numel(scale) != cols)
+    return op->emitOpError("codegen: layer norm scale must cover the normalized shape");
+  return success();
+}
+
+LogicalResult emitLayerNorm(Operation *op, FunctionEmitter &fn) {
+  auto ln = cast<LayerNormOp>(op);
+  int64_t rows, cols;
+  if (failed(layerNormRows(op, fn, ln.getInput(), ln.getScale(), ln.getAxis(), rows, cols)))
+    return failure();
+  fn.line("cpu::layer_norm(" + fn.ptr(ln.getInput()) + ", " + num(rows) + ", " + num(cols) +
+          ", " + fn.ptr(ln.getScale()) + ", " +
+          (ln.getBias() ? fn.ptr(ln.getBias()) : std::string("nullptr")) + ", " +
+          floatLiteral(ln.getEpsilon().convertToDouble()) + ", " + fn.ptr(ln.getOutput()) +
+          ", " + fn.ptr(ln.getSavedMean()) + ", " + fn.ptr(ln.getSavedInvStd()) + ");");
+  return success();
+}
+
+LogicalResult emitLayerNormGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<LayerNormGradOp>(op);
+  int64_t rows, cols;
+  if (failed(layerNormRows(op, fn, grad.getInput(), grad.getScale(), grad.getAxis(), rows,
+                           cols)))
+    return failure();
+  fn.line("cpu::layer_norm_backward(" + fn.ptr(grad.getInput()) + ", " +
+          fn.ptr(grad.getGrad()) + ", " + num(rows) + ", " + num(cols) + ", " +
+          fn.ptr(grad.getScale()) + ", " + fn.ptr(grad.getSavedMean()) + ", " +
+          fn.ptr(grad.getSavedInvStd()) + ", " + fn.ptr(grad.getInputGrad()) + ", " +
+          fn.ptr(grad.getScaleGrad()) + ", " + fn.ptr(grad.getBiasGrad()) + ");");
+  return success();
+}
+
+/// outer x axis x inner around `axis`.
+void splitAtAxis(ArrayRef<int64_t> d, int64_t axis, int64_t &outer, int64_t &size,
+                 int64_t &inner) {
+  int64_t a = *normalizeAxis(axis, d.size());
+  outer = numElements(d.take_front(a));
+  size = d[a];
+  inner = numElements(d.drop_front(a + 1));
+}
+
+/// Softmax and log-softmax, forward (from the input) and backward (from the
+/// output and dy): the last-axis kernels, or the [outer, axis, inner] ones.
+template <typename OpT>
+LogicalResult emitSoftmaxFamily(Operation *op, FunctionEmitter &fn) {
+  auto softmax = cast<OpT>(op);
+  constexpr bool isGrad =
+      std::is_same_v<OpT, SoftmaxGradOp> || std::is_same_v<OpT, LogSoftmaxGradOp>;
+  constexpr bool isLog =
+      std::is_same_v<OpT, LogSoftmaxOp> || std::is_same_v<OpT, LogSoftmaxGradOp>;
+  Value y = op->getResult(0);
+  int64_t outer, size, inner;
+  splitAtAxis(fn.dims(y), softmax.getAxis(), outer, size, inner);
+  std::string kernel = std::string("cpu::") + (isLog ? "log_softmax" : "softmax") +
+                       (inner == 1 ? "" : "_inner") + (isGrad ? "_backward" : "");
+  std::string operands;
+  for (Value v : op->getOperands())
+    operands += fn.ptr(v) + ", ";
+  std::string extents = inner == 1 ? num(outer) + ", " + num(size)
+                                   : num(outer) + ", " + num(size) + ", " + num(inner);
+  fn.line(kernel + "(" + operands + fn.ptr(y) + ", " + extents + ");");
+  return success();
+}
+
+/// Sum (or mean) over axes: the adjoint of broadcasting, so reduce_to_shape
+/// onto the shape with the reduced dimensions kept as 1.
+template <typename OpT>
+LogicalResult emitReduce(Operation *op, FunctionEmitter &fn) {
+  auto reduce = cast<OpT>(op);
+  Value x = reduce.getInput(), y = reduce.getOutput();
+  if (cppElementType(x.getType()) != "float")
+    return op->emitOpError("codegen: only float reductions are supported");
+  Shape kept(fn.dims(x));
+  if (reduce.getAxes().empty())
+    kept.assign(kept.size(), 1);
+  for (int64_t axis : reduce.getAxes())
+    kept[*normalizeAxis(axis, kept.size())] = 1;
+  fn.line("cpu::reduce_to_shape(" + fn.ptr(x) + ", " + fn.shape(x) + ", " +
+          num(fn.rank(x)) + ", " + fn.ptr(y) + ", " + fn.shape(kept) + ", " +
+          num(kept.size()) + ");");
+  if (std::is_same_v<OpT, ReduceMeanOp>)
+    fn.line("cpu::scale(" + fn.ptr(y) + ", " + fn.ptr(y) + ", " + num(fn.numel(y)) + ", " +
+            floatLiteral(double(fn.numel(y)) / double(fn.numel(x))) + ");");
+  return success();
+}
+
+} // namespace
+
+void populateNNEmitters(OpEmitterTable &table) {
+  table["dtc.gemm"] = emitGemm;
+  table["dtc.matmul"] = emitMatMul;
+  table["dtc.conv"] = emitConv;
+  table["dtc.conv_backward_data"] = emitConvBackwardData;
+  table["dtc.conv_backward_filter"] = emitConvBackwardFilter;
+  table["dtc.max_pool"] = emitMaxPool;
+  table["dtc.max_pool_grad"] = emitMaxPoolGrad;
+  table["dtc.average_pool"] = emitAveragePool;
+  table["dtc.average_pool_grad"] = emitAveragePoolGrad;
+  table["dtc.global_average_pool"] = emitGlobalAveragePool;
+  table["dtc.batch_norm"] = emitBatchNorm;
+  table["dtc.batch_norm_inference"] = emitBatchNormInference;
+  table["dtc.batch_norm_grad"] = emitBatchNormGrad;
+  table["dtc.layer_norm"] = emitLayerNorm;
+  table["dtc.layer_norm_grad"] = emitLayerNormGrad;
+  table["dtc.softmax"] = emitSoftmaxFamily<SoftmaxOp>;
+  table["dtc.log_softmax"] = emitSoftmaxFamily<LogSoftmaxOp>;
+  table["dtc.softmax_grad"] = emitSoftmaxFamily<SoftmaxGradOp>;
+  table["dtc.log_softmax_grad"] = emitSoftmaxFamily<LogSoftmaxGradOp>;
+  table["dtc.reduce_sum"] = emitReduce<ReduceSumOp>;
+  table["dtc.reduce_mean"] = emitReduce<ReduceMeanOp>;
+}
+
+} // namespace dtc

@@ -1,0 +1,165 @@
+//===- EmitShape.cpp - C++ for the data-movement ops --------------------===//
+#include "codegen/EmitterContext.h"
+
+#include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+LogicalResult requireFloat(Operation *op, Value v) {
+  if (cppElementType(v.getType()) != "float")
+    return op->emitOpError("codegen: only float tensors are supported here, got ")
+           << v.getType();
+  return success();
+}
+
+LogicalResult emitTranspose(Operation *op, FunctionEmitter &fn) {
+  auto transpose = cast<TransposeOp>(op);
+  Value x = transpose.getInput();
+  if (failed(requireFloat(op, x)))
+    return failure();
+  fn.line("cpu::transpose(" + fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) +
+          ", " + fn.shape(transpose.getPerm()) + ", " + fn.ptr(transpose.getOutput()) + ");");
+  return success();
+}
+
+LogicalResult emitExpand(Operation *op, FunctionEmitter &fn) {
+  auto expand = cast<ExpandOp>(op);
+  Value x = expand.getInput(), y = expand.getOutput();
+  if (failed(requireFloat(op, x)))
+    return failure();
+  fn.line("cpu::expand(" + fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
+          fn.ptr(y) + ", " + fn.shape(y) + ", " + num(fn.rank(y)) + ");");
+  return success();
+}
+
+/// "{a, b, c}" of the pointers to `values`.
+std::string pointerList(FunctionEmitter &fn, ValueRange values) {
+  std::string list;
+  for (Value v : values)
+    list += (list.empty() ? "" : ", ") + fn.ptr(v);
+  return "{" + list + "}";
+}
+
+/// The sizes of `values` along `axis`, as a shape array.
+std::string axisSizes(FunctionEmitter &fn, ValueRange values, int64_t axis) {
+  SmallVector<int64_t> sizes;
+  for (Value v : values)
+    sizes.push_back(fn.dims(v)[axis]);
+  return fn.shape(sizes);
+}
+
+LogicalResult emitConcat(Operation *op, FunctionEmitter &fn) {
+  auto concat = cast<ConcatOp>(op);
+  Value y = concat.getOutput();
+  if (failed(requireFloat(op, y)))
+    return failure();
+  int64_t axis = *normalizeAxis(concat.getAxis(), fn.rank(y));
+  fn.line("{");
+  fn.line("  const float* const inputs[] = " + pointerList(fn, concat.getInputs()) + ";");
+  fn.line("  cpu::concat(inputs, " + axisSizes(fn, concat.getInputs(), axis) + ", " +
+          num(concat.getInputs().size()) + ", " + fn.ptr(y) + ", " + fn.shape(y) + ", " +
+          num(fn.rank(y)) + ", " + num(axis) + ");");
+  fn.line("}");
+  return success();
+}
+
+LogicalResult emitSplit(Operation *op, FunctionEmitter &fn) {
+  auto split = cast<SplitOp>(op);
+  Value x = split.getInput();
+  if (failed(requireFloat(op, x)))
+    return failure();
+  int64_t axis = *normalizeAxis(split.getAxis(), fn.rank(x));
+  fn.line("{");
+  fn.line("  float* const outputs[] = " + pointerList(fn, split.getOutputs()) + ";");
+  fn.line("  cpu::split(" + fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
+          num(axis) + ", " + fn.shape(split.getSizes()) + ", " +
+          num(split.getOutputs().size()) + ", outputs);");
+  fn.line("}");
+  return success();
+}
+
+/// Per-dimension starts and steps of a slice given for some axes.
+void fullSlice(ArrayRef<int64_t> dims, ArrayRef<int64_t> axes, ArrayRef<int64_t> starts,
+               ArrayRef<int64_t> steps, SmallVectorImpl<int64_t> &allStarts,
+               SmallVectorImpl<int64_t> &allSteps) {
+  allStarts.assign(dims.size(), 0);
+  allSteps.assign(dims.size(), 1);
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    int64_t a = *normalizeAxis(axis, dims.size());
+    allStarts[a] = starts[i];
+    allSteps[a] = steps[i];
+  }
+}
+
+LogicalResult emitSlice(Operation *op, FunctionEmitter &fn) {
+  auto slice = cast<SliceOp>(op);
+  Value x = slice.getInput(), y = slice.getOutput();
+  if (failed(requireFloat(op, x)))
+    return failure();
+  SmallVector<int64_t> starts, steps;
+  fullSlice(fn.dims(x), slice.getAxes(), slice.getStarts(), slice.getSteps(), starts, steps);
+  fn.line("cpu::slice(" + fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
+          fn.shape(starts) + ", " + fn.shape(steps) + ", " + fn.ptr(y) + ", " + fn.shape(y) +
+          ");");
+  return success();
+}
+
+LogicalResult emitSliceGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<SliceGradOp>(op);
+  Value dy = grad.getGrad(), dx = grad.getOutput();
+  SmallVector<int64_t> starts, steps;
+  fullSlice(grad.getInputShape(), grad.getAxes(), grad.getStarts(), grad.getSteps(), starts,
+            steps);
+  fn.line("cpu::slice_backward(" + fn.ptr(dy) + ", " + fn.shape(dy) + ", " +
+          num(fn.rank(dy)) + ", " + fn.shape(starts) + ", " + fn.shape(steps) + ", " +
+          fn.ptr(dx) + ", " + fn.shape(dx) + ");");
+  return success();
+}
+
+LogicalResult emitGather(Operation *op, FunctionEmitter &fn) {
+  auto gather = cast<GatherOp>(op);
+  Value data = gather.getData(), indices = gather.getIndices();
+  if (failed(requireFloat(op, data)))
+    return failure();
+  if (cppElementType(indices.getType()) != "int64_t")
+    return op->emitOpError("codegen: gather indices must be i64");
+  int64_t axis = *normalizeAxis(gather.getAxis(), fn.rank(data));
+  fn.line("cpu::gather(" + fn.ptr(data) + ", " + fn.shape(data) + ", " + num(fn.rank(data)) +
+          ", " + num(axis) + ", " + fn.ptr(indices) + ", " + num(fn.numel(indices)) + ", " +
+          fn.ptr(gather.getOutput()) + ");");
+  return success();
+}
+
+LogicalResult emitGatherGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<GatherGradOp>(op);
+  Value indices = grad.getIndices();
+  if (cppElementType(indices.getType()) != "int64_t")
+    return op->emitOpError("codegen: gather indices must be i64");
+  ArrayRef<int64_t> dataShape = grad.getDataShape();
+  int64_t axis = *normalizeAxis(grad.getAxis(), dataShape.size());
+  fn.line("cpu::gather_backward(" + fn.ptr(grad.getGrad()) + ", " + fn.ptr(indices) + ", " +
+          num(fn.numel(indices)) + ", " + fn.shape(dataShape) + ", " +
+          num(dataShape.size()) + ", " + num(axis) + ", " + fn.ptr(grad.getOutput()) + ");");
+  return success();
+}
+
+} // namespace
+
+void populateShapeEmitters(OpEmitterTable &table) {
+  table["dtc.transpose"] = emitTranspose;
+  table["dtc.expand"] = emitExpand;
+  table["dtc.concat"] = emitConcat;
+  table["dtc.split"] = emitSplit;
+  table["dtc.slice"] = emitSlice;
+  table["dtc.slice_grad"] = emitSliceGrad;
+  table["dtc.gather"] = emitGather;
+  table["dtc.gather_grad"] = emitGatherGrad;
+}
+
+} // namespace dtc

@@ -1,0 +1,115 @@
+//===- EmitterContext.h - shared state of the C++ emitters --------------===//
+//
+// ProgramEmitter collects what lives at namespace scope in the generated
+// file (shape arrays, constants, kernel parameter structs); FunctionEmitter
+// writes one step function, naming every tensor after its storage in the
+// memory plan. Op emitters (Emit*.cpp) get both and write one statement or
+// a few per op.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DTC_CODEGEN_EMITTERCONTEXT_H
+#define DTC_CODEGEN_EMITTERCONTEXT_H
+
+#include "passes/MemoryPlan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include <string>
+
+namespace dtc {
+
+class ProgramEmitter;
+
+/// Turns `text` into a C++ identifier ("fc1.weight" -> "fc1_weight").
+std::string sanitizeIdentifier(llvm::StringRef text);
+
+/// The C++ element type of a tensor type ("float", "int64_t", "uint8_t").
+llvm::StringRef cppElementType(mlir::Type tensorType);
+
+/// A float as a C++ literal that round-trips exactly.
+std::string floatLiteral(double value);
+
+class FunctionEmitter {
+public:
+  FunctionEmitter(ProgramEmitter &program, const MemoryPlan &plan)
+      : program(program), plan(plan) {}
+
+  /// The pointer (a C++ expression) to `value`'s data.
+  std::string ptr(mlir::Value value);
+  /// A namespace-scope array holding `value`'s shape, and its rank.
+  std::string shape(mlir::Value value);
+  std::string shape(llvm::ArrayRef<int64_t> dims);
+  int64_t rank(mlir::Value value);
+  int64_t numel(mlir::Value value);
+  llvm::ArrayRef<int64_t> dims(mlir::Value value);
+
+  /// Emits one line of the function body.
+  void line(const llvm::Twine &text);
+  /// Emits a comment naming the ONNX node of `op` and what it does.
+  void comment(mlir::Operation *op);
+
+  /// Declares the pointer variables of `op`'s results.
+  void declareResults(mlir::Operation *op);
+  /// Declares the pointer to a param used in this function.
+  void declareParam(mlir::Operation *paramRef);
+
+  /// The state-buffer pointer of the param named `symbol` (for updates).
+  std::string paramPointer(llvm::StringRef symbol);
+
+  ProgramEmitter &program;
+  const MemoryPlan &plan;
+  std::string body;
+  /// The largest kernel scratch (bytes) any op of the function asked for, as
+  /// C++ expressions evaluated at run time.
+  std::vector<std::string> workspaceTerms;
+
+private:
+  llvm::DenseMap<mlir::Value, std::string> names;
+  llvm::StringSet<> declaredParams;
+  unsigned nextTemp = 0;
+
+public:
+  /// Names `value` (an input or a constant) as the C++ expression `name`.
+  void bind(mlir::Value value, const std::string &name) { names[value] = name; }
+};
+
+using OpEmitter = mlir::LogicalResult (*)(mlir::Operation *, FunctionEmitter &);
+using OpEmitterTable = llvm::StringMap<OpEmitter>;
+
+void populateMathEmitters(OpEmitterTable &table);
+void populateNNEmitters(OpEmitterTable &table);
+void populateShapeEmitters(OpEmitterTable &table);
+void populateTrainingEmitters(OpEmitterTable &table);
+
+class ProgramEmitter {
+public:
+  explicit ProgramEmitter(mlir::ModuleOp module) : module(module) {}
+
+  /// Name of a namespace-scope int64_t array with `dims` (deduplicated).
+  std::string shapeArray(llvm::ArrayRef<int64_t> dims);
+  /// Name of a namespace-scope constant holding `op`'s value.
+  std::string constantArray(mlir::Operation *constantOp);
+  /// Name of a namespace-scope `static const TYPE NAME = INIT;` (deduplicated).
+  std::string declareStatic(llvm::StringRef type, llvm::StringRef prefix,
+                            const std::string &initializer);
+  /// Byte offset of a param in the state buffer, and its index in the table.
+  int64_t paramOffset(llvm::StringRef symbol) const;
+
+  mlir::ModuleOp module;
+  std::string globals;
+  llvm::StringMap<int64_t> paramOffsets;
+
+private:
+  llvm::StringMap<std::string> shapes;
+  llvm::DenseMap<mlir::Operation *, std::string> constants;
+  llvm::StringMap<std::string> statics;
+  unsigned nextStatic = 0;
+};
+
+} // namespace dtc
+
+#endif // DTC_CODEGEN_EMITTERCONTEXT_H

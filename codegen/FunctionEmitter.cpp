@@ -1,0 +1,119 @@
+//===- FunctionEmitter.cpp - naming, shapes and lines of a step function -===//
+#include "codegen/EmitterContext.h"
+
+#include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+
+namespace dtc {
+
+std::string sanitizeIdentifier(llvm::StringRef text) {
+  std::string out;
+  for (char c : text)
+    out += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])))
+    out = "_" + out;
+  return out;
+}
+
+StringRef cppElementType(Type type) {
+  Type element = llvm::cast<RankedTensorType>(type).getElementType();
+  if (element.isF32())
+    return "float";
+  if (element.isInteger(64))
+    return "int64_t";
+  if (element.isInteger(32))
+    return "int32_t";
+  if (element.isInteger(1))
+    return "uint8_t";
+  return "";
+}
+
+std::string floatLiteral(double value) {
+  if (std::isnan(value))
+    return "NAN";
+  if (std::isinf(value))
+    return value > 0 ? "INFINITY" : "-INFINITY";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.9gf", static_cast<float>(value));
+  std::string text(buffer);
+  // "1f" is not a float literal: make it "1.f".
+  if (text.find_first_of(".eE") == std::string::npos)
+    text.insert(text.size() - 1, ".");
+  return text;
+}
+
+ArrayRef<int64_t> FunctionEmitter::dims(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType()).getShape();
+}
+
+int64_t FunctionEmitter::rank(Value value) { return dims(value).size(); }
+
+int64_t FunctionEmitter::numel(Value value) { return numElements(dims(value)); }
+
+std::string FunctionEmitter::shape(ArrayRef<int64_t> d) { return program.shapeArray(d); }
+
+std::string FunctionEmitter::shape(Value value) { return shape(dims(value)); }
+
+std::string FunctionEmitter::ptr(Value value) {
+  Value root = plan.storageRoot(value);
+  auto it = names.find(root);
+  assert(it != names.end() && "value used before it was declared");
+  return it->second;
+}
+
+void FunctionEmitter::line(const llvm::Twine &text) {
+  body += "  ";
+  body += text.str();
+  body += "\n";
+}
+
+void FunctionEmitter::comment(Operation *op) {
+  std::string where;
+  if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
+    where = name.getName().str();
+  line("// " + op->getName().getStringRef() +
+       (where.empty() ? std::string() : " (" + where + ")"));
+}
+
+void FunctionEmitter::declareResults(Operation *op) {
+  for (Value result : op->getResults()) {
+    const MemoryPlan::Placement &place = plan.placement(result);
+    if (place.storage != MemoryPlan::Storage::Arena)
+      continue;
+    std::string name = "t" + std::to_string(nextTemp++);
+    std::string type = cppElementType(result.getType()).str();
+    line(type + "* const " + name + " = reinterpret_cast<" + type + "*>(arena + " +
+         std::to_string(place.offset) + ");  // " +
+         formatShape(dims(result)));
+    names[result] = name;
+  }
+}
+
+void FunctionEmitter::declareParam(Operation *op) {
+  auto ref = llvm::cast<ParamRefOp>(op);
+  std::string name = "p_" + sanitizeIdentifier(ref.getName());
+  names[ref.getValue()] = name;
+  // A param read twice in one function gets one pointer.
+  if (!declaredParams.insert(name).second)
+    return;
+  std::string type = cppElementType(ref.getType()).str();
+  line(type + "* const " + name + " = reinterpret_cast<" + type + "*>(state + " +
+       std::to_string(program.paramOffset(ref.getName())) + ");  // " +
+       ref.getName().str() + " " + formatShape(dims(ref.getValue())));
+}
+
+std::string FunctionEmitter::paramPointer(StringRef symbol) {
+  std::string name = "p_" + sanitizeIdentifier(symbol);
+  if (declaredParams.insert(name).second)
+    line("float* const " + name + " = reinterpret_cast<float*>(state + " +
+         std::to_string(program.paramOffset(symbol)) + ");  // " + symbol.str());
+  return name;
+}
+
+} // namespace dtc

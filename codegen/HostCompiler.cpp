@@ -1,0 +1,57 @@
+//===- HostCompiler.cpp - generated C++ + libdtcrt -> an executable -----===//
+#include "codegen/Codegen.h"
+#include "codegen/RuntimeConfig.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+namespace dtc {
+
+LogicalResult compileProgram(Location loc, const std::string &cppPath,
+                             const std::string &outputPath) {
+  const char *cxxEnv = std::getenv("CXX");
+  std::string cxx = cxxEnv && *cxxEnv ? cxxEnv : "c++";
+  llvm::ErrorOr<std::string> compiler = llvm::sys::findProgramByName(cxx);
+  if (!compiler)
+    return emitError(loc) << "cannot find the host C++ compiler '" << cxx
+                          << "' (set CXX or install g++)";
+
+  // The generated code is a sequence of kernel calls: -O1 compiles it fast
+  // and loses nothing (the kernels are in libdtcrt, built with -O3).
+  std::vector<std::string> args = {*compiler, "-std=c++17", "-O1", "-w",
+                                   "-I" DTC_RUNTIME_INCLUDE_DIR, cppPath, "-o",
+                                   outputPath};
+  llvm::SmallVector<llvm::StringRef> linkFlags;
+  llvm::StringRef(DTC_RUNTIME_LINK_FLAGS).split(linkFlags, ';', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef flag : linkFlags)
+    args.push_back(flag.str());
+
+  llvm::SmallString<128> log;
+  llvm::sys::fs::createTemporaryFile("dtc-cxx", "log", log);
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(*compiler, argRefs, std::nullopt, redirects, 0, 0,
+                                         &message);
+  std::string output;
+  if (auto buffer = llvm::MemoryBuffer::getFile(log))
+    output = (*buffer)->getBuffer().str();
+  llvm::sys::fs::remove(log);
+  if (status != 0) {
+    if (output.size() > 4000)
+      output = output.substr(0, 4000) + "\n...";
+    return emitError(loc) << "the host compiler failed on the generated program "
+                          << cppPath << (message.empty() ? "" : ": " + message) << "\n"
+                          << output;
+  }
+  return success();
+}
+
+} // namespace dtc

@@ -1,0 +1,345 @@
+//===- ProgramEmitter.cpp - the generated file: tables, functions, spec --===//
+#include "codegen/Codegen.h"
+#include "codegen/EmitterContext.h"
+
+#include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace dtc {
+
+//===----------------------------------------------------------------------===//
+// Namespace-scope declarations
+//===----------------------------------------------------------------------===//
+
+std::string ProgramEmitter::shapeArray(ArrayRef<int64_t> dims) {
+  if (dims.empty())
+    return "nullptr";
+  std::string key = formatShape(dims);
+  auto it = shapes.find(key);
+  if (it != shapes.end())
+    return it->second;
+  std::string name = "kDims_" + key;
+  std::replace(name.begin(), name.end(), '-', 'm');
+  std::string values;
+  for (int64_t d : dims)
+    values += (values.empty() ? "" : ", ") + std::to_string(d);
+  globals += "constexpr int64_t " + name + "[] = {" + values + "};\n";
+  shapes[key] = name;
+  return name;
+}
+
+std::string ProgramEmitter::declareStatic(StringRef type, StringRef prefix,
+                                          const std::string &initializer) {
+  std::string key = (type + " " + initializer).str();
+  auto it = statics.find(key);
+  if (it != statics.end())
+    return it->second;
+  std::string name = (prefix + std::to_string(nextStatic++)).str();
+  globals += ("const " + type + " " + name + " = " + initializer + ";\n").str();
+  statics[key] = name;
+  return name;
+}
+
+/// The C++ text of element `i` of `value` (float, integer or bool).
+static std::string elementLiteral(ElementsAttr value, uint64_t i) {
+  Type element = value.getElementType();
+  if (llvm::isa<FloatType>(element))
+    return floatLiteral(value.getValues<APFloat>()[i].convertToDouble());
+  if (element.isInteger(1))
+    return value.getValues<bool>()[i] ? "1" : "0";
+  return std::to_string(value.getValues<APInt>()[i].getSExtValue());
+}
+
+std::string ProgramEmitter::constantArray(Operation *op) {
+  auto it = constants.find(op);
+  if (it != constants.end())
+    return it->second;
+  auto value = llvm::cast<ElementsAttr>(llvm::cast<ConstantOp>(op).getValueAttr());
+  std::string type = cppElementType(value.getType()).str();
+  std::string name = "kConst" + std::to_string(constants.size());
+  int64_t count = value.getNumElements();
+  auto dense = llvm::dyn_cast<DenseElementsAttr>(value);
+  if (dense && dense.isSplat() && count > 16) {
+    // A large splat: one value repeated, filled in at start-up.
+    globals += "alignas(64) static " + type + " " + name + "[" + std::to_string(count) +
+               "];\nstatic const bool " + name + "_filled = [] { std::fill_n(" + name +
+               ", " + std::to_string(count) + ", " + type + "(" +
+               elementLiteral(value, 0) + ")); return true; }();\n";
+  } else {
+    std::string values;
+    for (int64_t i = 0; i < count; ++i) {
+      values += (i ? ", " : "") + elementLiteral(value, dense && dense.isSplat() ? 0 : i);
+      if (i % 16 == 15 && i + 1 < count)
+        values += "\n    ";
+    }
+    globals += "alignas(64) static const " + type + " " + name + "[] = {" + values +
+               "};  // " + formatShape(value.getShapedType().getShape()) + "\n";
+  }
+  constants[op] = name;
+  return name;
+}
+
+int64_t ProgramEmitter::paramOffset(StringRef symbol) const {
+  auto it = paramOffsets.find(symbol);
+  assert(it != paramOffsets.end() && "unknown param");
+  return it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Step functions
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+const OpEmitterTable &emitterTable() {
+  static const OpEmitterTable table = [] {
+    OpEmitterTable t;
+    populateMathEmitters(t);
+    populateNNEmitters(t);
+    populateShapeEmitters(t);
+    populateTrainingEmitters(t);
+    return t;
+  }();
+  return table;
+}
+
+struct EmittedFunction {
+  std::string source;
+  int64_t arenaBytes = 0;
+  std::vector<std::string> workspaceTerms;
+};
+
+/// What each kind of step function does with its results.
+enum class StepKind { Forward, Train, Eval };
+
+FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
+                                        ProgramEmitter &program) {
+  FailureOr<MemoryPlan> plan = MemoryPlan::compute(func);
+  if (failed(plan))
+    return failure();
+  FunctionEmitter fn(program, *plan);
+  Block &body = func.front();
+  unsigned numInputs = func.getNumArguments() - (kind == StepKind::Forward ? 0 : 1);
+  for (BlockArgument arg : body.getArguments()) {
+    StringRef type = cppElementType(arg.getType());
+    if (type.empty())
+      return func.emitError("codegen: unsupported input type ") << arg.getType();
+    bool isLabels = arg.getArgNumber() == numInputs;
+    std::string name = isLabels ? "labels" : "in" + std::to_string(arg.getArgNumber());
+    std::string source = isLabels ? std::string("ctx.labels")
+                                  : "ctx.inputs[" + std::to_string(arg.getArgNumber()) + "]";
+    fn.line("const " + type.str() + "* const " + name + " = static_cast<const " +
+            type.str() + "*>(" + source + ");");
+    fn.bind(arg, name);
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (isa<ParamRefOp>(op)) {
+      fn.declareParam(&op);
+      continue;
+    }
+    if (isa<ConstantOp>(op)) {
+      fn.bind(op.getResult(0), program.constantArray(&op));
+      continue;
+    }
+    if (MemoryPlan::isView(&op))
+      continue;
+    for (Value result : op.getResults())
+      if (cppElementType(result.getType()).empty())
+        return op.emitOpError("codegen: unsupported element type in ") << result.getType();
+    auto it = emitterTable().find(op.getName().getStringRef());
+    if (it == emitterTable().end())
+      return op.emitOpError("codegen: no C++ emitter for this op");
+    fn.comment(&op);
+    fn.declareResults(&op);
+    if (failed(it->second(&op, fn)))
+      return failure();
+  }
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  switch (kind) {
+  case StepKind::Train:
+    fn.line("*ctx.loss = " + fn.ptr(ret.getOperand(0)) + "[0];");
+    break;
+  case StepKind::Eval:
+    fn.line("*ctx.loss = " + fn.ptr(ret.getOperand(0)) + "[0];");
+    if (ret.getNumOperands() > 1)
+      fn.line("if (ctx.correct) *ctx.correct = " + fn.ptr(ret.getOperand(1)) + "[0];");
+    break;
+  case StepKind::Forward:
+    for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+      fn.line("std::memcpy(ctx.outputs[" + std::to_string(i) + "], " + fn.ptr(value) + ", " +
+              std::to_string(tensorBytes(value.getType())) + ");");
+    break;
+  }
+  EmittedFunction out;
+  out.arenaBytes = plan->peakBytes();
+  out.workspaceTerms = fn.workspaceTerms;
+  std::string header = "// " + func.getSymName().str() + ": arena " +
+                       std::to_string(plan->peakBytes()) + " bytes (" +
+                       std::to_string(plan->totalBytes()) + " without reuse)\n";
+  out.source = header + "void " + func.getSymName().str() +
+               "(dtcrt::StepContext& ctx) {\n  char* const state = ctx.state;\n"
+               "  char* const arena = ctx.arena;\n  (void)state; (void)arena;\n" +
+               fn.body + "}\n";
+  return out;
+}
+
+/// C++ initializer of a TensorSpec.
+std::string tensorSpec(StringRef name, Type type) {
+  auto tensor = llvm::cast<RankedTensorType>(type);
+  StringRef dtype = llvm::StringSwitch<StringRef>(cppElementType(type))
+                        .Case("float", "F32")
+                        .Case("int64_t", "I64")
+                        .Case("int32_t", "I32")
+                        .Default("Bool");
+  std::string dims;
+  for (int64_t d : tensor.getShape())
+    dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+  return "{\"" + name.str() + "\", dtcrt::DType::" + dtype.str() + ", " +
+         std::to_string(tensor.getRank()) + ", {" + dims + "}}";
+}
+
+std::string doubleLiteral(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+std::string quoted(StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+StringRef argName(func::FuncOp func, unsigned i) {
+  if (auto name = func.getArgAttrOfType<StringAttr>(i, "dtc.name"))
+    return name.getValue();
+  return "input";
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The file
+//===----------------------------------------------------------------------===//
+
+LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
+                      llvm::raw_ostream &os) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  auto eval = module.lookupSymbol<func::FuncOp>("eval_step");
+  if (!forward)
+    return module.emitError("codegen needs func @forward");
+  ProgramEmitter program(module);
+
+  // The state buffer: every param, 64-byte aligned, in declaration order.
+  std::string paramTable;
+  llvm::StringMap<int> paramIndex;
+  int64_t stateBytes = 0;
+  for (auto param : module.getOps<ParamOp>()) {
+    program.paramOffsets[param.getSymName()] = stateBytes;
+    int owner = -1;
+    if (param.getKind() == ParamKind::optimizer_state) {
+      auto [weight, suffix] = param.getSymName().rsplit('.');
+      owner = paramIndex.lookup(weight);
+    }
+    static const char *kinds[] = {"Weight", "Buffer", "Constant", "OptimizerState"};
+    paramTable += "    {" + tensorSpec(param.getSymName(), param.getType()) +
+                  ", dtcrt::ParamKind::" + kinds[static_cast<int>(param.getKind())] + ", " +
+                  std::to_string(stateBytes) + ", " + std::to_string(owner) + "},\n";
+    paramIndex[param.getSymName()] = paramIndex.size();
+    stateBytes += (tensorBytes(param.getType()) + kArenaAlignment - 1) / kArenaAlignment *
+                  kArenaAlignment;
+  }
+
+  std::string functions;
+  int64_t arenaBytes = 0;
+  std::vector<std::string> workspaceTerms;
+  for (auto [func, kind] : {std::pair(forward, StepKind::Forward),
+                            std::pair(train, StepKind::Train),
+                            std::pair(eval, StepKind::Eval)}) {
+    if (!func)
+      continue;
+    FailureOr<EmittedFunction> emitted = emitFunction(func, kind, program);
+    if (failed(emitted))
+      return failure();
+    functions += "\n" + emitted->source;
+    arenaBytes = std::max(arenaBytes, emitted->arenaBytes);
+    llvm::append_range(workspaceTerms, emitted->workspaceTerms);
+  }
+
+  std::string inputs, outputs;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    inputs += "    " + tensorSpec(argName(forward, i), forward.getArgumentTypes()[i]) + ",\n";
+  for (unsigned i = 0; i < forward.getNumResults(); ++i) {
+    auto name = forward.getResultAttrOfType<StringAttr>(i, "dtc.name");
+    outputs += "    " + tensorSpec(name ? name.getValue() : "output",
+                                   forward.getResultTypes()[i]) + ",\n";
+  }
+  std::string labels = train ? tensorSpec("labels", train.getArgumentTypes().back())
+                             : std::string("{\"labels\", dtcrt::DType::I64, 0, {}}");
+  int64_t batch = forward.getNumArguments() &&
+                          llvm::cast<RankedTensorType>(forward.getArgumentTypes()[0]).getRank()
+                      ? llvm::cast<RankedTensorType>(forward.getArgumentTypes()[0]).getDimSize(0)
+                      : 1;
+
+  std::string workspace;
+  for (const std::string &term : workspaceTerms)
+    workspace += "  bytes = std::max(bytes, size_t(" + term + "));\n";
+
+  SmallString<256> absolute(options.modelPath);
+  llvm::sys::fs::make_absolute(absolute);
+  std::string modelName = llvm::sys::path::filename(options.modelPath).str();
+
+  os << "// Generated by dtc from " << modelName << ". Do not edit.\n"
+     << "//   " << options.compileCommand << "\n"
+     << "//\n"
+     << "// The model-specific part of a training program: the parameter table,\n"
+     << "// the step functions (kernel calls on a memory plan fixed at compile\n"
+     << "// time) and the ProgramSpec the runtime (libdtcrt) runs. Comments name\n"
+     << "// the ONNX node each statement comes from.\n"
+     << "#include \"runtime/Program.h\"\n"
+     << "#include \"runtime/cpu/Kernels.h\"\n\n"
+     << "#include <algorithm>\n#include <cmath>\n#include <cstring>\n\n"
+     << "// The ONNX model, embedded: initial weights, and the model --save writes back.\n"
+     << "__asm__(\".section .rodata\\n.balign 64\\n.global dtc_embedded_onnx\\n"
+     << "dtc_embedded_onnx:\\n.incbin \\\"" << absolute << "\\\"\\n"
+     << ".global dtc_embedded_onnx_end\\ndtc_embedded_onnx_end:\\n.previous\\n\");\n"
+     << "extern \"C\" const unsigned char dtc_embedded_onnx[], dtc_embedded_onnx_end[];\n\n"
+     << "namespace {\nnamespace cpu = dtcrt::cpu;\n\n"
+     << program.globals << functions << "\n"
+     << "size_t workspace_bytes() {\n  size_t bytes = 0;\n" << workspace
+     << "  return bytes;\n}\n\n"
+     << "const dtcrt::ParamSpec kParams[] = {\n" << paramTable << "};\n"
+     << "const dtcrt::TensorSpec kInputs[] = {\n" << inputs << "};\n"
+     << "const dtcrt::TensorSpec kOutputs[] = {\n" << outputs << "};\n\n"
+     << "const dtcrt::ProgramSpec kProgram = {\n"
+     << "    " << quoted(modelName) << ",\n"
+     << "    " << quoted(options.compileCommand) << ",\n"
+     << "    dtc_embedded_onnx, size_t(dtc_embedded_onnx_end - dtc_embedded_onnx),\n"
+     << "    kParams, " << paramIndex.size() << ", " << stateBytes << ",\n"
+     << "    kInputs, " << forward.getNumArguments() << ", kOutputs, "
+     << forward.getNumResults() << ",\n"
+     << "    " << labels << ",\n"
+     << "    " << batch << ",\n"
+     << "    " << arenaBytes << ", workspace_bytes,\n"
+     << "    " << (train ? "train_step" : "nullptr") << ", "
+     << (eval ? "eval_step" : "nullptr") << ", forward,\n"
+     << "    " << quoted(options.loss) << ", " << quoted(options.optimizer) << ", "
+     << doubleLiteral(options.lr) << ",\n"
+     << "};\n} // namespace\n\n"
+     << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
+  return success();
+}
+
+} // namespace dtc

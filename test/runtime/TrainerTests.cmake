@@ -1,0 +1,51 @@
+# Unit tests of the non-kernel runtime (dtcrt_trainer): options, data readers,
+# sampler, ONNX and TensorProto I/O, checkpoints, and the whole training loop
+# on hand-written fake programs. Include after runtime/TrainerSources.cmake:
+#   include(${CMAKE_SOURCE_DIR}/test/runtime/TrainerTests.cmake)
+include_guard(GLOBAL)
+find_package(GTest REQUIRED)
+# Imported targets are directory-scoped: find them here too.
+if(NOT TARGET protobuf::libprotobuf)
+  find_package(Protobuf REQUIRED)
+endif()
+find_package(ZLIB REQUIRED)
+include(GoogleTest)
+
+set(DTCRT_TRAINER_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+add_executable(dtcrt_trainer_tests
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestOptions.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestData.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestIo.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpoint.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestLoop.cpp
+)
+# The tests build ONNX models with the protobuf API, like the io/ sources.
+target_compile_definitions(dtcrt_trainer_tests PRIVATE ONNX_ML=1 ONNX_NAMESPACE=onnx)
+target_link_libraries(dtcrt_trainer_tests PRIVATE dtcrt_trainer ${DTCRT_ONNX_PROTO_LIBRARY}
+  protobuf::libprotobuf ZLIB::ZLIB GTest::gtest GTest::gtest_main)
+gtest_discover_tests(dtcrt_trainer_tests TEST_PREFIX "runtime.trainer." DISCOVERY_TIMEOUT 60)
+
+# A hand-written "generated program" linked like a real one, run through its
+# command line.
+add_executable(dtcrt_fake_program ${DTCRT_TRAINER_TEST_DIR}/TrainerFakeProgram.cpp)
+target_link_libraries(dtcrt_fake_program PRIVATE dtcrt_main dtcrt_trainer)
+add_test(NAME runtime.trainer.cli.help COMMAND dtcrt_fake_program --help)
+set_tests_properties(runtime.trainer.cli.help PROPERTIES
+  PASS_REGULAR_EXPRESSION "usage: .* --data=DIR\\|synthetic")
+add_test(NAME runtime.trainer.cli.bad-number COMMAND dtcrt_fake_program --data=synthetic --lr=abc)
+set_tests_properties(runtime.trainer.cli.bad-number PROPERTIES
+  PASS_REGULAR_EXPRESSION "^error: --lr: expected a number, got 'abc'\n$")
+add_test(NAME runtime.trainer.cli.exit-status
+  COMMAND sh -c "$<TARGET_FILE:dtcrt_fake_program> --bogus; test $? -eq 1")
+add_test(NAME runtime.trainer.cli.synthetic
+  COMMAND dtcrt_fake_program --data=synthetic --max-steps=20 --log-every=10 --eval)
+set_tests_properties(runtime.trainer.cli.synthetic PROPERTIES
+  PASS_REGULAR_EXPRESSION "epoch 1 step 20/100 loss .*epoch 1 eval loss .*done: 20 steps")
+if(EXISTS /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz)
+  add_test(NAME runtime.trainer.cli.fashion-mnist
+    COMMAND dtcrt_fake_program --data=/usr/share/datasets/fashion-mnist --max-steps=200
+            --lr=0.5 --log-every=100 --eval --shuffle=false)
+  # Softmax regression reaches ~70% test accuracy within 200 steps.
+  set_tests_properties(runtime.trainer.cli.fashion-mnist PROPERTIES
+    PASS_REGULAR_EXPRESSION "eval loss [0-9.]+ accuracy [6-9][0-9]\\.")
+endif()
