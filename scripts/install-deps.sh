@@ -11,7 +11,7 @@ packages=(
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libfmt-dev zlib1g-dev libzstd-dev
   # runtime: BLAS kernels, Gloo communicator
-  libopenblas-dev libgloo-dev
+  libopenblas-dev libgloo-dev libgtest-dev
   # references and data for the tests: PyTorch (CPU), ONNX, Fashion-MNIST,
   # ONNX's backend node tests
   python3 python3-numpy python3-torch python3-torchvision python3-onnx

@@ -1,0 +1,47 @@
+# The non-kernel half of libdtcrt: command line, data readers, training loop,
+# logging, checkpoints, ONNX I/O (dtcrt_trainer), and the main() of generated
+# programs (dtcrt_main). Include it after the `dtcrt` (kernels) target exists:
+#   include(${CMAKE_CURRENT_LIST_DIR}/TrainerSources.cmake)
+# Needs Debian's libonnx-dev (libonnx_proto, built with ONNX_ML and the
+# `onnx` namespace), protobuf and zlib.
+include_guard(GLOBAL)
+set(DTCRT_RUNTIME_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+if(NOT TARGET protobuf::libprotobuf)
+  find_package(Protobuf REQUIRED)
+endif()
+find_package(ZLIB REQUIRED)
+find_library(DTCRT_ONNX_PROTO_LIBRARY onnx_proto REQUIRED)
+
+add_library(dtcrt_trainer STATIC
+  ${DTCRT_RUNTIME_DIR}/support/Files.cpp
+  ${DTCRT_RUNTIME_DIR}/data/Column.cpp
+  ${DTCRT_RUNTIME_DIR}/data/Idx.cpp
+  ${DTCRT_RUNTIME_DIR}/data/Npy.cpp
+  ${DTCRT_RUNTIME_DIR}/data/Sampler.cpp
+  ${DTCRT_RUNTIME_DIR}/data/Dataset.cpp
+  ${DTCRT_RUNTIME_DIR}/data/Synthetic.cpp
+  ${DTCRT_RUNTIME_DIR}/io/TensorProto.cpp
+  ${DTCRT_RUNTIME_DIR}/io/OnnxModel.cpp
+  ${DTCRT_RUNTIME_DIR}/train/Options.cpp
+  ${DTCRT_RUNTIME_DIR}/train/Logger.cpp
+  ${DTCRT_RUNTIME_DIR}/train/Checkpoint.cpp
+  ${DTCRT_RUNTIME_DIR}/train/Trainer.cpp
+  ${DTCRT_RUNTIME_DIR}/train/Inference.cpp
+  ${DTCRT_RUNTIME_DIR}/train/RunProgram.cpp
+)
+set_target_properties(dtcrt_trainer PROPERTIES POSITION_INDEPENDENT_CODE ON)
+target_include_directories(dtcrt_trainer PUBLIC ${DTCRT_RUNTIME_DIR}/..)
+target_compile_features(dtcrt_trainer PUBLIC cxx_std_17)
+# Only the io/ sources include onnx/onnx_pb.h; the public headers do not.
+target_compile_definitions(dtcrt_trainer PRIVATE ONNX_ML=1 ONNX_NAMESPACE=onnx)
+target_compile_options(dtcrt_trainer PRIVATE -Wall -Wextra -Wno-unused-parameter)
+target_link_libraries(dtcrt_trainer
+  PUBLIC dtcrt
+  PRIVATE ${DTCRT_ONNX_PROTO_LIBRARY} protobuf::libprotobuf ZLIB::ZLIB)
+
+# main() of generated programs: link it (with dtcrt_trainer) and the
+# generated source that defines dtc_program().
+add_library(dtcrt_main OBJECT ${DTCRT_RUNTIME_DIR}/main/Main.cpp)
+set_target_properties(dtcrt_main PROPERTIES POSITION_INDEPENDENT_CODE ON)
+target_link_libraries(dtcrt_main PUBLIC dtcrt_trainer)

@@ -1,0 +1,132 @@
+// Column: row access with dtype conversion (see Column.h).
+#include "runtime/data/Column.h"
+
+#include "runtime/support/Error.h"
+#include "runtime/support/Random.h"
+#include "runtime/support/TensorInfo.h"
+
+#include <cstring>
+
+namespace dtcrt {
+
+Column Column::fromU8(std::vector<uint8_t> bytes, int64_t count, std::vector<int64_t> rowDims,
+                      DType dtype, bool scaleTo01) {
+  Column c;
+  c.storage_ = scaleTo01 ? Storage::U8Scaled : Storage::U8;
+  c.dtype_ = dtype;
+  c.count_ = count;
+  c.rowElems_ = numElements(rowDims);
+  c.rowDims_ = std::move(rowDims);
+  c.u8_ = std::move(bytes);
+  if (scaleTo01 && dtype != DType::F32) fail("internal: scaled bytes must be delivered as float32");
+  return c;
+}
+
+Column Column::fromF32(std::vector<float> values, int64_t count, std::vector<int64_t> rowDims,
+                       DType dtype) {
+  Column c;
+  c.storage_ = Storage::F32;
+  c.dtype_ = dtype;
+  c.count_ = count;
+  c.rowElems_ = numElements(rowDims);
+  c.rowDims_ = std::move(rowDims);
+  c.f32_ = std::move(values);
+  if (dtype != DType::F32) fail("internal: float32 data can only be delivered as float32");
+  return c;
+}
+
+Column Column::fromI64(std::vector<int64_t> values, int64_t count, std::vector<int64_t> rowDims,
+                       DType dtype) {
+  Column c;
+  c.storage_ = Storage::I64;
+  c.dtype_ = dtype;
+  c.count_ = count;
+  c.rowElems_ = numElements(rowDims);
+  c.rowDims_ = std::move(rowDims);
+  c.i64_ = std::move(values);
+  return c;
+}
+
+Column Column::synthetic(int64_t count, std::vector<int64_t> rowDims, DType dtype, uint64_t seed,
+                         int64_t intRange) {
+  Column c;
+  c.storage_ = dtype == DType::I64 ? Storage::SyntheticI64 : Storage::SyntheticF32;
+  c.dtype_ = dtype;
+  c.count_ = count;
+  c.rowElems_ = numElements(rowDims);
+  c.rowDims_ = std::move(rowDims);
+  c.seed_ = seed;
+  c.intRange_ = intRange > 0 ? intRange : 1;
+  return c;
+}
+
+void Column::copyRow(int64_t index, void* dst) const {
+  const int64_t n = rowElems_;
+  const int64_t base = index * n;
+  switch (storage_) {
+  case Storage::U8Scaled: {
+    float* out = static_cast<float*>(dst);
+    const uint8_t* in = u8_.data() + base;
+    for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(in[j]) / 255.0f;
+    return;
+  }
+  case Storage::U8: {
+    const uint8_t* in = u8_.data() + base;
+    if (dtype_ == DType::I64) {
+      int64_t* out = static_cast<int64_t*>(dst);
+      for (int64_t j = 0; j < n; ++j) out[j] = in[j];
+    } else {
+      float* out = static_cast<float*>(dst);
+      for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(in[j]);
+    }
+    return;
+  }
+  case Storage::F32:
+    std::memcpy(dst, f32_.data() + base, n * sizeof(float));
+    return;
+  case Storage::I64:
+    if (dtype_ == DType::I64) {
+      std::memcpy(dst, i64_.data() + base, n * sizeof(int64_t));
+    } else {
+      float* out = static_cast<float*>(dst);
+      for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(i64_[base + j]);
+    }
+    return;
+  case Storage::SyntheticF32: {
+    float* out = static_cast<float*>(dst);
+    uint64_t s = hash2(seed_, static_cast<uint64_t>(index));
+    for (int64_t j = 0; j < n; ++j) out[j] = unitFloat(hash2(s, static_cast<uint64_t>(j)));
+    return;
+  }
+  case Storage::SyntheticI64: {
+    int64_t* out = static_cast<int64_t*>(dst);
+    for (int64_t j = 0; j < n; ++j) out[j] = intValue(index, j);
+    return;
+  }
+  }
+}
+
+void Column::copyRows(const int64_t* indices, int64_t n, void* dst) const {
+  char* out = static_cast<char*>(dst);
+  const size_t rb = rowBytes();
+  for (int64_t i = 0; i < n; ++i) copyRow(indices[i], out + i * rb);
+}
+
+int64_t Column::intValue(int64_t index, int64_t j) const {
+  const int64_t k = index * rowElems_ + j;
+  switch (storage_) {
+  case Storage::U8Scaled:
+  case Storage::U8: return u8_[k];
+  case Storage::I64: return i64_[k];
+  case Storage::F32: return static_cast<int64_t>(f32_[k]);
+  case Storage::SyntheticF32: return 0;
+  case Storage::SyntheticI64: {
+    uint64_t s = hash2(seed_, static_cast<uint64_t>(index));
+    return static_cast<int64_t>(hash2(s, static_cast<uint64_t>(j)) %
+                                static_cast<uint64_t>(intRange_));
+  }
+  }
+  return 0;
+}
+
+} // namespace dtcrt

@@ -1,0 +1,68 @@
+// Column: one array of N samples (a dataset's inputs or its labels) with a
+// fixed per-sample shape, delivered row by row in the dtype the model wants
+// (float32 or int64). The storage keeps what the file had, so MNIST stays
+// bytes in memory and is scaled to [0,1] only when a batch is filled;
+// synthetic columns have no storage at all and compute each value from
+// (seed, sample index, element index).
+#pragma once
+
+#include "runtime/Program.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtcrt {
+
+class Column {
+public:
+  enum class Storage {
+    U8Scaled,     // uint8 bytes delivered as float(v) / 255.0f (torchvision ToTensor)
+    U8,           // uint8 bytes delivered as their value (IDX labels)
+    F32,          // float32 values
+    I64,          // int64 values
+    SyntheticF32, // uniform [0, 1), from the seed
+    SyntheticI64, // uniform integers in [0, range), from the seed
+  };
+
+  Column() = default;
+
+  // `dtype` is what copyRow writes (F32 or I64); `rowDims` the per-sample shape.
+  static Column fromU8(std::vector<uint8_t> bytes, int64_t count, std::vector<int64_t> rowDims,
+                       DType dtype, bool scaleTo01);
+  static Column fromF32(std::vector<float> values, int64_t count, std::vector<int64_t> rowDims,
+                        DType dtype);
+  static Column fromI64(std::vector<int64_t> values, int64_t count,
+                        std::vector<int64_t> rowDims, DType dtype);
+  // For `synthetic`: float32 uniform [0,1) or, for int64, integers in [0, intRange).
+  static Column synthetic(int64_t count, std::vector<int64_t> rowDims, DType dtype,
+                          uint64_t seed, int64_t intRange);
+
+  int64_t count() const { return count_; }
+  const std::vector<int64_t>& rowDims() const { return rowDims_; }
+  int64_t rowElements() const { return rowElems_; }
+  DType dtype() const { return dtype_; }
+  Storage storage() const { return storage_; }
+  size_t rowBytes() const { return static_cast<size_t>(rowElems_) * dtypeSize(dtype_); }
+
+  // Writes sample `index` (rowElements() values of dtype()) to `dst`.
+  void copyRow(int64_t index, void* dst) const;
+  // Writes samples indices[0..n) one after the other (a batch) to `dst`.
+  void copyRows(const int64_t* indices, int64_t n, void* dst) const;
+  // Sample `index` element `j` as an integer (labels range checks).
+  int64_t intValue(int64_t index, int64_t j) const;
+
+private:
+  Storage storage_ = Storage::F32;
+  DType dtype_ = DType::F32;
+  int64_t count_ = 0;
+  std::vector<int64_t> rowDims_;
+  int64_t rowElems_ = 0;
+  std::vector<uint8_t> u8_;
+  std::vector<float> f32_;
+  std::vector<int64_t> i64_;
+  uint64_t seed_ = 0;
+  int64_t intRange_ = 2;
+};
+
+} // namespace dtcrt

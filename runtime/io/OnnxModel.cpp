@@ -1,0 +1,108 @@
+// OnnxModel: initial state from the embedded ONNX model's initializers, and
+// the trained model written back (see OnnxModel.h).
+#include "runtime/io/OnnxModel.h"
+
+#include "runtime/io/OnnxProto.h"
+#include "runtime/support/Error.h"
+#include "runtime/support/Files.h"
+#include "runtime/support/TensorInfo.h"
+
+#include <cstring>
+#include <unordered_map>
+
+namespace dtcrt {
+
+struct OnnxModel::Impl {
+  onnx::ModelProto model;
+  std::string baseDir;
+  std::unordered_map<std::string, int> index;  // initializer name -> position in the graph
+};
+
+OnnxModel::OnnxModel(const void* bytes, size_t size, const std::string& baseDir)
+    : impl_(std::make_unique<Impl>()) {
+  if (size > static_cast<size_t>(INT32_MAX))
+    fail("the embedded ONNX model is larger than 2 GiB (protobuf's limit)");
+  if (!impl_->model.ParseFromArray(bytes, static_cast<int>(size)))
+    fail("the embedded ONNX model cannot be parsed (not a serialized onnx.ModelProto)");
+  impl_->baseDir = baseDir;
+  const auto& inits = impl_->model.graph().initializer();
+  for (int i = 0; i < inits.size(); ++i) impl_->index.emplace(inits[i].name(), i);
+}
+
+OnnxModel::~OnnxModel() = default;
+OnnxModel::OnnxModel(OnnxModel&&) noexcept = default;
+OnnxModel& OnnxModel::operator=(OnnxModel&&) noexcept = default;
+
+bool OnnxModel::hasInitializer(const std::string& name) const {
+  return impl_->index.count(name) != 0;
+}
+
+HostTensor OnnxModel::initializer(const std::string& name) const {
+  auto it = impl_->index.find(name);
+  if (it == impl_->index.end()) fail("the ONNX model has no initializer '", name, "'");
+  return decodeTensor(impl_->model.graph().initializer(it->second), impl_->baseDir,
+                      str("initializer '", name, "'"));
+}
+
+void OnnxModel::loadState(const ProgramSpec& spec, char* state) const {
+  std::memset(state, 0, spec.stateBytes);
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec& p = spec.params[i];
+    if (p.kind == ParamKind::OptimizerState) continue;
+    const TensorSpec& t = p.tensor;
+    if (!hasInitializer(t.name))
+      fail("parameter '", t.name, "': the embedded ONNX model has no initializer of that name");
+    HostTensor h = initializer(t.name);
+    if (h.dtype != t.dtype || h.dims != dimsOf(t))
+      fail("parameter '", t.name, "': the program expects ", dtypeName(t.dtype), " ",
+           shapeString(dimsOf(t)), " but the ONNX initializer is ", dtypeName(h.dtype), " ",
+           shapeString(h.dims));
+    if (p.offset + h.data.size() > spec.stateBytes)
+      fail("parameter '", t.name, "': offset ", p.offset, " + ", h.data.size(),
+           " bytes is outside the state buffer (", spec.stateBytes, " bytes)");
+    std::memcpy(state + p.offset, h.data.data(), h.data.size());
+  }
+}
+
+std::string OnnxModel::serializeWithState(const ProgramSpec& spec, const char* state) const {
+  onnx::ModelProto out = impl_->model;
+  auto* inits = out.mutable_graph()->mutable_initializer();
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec& p = spec.params[i];
+    if (p.kind != ParamKind::Weight && p.kind != ParamKind::Buffer) continue;
+    auto it = impl_->index.find(p.tensor.name);
+    if (it == impl_->index.end())
+      fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
+    HostTensor h;
+    h.dtype = p.tensor.dtype;
+    h.dims = dimsOf(p.tensor);
+    const size_t bytes = byteSize(p.tensor);
+    h.data.assign(state + p.offset, state + p.offset + bytes);
+    encodeTensor(h, (*inits)[it->second]);
+  }
+  // Initializers still stored externally cannot follow the model to a new
+  // directory: inline them.
+  for (auto& t : *inits)
+    if (t.data_location() == onnx::TensorProto::EXTERNAL)
+      encodeTensor(decodeTensor(t, impl_->baseDir, str("initializer '", t.name(), "'")), t);
+  std::string bytes;
+  if (!out.SerializeToString(&bytes)) fail("cannot serialize the trained ONNX model");
+  return bytes;
+}
+
+void loadInitialState(const ProgramSpec& spec, char* state) {
+  if (!spec.onnxBytes || spec.onnxSize == 0) {
+    std::memset(state, 0, spec.stateBytes);
+    return;
+  }
+  OnnxModel(spec.onnxBytes, spec.onnxSize).loadState(spec, state);
+}
+
+void saveTrainedModel(const ProgramSpec& spec, const char* state, const std::string& path) {
+  if (!spec.onnxBytes || spec.onnxSize == 0)
+    fail("--save=", path, ": this program embeds no ONNX model to write back");
+  std::string bytes = OnnxModel(spec.onnxBytes, spec.onnxSize).serializeWithState(spec, state);
+  writeFileAtomic(path, bytes);
+}
+
+} // namespace dtcrt

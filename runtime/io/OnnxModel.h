@@ -1,0 +1,49 @@
+// The ONNX model embedded in a generated program (ProgramSpec::onnxBytes):
+// where the initial state comes from (one initializer per Weight, Buffer and
+// Constant param) and what --save writes back with the trained values.
+// The protobuf model stays behind a pointer to an implementation, so this
+// header needs no ONNX build flags.
+#pragma once
+
+#include "runtime/Program.h"
+#include "runtime/io/TensorProto.h"
+
+#include <memory>
+#include <string>
+
+namespace dtcrt {
+
+class OnnxModel {
+public:
+  // Parses a serialized onnx.ModelProto. External initializer data is read
+  // relative to `baseDir` ("" = external data is an error).
+  OnnxModel(const void* bytes, size_t size, const std::string& baseDir = "");
+  ~OnnxModel();
+  OnnxModel(OnnxModel&&) noexcept;
+  OnnxModel& operator=(OnnxModel&&) noexcept;
+
+  bool hasInitializer(const std::string& name) const;
+  // The graph initializer `name`, decoded; throws Error when there is none.
+  HostTensor initializer(const std::string& name) const;
+
+  // Fills `state` (spec.stateBytes): each Weight/Buffer/Constant param from
+  // its initializer (dtype and dims must equal the ParamSpec's, else Error),
+  // optimizer state with zeros.
+  void loadState(const ProgramSpec& spec, char* state) const;
+  // The model with each Weight/Buffer initializer's data replaced by its
+  // current value in `state` (raw_data), serialized.
+  std::string serializeWithState(const ProgramSpec& spec, const char* state) const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Initial state of a program: OnnxModel(spec.onnxBytes).loadState, or all
+// zeros when the program embeds no model (onnxSize == 0, hand-written specs).
+void loadInitialState(const ProgramSpec& spec, char* state);
+// Writes the embedded model with the trained Weight/Buffer values to `path`
+// atomically (PATH.tmp, then rename). Error when the program embeds no model.
+void saveTrainedModel(const ProgramSpec& spec, const char* state, const std::string& path);
+
+} // namespace dtcrt

@@ -1,0 +1,29 @@
+// File helpers of the runtime: whole-file reads, atomic writes (write to
+// PATH.tmp, fsync, rename, fsync the directory) so a crash never leaves a
+// half-written checkpoint or model, and directory creation.
+#pragma once
+
+#include <string>
+
+namespace dtcrt {
+
+// Whether a regular file (or a link to one) exists at `path`.
+bool fileExists(const std::string& path);
+// Whether a directory exists at `path`.
+bool dirExists(const std::string& path);
+// The whole file; throws Error naming the file when it cannot be read.
+std::string readFile(const std::string& path);
+// Writes `bytes` to PATH.tmp, fsyncs it, renames it over `path` and fsyncs
+// the directory. Throws Error naming the file on failure.
+void writeFileAtomic(const std::string& path, const void* bytes, size_t size);
+inline void writeFileAtomic(const std::string& path, const std::string& bytes) {
+  writeFileAtomic(path, bytes.data(), bytes.size());
+}
+// mkdir -p. Throws Error naming the directory on failure.
+void makeDirs(const std::string& path);
+// `dir` + "/" + `name` (no double slash).
+std::string joinPath(const std::string& dir, const std::string& name);
+// The directory part of a path ("." when there is none).
+std::string dirName(const std::string& path);
+
+} // namespace dtcrt

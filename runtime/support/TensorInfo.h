@@ -1,0 +1,55 @@
+// Small helpers over Program.h's TensorSpec: element counts, the per-sample
+// shape (dims after the batch dim), and printable shapes and dtypes for
+// error messages.
+#pragma once
+
+#include "runtime/Program.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtcrt {
+
+inline std::vector<int64_t> dimsOf(const TensorSpec& t) {
+  return std::vector<int64_t>(t.dims, t.dims + t.rank);
+}
+
+inline int64_t numElements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+inline int64_t numElements(const TensorSpec& t) { return numElements(dimsOf(t)); }
+
+inline size_t byteSize(const TensorSpec& t) {
+  return static_cast<size_t>(numElements(t)) * dtypeSize(t.dtype);
+}
+
+// The dims after the leading batch dim (empty for a rank-1 [batch] tensor).
+inline std::vector<int64_t> perSampleDims(const TensorSpec& t) {
+  if (t.rank <= 1) return {};
+  return std::vector<int64_t>(t.dims + 1, t.dims + t.rank);
+}
+
+inline std::string shapeString(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+inline const char* dtypeName(DType t) {
+  switch (t) {
+  case DType::F32: return "float32";
+  case DType::I64: return "int64";
+  case DType::Bool: return "bool";
+  case DType::I32: return "int32";
+  }
+  return "?";
+}
+
+} // namespace dtcrt

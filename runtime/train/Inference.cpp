@@ -1,0 +1,95 @@
+// Inference mode (see Inference.h).
+#include "runtime/train/Inference.h"
+
+#include "runtime/io/OnnxModel.h"
+#include "runtime/support/AlignedBuffer.h"
+#include "runtime/support/Error.h"
+#include "runtime/support/Files.h"
+#include "runtime/support/Rank.h"
+#include "runtime/support/TensorInfo.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace dtcrt {
+
+std::vector<HostTensor> runForward(const ProgramSpec& spec, const std::vector<HostTensor>& inputs) {
+  if (!spec.forward) fail("internal: the program has no forward function");
+  if (static_cast<int32_t>(inputs.size()) != spec.numInputs)
+    fail("--input: the model has ", spec.numInputs, " inputs, ", inputs.size(), " were given");
+  AlignedBuffer state(spec.stateBytes), arena(spec.arenaBytes),
+      workspace(spec.workspaceBytes ? spec.workspaceBytes() : 0);
+  loadInitialState(spec, state.data());
+
+  std::vector<AlignedBuffer> in, out;
+  std::vector<const void*> inPtrs;
+  std::vector<void*> outPtrs;
+  for (int32_t i = 0; i < spec.numInputs; ++i) {
+    const TensorSpec& t = spec.inputs[i];
+    const HostTensor& h = inputs[i];
+    if (h.dtype != t.dtype || h.dims != dimsOf(t))
+      fail("--input #", i + 1, " ('", h.name, "'): model input '", t.name, "' is ",
+           dtypeName(t.dtype), " ", shapeString(dimsOf(t)), ", the file holds ",
+           dtypeName(h.dtype), " ", shapeString(h.dims));
+    in.emplace_back(byteSize(t));
+    std::memcpy(in.back().data(), h.data.data(), h.data.size());
+    inPtrs.push_back(in.back().data());
+  }
+  for (int32_t i = 0; i < spec.numOutputs; ++i) {
+    out.emplace_back(byteSize(spec.outputs[i]));
+    outPtrs.push_back(out.back().data());
+  }
+  StepContext ctx{};
+  ctx.state = state.data();
+  ctx.arena = arena.data();
+  ctx.workspace = reinterpret_cast<float*>(workspace.data());
+  ctx.inputs = inPtrs.data();
+  ctx.outputs = outPtrs.data();
+  spec.forward(ctx);
+
+  std::vector<HostTensor> results;
+  for (int32_t i = 0; i < spec.numOutputs; ++i) {
+    const TensorSpec& t = spec.outputs[i];
+    HostTensor h;
+    h.name = t.name;
+    h.dtype = t.dtype;
+    h.dims = dimsOf(t);
+    h.data.assign(out[i].data(), out[i].data() + byteSize(t));
+    results.push_back(std::move(h));
+  }
+  return results;
+}
+
+// "name float32 [2,3]: 0.1 0.2 ... (6 values)" for the console.
+static std::string summarize(const HostTensor& h) {
+  std::string s = str(h.name, " ", dtypeName(h.dtype), " ", shapeString(h.dims), ":");
+  const int64_t n = numElements(h.dims);
+  for (int64_t i = 0; i < n && i < 8; ++i) {
+    char buf[32];
+    switch (h.dtype) {
+    case DType::F32: { float v; std::memcpy(&v, h.data.data() + 4 * i, 4); std::snprintf(buf, sizeof buf, " %.6g", v); break; }
+    case DType::I64: { int64_t v; std::memcpy(&v, h.data.data() + 8 * i, 8); std::snprintf(buf, sizeof buf, " %lld", static_cast<long long>(v)); break; }
+    case DType::I32: { int32_t v; std::memcpy(&v, h.data.data() + 4 * i, 4); std::snprintf(buf, sizeof buf, " %d", v); break; }
+    case DType::Bool: std::snprintf(buf, sizeof buf, " %s", h.data[i] ? "true" : "false"); break;
+    }
+    s += buf;
+  }
+  if (n > 8) s += str(" ... (", n, " values)");
+  return s;
+}
+
+void runInference(const ProgramSpec& spec, const Options& opts) {
+  std::vector<HostTensor> inputs;
+  for (const std::string& path : opts.inputs) inputs.push_back(readTensorProtoFile(path));
+  std::vector<HostTensor> outputs = runForward(spec, inputs);
+  if (!isLogRank()) return;
+  if (!opts.outputDir.empty()) {
+    makeDirs(opts.outputDir);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      writeTensorProtoFile(joinPath(opts.outputDir, str("output_", i, ".pb")), outputs[i]);
+  }
+  if (!opts.quiet && opts.outputDir.empty())
+    for (const HostTensor& h : outputs) std::printf("%s\n", summarize(h).c_str());
+}
+
+} // namespace dtcrt

@@ -1,0 +1,90 @@
+// Logger: plain lines, the progress bar and the metrics JSONL (see Logger.h).
+#include "runtime/train/Logger.h"
+
+#include "runtime/support/Error.h"
+#include "runtime/support/Rank.h"
+
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
+namespace dtcrt {
+
+Logger::Logger(bool quiet, const std::string& metricsPath, bool appendMetrics, int forceTty)
+    : print_(isLogRank() && !quiet),
+      tty_(forceTty < 0 ? ::isatty(STDOUT_FILENO) != 0 : forceTty != 0) {
+  if (!metricsPath.empty() && isLogRank()) {
+    metrics_ = std::fopen(metricsPath.c_str(), appendMetrics ? "a" : "w");
+    if (!metrics_) fail("--metrics=", metricsPath, ": cannot open: ", std::strerror(errno));
+  }
+}
+
+Logger::~Logger() {
+  endProgress();
+  if (metrics_) std::fclose(metrics_);
+}
+
+void Logger::step(const StepLog& s) {
+  if (metrics_) {
+    std::fprintf(metrics_, "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"samples_per_s\":%.1f}\n",
+                 static_cast<long long>(s.step), static_cast<long long>(s.epoch), s.loss,
+                 s.samplesPerSec);
+    std::fflush(metrics_);
+  }
+  if (!print_) return;
+  if (!tty_) {
+    std::printf("epoch %lld step %lld/%lld loss %.4f (%.0f samples/s)\n",
+                static_cast<long long>(s.epoch), static_cast<long long>(s.batchInEpoch),
+                static_cast<long long>(s.batchesPerEpoch), s.loss, s.samplesPerSec);
+    std::fflush(stdout);
+    return;
+  }
+  constexpr int kWidth = 30;
+  const int filled = s.batchesPerEpoch > 0
+                         ? static_cast<int>(kWidth * s.batchInEpoch / s.batchesPerEpoch)
+                         : kWidth;
+  char bar[kWidth + 1];
+  for (int i = 0; i < kWidth; ++i) bar[i] = i < filled ? '=' : (i == filled ? '>' : ' ');
+  bar[kWidth] = '\0';
+  std::printf("\repoch %lld [%s] %lld/%lld loss %.4f %.0f samples/s\033[K",
+              static_cast<long long>(s.epoch), bar, static_cast<long long>(s.batchInEpoch),
+              static_cast<long long>(s.batchesPerEpoch), s.loss, s.samplesPerSec);
+  std::fflush(stdout);
+  barActive_ = true;
+}
+
+void Logger::eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy) {
+  if (metrics_) {
+    if (hasAccuracy)
+      std::fprintf(metrics_, "{\"epoch\":%lld,\"eval_loss\":%.9g,\"eval_accuracy\":%.9g}\n",
+                   static_cast<long long>(epoch), loss, accuracy);
+    else
+      std::fprintf(metrics_, "{\"epoch\":%lld,\"eval_loss\":%.9g}\n",
+                   static_cast<long long>(epoch), loss);
+    std::fflush(metrics_);
+  }
+  char text[128];
+  if (hasAccuracy)
+    std::snprintf(text, sizeof text, "epoch %lld eval loss %.4f accuracy %.2f%%",
+                  static_cast<long long>(epoch), loss, accuracy * 100.0);
+  else
+    std::snprintf(text, sizeof text, "epoch %lld eval loss %.4f", static_cast<long long>(epoch), loss);
+  line(text);
+}
+
+void Logger::line(const std::string& text) {
+  if (!print_) return;
+  endProgress();
+  std::printf("%s\n", text.c_str());
+  std::fflush(stdout);
+}
+
+void Logger::endProgress() {
+  if (barActive_ && print_) {
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  barActive_ = false;
+}
+
+} // namespace dtcrt

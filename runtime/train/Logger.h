@@ -1,0 +1,52 @@
+// Logger: what a training run prints and records. Only the log rank
+// (isLogRank()) writes anything.
+//  * stdout not a terminal: plain lines, one per logged step,
+//      epoch 1 step 50/937 loss 0.5123 (1234 samples/s)
+//  * stdout a terminal: one progress-bar line redrawn with \r;
+//  * --metrics=FILE.jsonl: one JSON object per logged step,
+//      {"step":50,"epoch":1,"loss":0.5123,"samples_per_s":1234.5}
+//    and per evaluation, {"epoch":1,"eval_loss":0.41,"eval_accuracy":0.86};
+//    losses are written with 9 significant digits (float round trip).
+// --quiet silences stdout; the metrics file is still written.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace dtcrt {
+
+struct StepLog {
+  int64_t epoch;            // 1-based
+  int64_t batchInEpoch;     // 1-based
+  int64_t batchesPerEpoch;
+  int64_t step;             // global optimizer step, 1-based
+  float loss;               // this step's loss
+  double samplesPerSec;     // since the previous logged step
+};
+
+class Logger {
+public:
+  // `appendMetrics`: keep an existing metrics file (resumed runs).
+  // `forceTty` (tests): -1 = detect with isatty, 0 = plain lines, 1 = bar.
+  Logger(bool quiet, const std::string& metricsPath, bool appendMetrics, int forceTty = -1);
+  ~Logger();
+  Logger(const Logger&) = delete;
+  Logger& operator=(const Logger&) = delete;
+
+  void step(const StepLog& s);
+  // hasAccuracy: false for regression losses (no eval_accuracy field).
+  void eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy);
+  // A plain message line (ends a progress bar first).
+  void line(const std::string& text);
+  // Ends the progress-bar line, if one is drawn.
+  void endProgress();
+
+private:
+  bool print_;
+  bool tty_;
+  bool barActive_ = false;
+  std::FILE* metrics_ = nullptr;
+};
+
+} // namespace dtcrt

@@ -1,0 +1,166 @@
+// Command-line parsing of generated programs (see Options.h).
+#include "runtime/train/Options.h"
+
+#include "runtime/support/Error.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace dtcrt {
+
+namespace {
+
+int64_t parseInt(const std::string& flag, const std::string& v, int64_t min) {
+  errno = 0;
+  char* end = nullptr;
+  long long x = v.empty() ? 0 : std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE)
+    fail(flag, ": expected an integer, got '", v, "'");
+  if (x < min) fail(flag, ": expected an integer >= ", min, ", got '", v, "'");
+  return x;
+}
+
+uint64_t parseU64(const std::string& flag, const std::string& v) {
+  errno = 0;
+  char* end = nullptr;
+  if (v.empty() || v[0] == '-') fail(flag, ": expected a non-negative integer, got '", v, "'");
+  unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+  if (*end != '\0' || errno == ERANGE)
+    fail(flag, ": expected a non-negative integer, got '", v, "'");
+  return x;
+}
+
+double parseFloat(const std::string& flag, const std::string& v) {
+  errno = 0;
+  char* end = nullptr;
+  double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(x))
+    fail(flag, ": expected a number, got '", v, "'");
+  return x;
+}
+
+bool parseBool(const std::string& flag, const std::string& v) {
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  fail(flag, ": expected true or false, got '", v, "'");
+}
+
+struct Flag {
+  bool boolean;  // takes no value (an optional =true|false)
+  bool train;    // training programs
+  bool infer;    // inference-only programs
+  std::function<void(Options&, const std::string& flag, const std::string& value)> set;
+};
+
+const std::map<std::string, Flag>& flagTable() {
+  static const std::map<std::string, Flag> table = {
+      {"--data", {false, true, false, [](Options& o, auto&, auto& v) { o.data = v; }}},
+      {"--epochs", {false, true, false, [](Options& o, auto& f, auto& v) { o.epochs = parseInt(f, v, 1); }}},
+      {"--max-steps", {false, true, false, [](Options& o, auto& f, auto& v) { o.maxSteps = parseInt(f, v, 1); }}},
+      {"--lr", {false, true, false, [](Options& o, auto& f, auto& v) {
+         o.lr = parseFloat(f, v);
+         if (o.lr < 0) fail(f, ": expected a non-negative number, got '", v, "'");
+         o.lrSet = true;
+       }}},
+      {"--seed", {false, true, false, [](Options& o, auto& f, auto& v) { o.seed = parseU64(f, v); o.seedSet = true; }}},
+      {"--shuffle", {true, true, false, [](Options& o, auto& f, auto& v) { o.shuffle = parseBool(f, v); o.shuffleSet = true; }}},
+      {"--log-every", {false, true, false, [](Options& o, auto& f, auto& v) { o.logEvery = parseInt(f, v, 1); }}},
+      {"--metrics", {false, true, false, [](Options& o, auto&, auto& v) { o.metrics = v; }}},
+      {"--eval", {true, true, false, [](Options& o, auto& f, auto& v) { o.eval = parseBool(f, v); }}},
+      {"--save", {false, true, false, [](Options& o, auto&, auto& v) { o.save = v; }}},
+      {"--checkpoint-dir", {false, true, false, [](Options& o, auto&, auto& v) { o.checkpointDir = v; }}},
+      {"--resume", {true, true, false, [](Options& o, auto& f, auto& v) { o.resume = parseBool(f, v); }}},
+      {"--input", {false, false, true, [](Options& o, auto&, auto& v) { o.inputs.push_back(v); }}},
+      {"--output-dir", {false, false, true, [](Options& o, auto&, auto& v) { o.outputDir = v; }}},
+      {"--threads", {false, true, true, [](Options& o, auto& f, auto& v) {
+         o.threads = static_cast<int>(parseInt(f, v, 1));
+       }}},
+      {"--quiet", {true, true, true, [](Options& o, auto& f, auto& v) { o.quiet = parseBool(f, v); }}},
+      {"--help", {true, true, true, [](Options& o, auto& f, auto& v) { o.help = parseBool(f, v); }}},
+  };
+  return table;
+}
+
+} // namespace
+
+Options parseOptions(int argc, const char* const* argv, ProgramMode mode,
+                     const char* ompNumThreads) {
+  Options o;
+  if (ompNumThreads && *ompNumThreads) {
+    char* end = nullptr;
+    long n = std::strtol(ompNumThreads, &end, 10);
+    if (*end == '\0' && n >= 1) o.threads = static_cast<int>(n);
+  }
+  const auto& table = flagTable();
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h") arg = "--help";
+    if (arg.rfind("--", 0) != 0)
+      fail("unexpected argument '", arg, "' (flags start with --; see --help)");
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    auto it = table.find(name);
+    if (it == table.end()) fail(name, ": unknown flag (see --help)");
+    const Flag& flag = it->second;
+    if (mode == ProgramMode::Train && !flag.train)
+      fail(name, ": only inference-only programs take this flag (this program trains)");
+    if (mode == ProgramMode::Inference && !flag.infer)
+      fail(name, ": this program is inference-only (compiled without a training step)");
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      if (value.empty() && !flag.boolean) fail(name, ": missing value");
+    } else if (flag.boolean) {
+      value = "true";
+    } else {
+      if (i + 1 >= argc) fail(name, ": missing value");
+      value = argv[++i];
+    }
+    flag.set(o, name, value);
+  }
+  if (o.help) return o;
+  if (mode == ProgramMode::Train) {
+    if (o.data.empty()) fail("--data: required (a directory of IDX or npy files, or 'synthetic')");
+    if (o.resume && o.checkpointDir.empty()) fail("--resume: needs --checkpoint-dir=DIR");
+  } else {
+    if (o.inputs.empty()) fail("--input: required (one ONNX TensorProto .pb file per model input)");
+  }
+  return o;
+}
+
+std::string usage(const std::string& program, ProgramMode mode, const std::string& modelName) {
+  if (mode == ProgramMode::Inference)
+    return str("usage: ", program, " --input=FILE.pb [--input=FILE.pb ...] [flags]\n",
+               "Runs the compiled forward pass of ", modelName, " (inference only).\n\n",
+               "  --input=FILE.pb      an ONNX TensorProto, one per model input, in order\n",
+               "  --output-dir=DIR     write output_<i>.pb (TensorProto) per model output;\n",
+               "                       without it, print a summary of each output\n",
+               "  --threads=N          GEMM threads (default: OMP_NUM_THREADS, else 1)\n",
+               "  --quiet              print nothing but errors\n",
+               "  --help               this text\n");
+  return str(
+      "usage: ", program, " --data=DIR|synthetic [flags]\n", "Trains ", modelName,
+      " (compiled by dtc).\n\n",
+      "  --data=DIR|synthetic   IDX files (train-images-idx3-ubyte[.gz], ...) or npy pairs\n",
+      "                         (train_x.npy, train_y.npy; test_x.npy, test_y.npy), or\n",
+      "                         deterministic random data\n",
+      "  --epochs=N             passes over the training set (default 1)\n",
+      "  --max-steps=N          stop after N optimizer steps in total\n",
+      "  --lr=X                 learning rate (default: the compiled one)\n",
+      "  --seed=N               seed of shuffling, dropout and synthetic data (default 0)\n",
+      "  --shuffle=true|false   reshuffle the training set every epoch (default true)\n",
+      "  --log-every=N          log every N steps (default 50)\n",
+      "  --metrics=FILE.jsonl   append one JSON object per logged step and evaluation\n",
+      "  --eval                 test-set loss and accuracy after every epoch\n",
+      "  --save=FILE.onnx       write the trained model as ONNX at the end\n",
+      "  --checkpoint-dir=DIR   checkpoint at the end of every epoch and of training\n",
+      "  --resume               continue from the latest checkpoint in --checkpoint-dir\n",
+      "  --threads=N            GEMM threads (default: OMP_NUM_THREADS, else 1)\n",
+      "  --quiet                print nothing but errors\n",
+      "  --help                 this text\n");
+}
+
+} // namespace dtcrt

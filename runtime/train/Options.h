@@ -1,0 +1,54 @@
+// The command line of a generated program. Hand-written parser, no
+// dependencies. Flags take `--flag=value` or `--flag value`; booleans take
+// `--flag`, `--flag=true` or `--flag=false`. Any problem (unknown flag,
+// malformed number, missing value, a training flag given to an inference-only
+// program) throws Error with a message like
+//   --lr: expected a number, got 'abc'
+// which runProgram prints as "error: ..." before exiting with status 1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtcrt {
+
+// Training programs (ProgramSpec::trainStep set) and inference-only ones
+// accept different flags.
+enum class ProgramMode { Train, Inference };
+
+struct Options {
+  // Training.
+  std::string data;            // --data=DIR|synthetic (required)
+  int64_t epochs = 1;          // --epochs=N
+  int64_t maxSteps = 0;        // --max-steps=N, 0 = no limit (counts resumed steps too)
+  bool lrSet = false;          // --lr=X given
+  double lr = 0;               //   its value (overrides ProgramSpec::lr)
+  uint64_t seed = 0;           // --seed=N: shuffling, dropout, synthetic data
+  bool seedSet = false;
+  bool shuffle = true;         // --shuffle=true|false
+  bool shuffleSet = false;
+  int64_t logEvery = 50;       // --log-every=N (steps)
+  std::string metrics;         // --metrics=FILE.jsonl
+  bool eval = false;           // --eval: test-set loss/accuracy after each epoch
+  std::string save;            // --save=FILE.onnx
+  std::string checkpointDir;   // --checkpoint-dir=DIR
+  bool resume = false;         // --resume (needs --checkpoint-dir)
+  // Inference only.
+  std::vector<std::string> inputs;  // --input=FILE.pb, repeatable
+  std::string outputDir;            // --output-dir=DIR
+  // Both.
+  int threads = 1;             // --threads=N (default: OMP_NUM_THREADS, else 1)
+  bool quiet = false;          // --quiet
+  bool help = false;           // --help (nothing else is checked)
+};
+
+// Parses argv[1..argc). Throws Error on any problem. `ompNumThreads` is the
+// value of OMP_NUM_THREADS (nullptr when unset) and gives --threads' default.
+Options parseOptions(int argc, const char* const* argv, ProgramMode mode,
+                     const char* ompNumThreads = nullptr);
+
+// The --help text. `program` is argv[0]; `modelName` the compiled model.
+std::string usage(const std::string& program, ProgramMode mode, const std::string& modelName);
+
+} // namespace dtcrt

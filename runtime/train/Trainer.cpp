@@ -1,0 +1,236 @@
+// The training loop (see Trainer.h).
+#include "runtime/train/Trainer.h"
+
+#include "runtime/data/Sampler.h"
+#include "runtime/io/OnnxModel.h"
+#include "runtime/support/Error.h"
+#include "runtime/support/Files.h"
+#include "runtime/support/Rank.h"
+#include "runtime/support/TensorInfo.h"
+#include "runtime/train/Logger.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace dtcrt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+int64_t countWeights(const ProgramSpec& spec) {
+  int64_t n = 0;
+  for (int32_t i = 0; i < spec.numParams; ++i)
+    if (spec.params[i].kind == ParamKind::Weight) n += numElements(spec.params[i].tensor);
+  return n;
+}
+
+} // namespace
+
+Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty)
+    : spec_(spec), opts_(opts), forceTty_(forceTty), state_(spec.stateBytes),
+      arena_(spec.arenaBytes), workspace_(spec.workspaceBytes ? spec.workspaceBytes() : 0),
+      labels_(byteSize(spec.labels)) {
+  for (int32_t i = 0; i < spec.numInputs; ++i) {
+    if (spec.inputs[i].rank < 1 || spec.inputs[i].dims[0] != spec.batchSize)
+      fail("internal: model input '", spec.inputs[i].name, "' does not lead with the batch size ",
+           spec.batchSize);
+    inputs_.emplace_back(byteSize(spec.inputs[i]));
+    inputPtrs_.push_back(inputs_.back().data());
+  }
+  for (int32_t i = 0; i < spec.numOutputs; ++i) {
+    outputs_.emplace_back(byteSize(spec.outputs[i]));
+    outputPtrs_.push_back(outputs_.back().data());
+  }
+}
+
+void Trainer::fillBatch(const Dataset& d, const int64_t* indices) {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    d.inputs[i].copyRows(indices, spec_.batchSize, inputs_[i].data());
+  d.labels.copyRows(indices, spec_.batchSize, labels_.data());
+}
+
+StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t step) {
+  StepContext ctx{};
+  ctx.state = state_.data();
+  ctx.arena = arena_.data();
+  ctx.workspace = reinterpret_cast<float*>(workspace_.data());
+  ctx.inputs = inputPtrs_.data();
+  ctx.labels = labels_.data();
+  ctx.loss = loss;
+  ctx.correct = correct;
+  ctx.outputs = outputPtrs_.data();
+  ctx.lr = lr;
+  ctx.step = step;
+  ctx.seed = opts_.seed;
+  return ctx;
+}
+
+EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
+  if (!spec_.evalStep) fail("--eval: this program was compiled without an eval step");
+  DistributedSampler sampler(test.size(), spec_.batchSize, /*shuffle=*/false, 0, processRank(),
+                             worldSize());
+  const int64_t batches = sampler.batchesPerEpoch();
+  if (batches == 0)
+    fail("--eval: the test set has ", test.size(), " samples, fewer than one batch of ",
+         spec_.batchSize);
+  const std::vector<int64_t> order = sampler.epochIndices(0);
+  double lossSum = 0;
+  int64_t correctSum = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    fillBatch(test, order.data() + b * spec_.batchSize);
+    float loss = 0;
+    int64_t correct = 0;
+    StepContext ctx = context(&loss, &correct, 0.0, 0);
+    spec_.evalStep(ctx);
+    lossSum += loss;
+    correctSum += correct;
+  }
+  EvalResult r;
+  r.epoch = epoch;
+  r.samples = batches * spec_.batchSize;
+  r.loss = lossSum / static_cast<double>(batches);
+  r.hasAccuracy = numClasses(spec_) > 0;
+  r.accuracy = static_cast<double>(correctSum) / static_cast<double>(r.samples);
+  return r;
+}
+
+TrainResult Trainer::run() {
+  if (!spec_.trainStep) fail("internal: Trainer on an inference-only program");
+  const int rank = processRank(), world = worldSize();
+  // Problems that would otherwise only show after training.
+  if (!opts_.save.empty() && (!spec_.onnxBytes || spec_.onnxSize == 0))
+    fail("--save=", opts_.save, ": this program embeds no ONNX model to write back");
+  if (!opts_.checkpointDir.empty() && isLogRank()) makeDirs(opts_.checkpointDir);
+  // A checkpoint of another program is the more fundamental error: read it first.
+  TrainPosition pos;
+  std::string resumedFrom;
+  bool flagsDiffer = false;
+  if (opts_.resume) {
+    resumedFrom = latestCheckpoint(opts_.checkpointDir);
+    loadCheckpoint(resumedFrom, spec_, pos, state_.data());
+    flagsDiffer = (opts_.seedSet && opts_.seed != pos.seed) ||
+                  (opts_.shuffleSet && opts_.shuffle != pos.shuffle);
+    opts_.seed = pos.seed;  // synthetic data, dropout and the shuffle order follow the checkpoint
+  }
+  Dataset train = loadDataset(spec_, opts_.data, Split::Train, opts_.seed, world);
+  Dataset test;
+  if (opts_.eval) test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, world);
+
+  Logger log(opts_.quiet, opts_.metrics, /*appendMetrics=*/opts_.resume, forceTty_);
+  if (opts_.resume) {
+    const std::string& path = resumedFrom;
+    if (pos.datasetSize != train.size())
+      fail(path, ": the checkpoint was trained on ", pos.datasetSize,
+           " samples but --data=", opts_.data, " has ", train.size());
+    if (pos.worldSize != world)
+      fail(path, ": the checkpoint was written by ", pos.worldSize, " ranks, this run has ", world);
+    if (flagsDiffer) log.line("note: --resume keeps the checkpoint's --seed and --shuffle");
+    log.line(str("resumed from ", path, " at step ", pos.step, " (epoch ", pos.epoch + 1,
+                 ", batch ", pos.batchInEpoch, ")"));
+  } else {
+    pos.seed = opts_.seed;
+    pos.shuffle = opts_.shuffle;
+    pos.datasetSize = train.size();
+    pos.worldSize = world;
+    loadInitialState(spec_, state_.data());
+  }
+
+  DistributedSampler sampler(train.size(), spec_.batchSize, pos.shuffle, pos.seed, rank, world);
+  const int64_t batches = sampler.batchesPerEpoch();
+  if (batches == 0)
+    fail("--data=", opts_.data, ": ", train.size(), " training samples make no full batch of ",
+         spec_.batchSize);
+  const double lr = opts_.lrSet ? opts_.lr : spec_.lr;
+  log.line(str("training ", spec_.modelName ? spec_.modelName : "model", ": ", countWeights(spec_),
+               " parameters, batch ", spec_.batchSize, ", ",
+               spec_.optimizer ? spec_.optimizer : "?", " lr ", lr, "; data ", train.description,
+               ", ", batches, " steps/epoch"));
+
+  TrainResult result;
+  result.firstStep = pos.step + 1;
+  int64_t lastCheckpointStep = opts_.resume ? pos.step : -1;
+  int64_t lastEvalStep = -1;
+  double intervalSeconds = 0;
+  int64_t intervalSteps = 0;
+  bool stop = opts_.maxSteps > 0 && pos.step >= opts_.maxSteps;
+
+  auto runEval = [&](int64_t epoch1) {
+    EvalResult e = evaluate(test, epoch1);
+    log.eval(e.epoch, e.loss, e.accuracy, e.hasAccuracy);
+    result.evals.push_back(e);
+    lastEvalStep = pos.step;
+  };
+  auto checkpoint = [&] {
+    if (opts_.checkpointDir.empty() || !isLogRank() || lastCheckpointStep == pos.step) return;
+    log.line("checkpoint " + saveCheckpoint(opts_.checkpointDir, spec_, pos, state_.data()));
+    lastCheckpointStep = pos.step;
+  };
+
+  while (!stop && pos.epoch < opts_.epochs) {
+    const std::vector<int64_t> order = sampler.epochIndices(pos.epoch);
+    while (pos.batchInEpoch < batches) {
+      if (opts_.maxSteps > 0 && pos.step >= opts_.maxSteps) {
+        stop = true;
+        break;
+      }
+      const auto t0 = Clock::now();
+      fillBatch(train, order.data() + pos.batchInEpoch * spec_.batchSize);
+      float loss = NAN;
+      StepContext ctx = context(&loss, nullptr, lr, pos.step + 1);
+      spec_.trainStep(ctx);
+      const double dt = secondsSince(t0);
+      ++pos.step;
+      ++pos.batchInEpoch;
+      if (!std::isfinite(loss))
+        fail("step ", pos.step, " (epoch ", pos.epoch + 1, ", batch ", pos.batchInEpoch,
+             "): the loss is ", loss, "; training diverged (try a lower --lr)");
+      result.losses.push_back(loss);
+      result.trainSeconds += dt;
+      intervalSeconds += dt;
+      ++intervalSteps;
+      if (pos.step % opts_.logEvery == 0) {
+        const double rate = intervalSeconds > 0
+                                ? intervalSteps * spec_.batchSize * world / intervalSeconds
+                                : 0.0;
+        log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, loss, rate});
+        intervalSeconds = 0;
+        intervalSteps = 0;
+      }
+    }
+    if (pos.batchInEpoch < batches) break;  // stopped by --max-steps mid-epoch
+    // The epoch is complete.
+    ++pos.epoch;
+    pos.batchInEpoch = 0;
+    log.endProgress();
+    if (opts_.eval) runEval(pos.epoch);
+    checkpoint();
+    if (opts_.maxSteps > 0 && pos.step >= opts_.maxSteps) stop = true;
+  }
+  log.endProgress();
+  // Stopped mid-epoch: evaluate what we have (epoch = the one in progress).
+  if (opts_.eval && lastEvalStep != pos.step && !result.losses.empty()) runEval(pos.epoch + 1);
+  checkpoint();
+  result.totalSteps = pos.step;
+
+  if (!opts_.save.empty() && isLogRank()) {
+    saveTrainedModel(spec_, state_.data(), opts_.save);
+    log.line("saved the trained model to " + opts_.save);
+  }
+  const int64_t ran = static_cast<int64_t>(result.losses.size());
+  char summary[256];
+  std::snprintf(summary, sizeof summary,
+                "done: %lld steps in %.2f s (%.0f samples/s), final loss %.4f",
+                static_cast<long long>(ran), result.trainSeconds,
+                result.trainSeconds > 0 ? ran * spec_.batchSize * world / result.trainSeconds : 0.0,
+                ran ? result.losses.back() : NAN);
+  log.line(summary);
+  return result;
+}
+
+} // namespace dtcrt

@@ -1,0 +1,64 @@
+// Trainer: the training loop of a generated program. It owns every buffer
+// the step functions touch (state, arena, batch inputs/labels/outputs, all
+// 64-byte aligned), fills the batches from a Dataset in DistributedSampler
+// order, calls ProgramSpec::trainStep once per optimizer step, logs, runs
+// --eval after each epoch, checkpoints, resumes, and writes --save.
+#pragma once
+
+#include "runtime/Program.h"
+#include "runtime/data/Dataset.h"
+#include "runtime/support/AlignedBuffer.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/Options.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace dtcrt {
+
+struct EvalResult {
+  int64_t epoch = 0;         // 1-based epoch after which it ran
+  double loss = 0;           // mean over the evaluated samples
+  double accuracy = 0;       // cross-entropy programs only
+  bool hasAccuracy = false;
+  int64_t samples = 0;       // full batches only: floor(N / batch) * batch
+};
+
+struct TrainResult {
+  int64_t firstStep = 0;       // global step number of losses[0] (1-based)
+  std::vector<float> losses;   // the loss of every step this run executed
+  int64_t totalSteps = 0;      // optimizer steps done, including resumed ones
+  double trainSeconds = 0;     // time in batch filling and train steps
+  std::vector<EvalResult> evals;
+};
+
+class Trainer {
+public:
+  // `forceTty` is for tests (see Logger). Allocates the buffers; nothing runs yet.
+  Trainer(const ProgramSpec& spec, const Options& opts, int forceTty = -1);
+
+  // Loads data and the initial state (or the latest checkpoint with
+  // --resume) and trains. Throws Error (non-finite loss, bad data, ...).
+  TrainResult run();
+
+  // Test-set loss/accuracy with ProgramSpec::evalStep over full batches.
+  EvalResult evaluate(const Dataset& test, int64_t epoch);
+
+  // The state buffer (ProgramSpec::stateBytes), e.g. to inspect weights.
+  const char* state() const { return state_.data(); }
+
+private:
+  // Copies the batch `indices[0..batchSize)` of `d` into the input/label buffers.
+  void fillBatch(const Dataset& d, const int64_t* indices);
+  StepContext context(float* loss, int64_t* correct, double lr, int64_t step);
+
+  const ProgramSpec& spec_;
+  Options opts_;
+  int forceTty_;
+  AlignedBuffer state_, arena_, workspace_, labels_;
+  std::vector<AlignedBuffer> inputs_, outputs_;
+  std::vector<const void*> inputPtrs_;
+  std::vector<void*> outputPtrs_;
+};
+
+} // namespace dtcrt
