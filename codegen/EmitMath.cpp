@@ -16,7 +16,8 @@ LogicalResult emitBroadcastBinary(Operation *op, FunctionEmitter &fn) {
   auto binary = cast<OpT>(op);
   Value a = binary.getLhs(), b = binary.getRhs(), y = binary.getOutput();
   if (cppElementType(a.getType()) != "float")
-    return op->emitOpError("codegen: only float arithmetic is supported");
+    return codegenError(op) << "the CPU kernels support only float32 operands, got "
+                            << a.getType();
   std::string kernel = "cpu::" + op->getName().stripDialect().str();
   fn.line(kernel + "(" + fn.ptr(a) + ", " + fn.shape(a) + ", " + num(fn.rank(a)) + ", " +
           fn.ptr(b) + ", " + fn.shape(b) + ", " + num(fn.rank(b)) + ", " + fn.ptr(y) +
@@ -78,7 +79,8 @@ LogicalResult emitCast(Operation *op, FunctionEmitter &fn) {
 LogicalResult emitWhere(Operation *op, FunctionEmitter &fn) {
   auto where = cast<WhereOp>(op);
   if (cppElementType(where.getX().getType()) != "float")
-    return op->emitOpError("codegen: only float where is supported");
+    return codegenError(op) << "the CPU kernels support only float32 values, got "
+                            << where.getX().getType();
   Value c = where.getCondition(), x = where.getX(), z = where.getY(), y = where.getOutput();
   fn.line("cpu::where(" + fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +
           fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " + fn.ptr(z) + ", " +

@@ -117,26 +117,20 @@ LogicalResult emitMaxPool(Operation *op, FunctionEmitter &fn) {
   std::string p = poolParams(fn, fn.dims(pool.getInput()), pool.getKernelShape(),
                              pool.getStrides(), pool.getPads(), pool.getDilations(),
                              pool.getCeilMode(), false);
+  // The argmax indices are written only when a backward pass reads them.
   fn.line("cpu::max_pool2d(" + p + ", " + fn.ptr(pool.getInput()) + ", " +
-          fn.ptr(pool.getOutput()) + ", nullptr);");
+          fn.ptr(pool.getOutput()) + ", " +
+          (pool.getIndices().use_empty() ? std::string("nullptr") : fn.ptr(pool.getIndices())) +
+          ");");
   return success();
 }
 
-// The argmax of each window is found again (into the workspace) rather than
-// kept alive from the forward pass.
 LogicalResult emitMaxPoolGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<MaxPoolGradOp>(op);
-  std::string p = poolParams(fn, fn.dims(grad.getInput()), grad.getKernelShape(),
-                             grad.getStrides(), grad.getPads(), grad.getDilations(),
-                             grad.getCeilMode(), false);
-  int64_t outputs = fn.numel(grad.getGrad());
-  fn.workspaceTerms.push_back(num(8 * outputs));
-  fn.line("cpu::max_pool2d(" + p + ", " + fn.ptr(grad.getInput()) +
-          ", ctx.workspace, reinterpret_cast<int32_t*>(ctx.workspace + " + num(outputs) +
-          "));");
-  fn.line("cpu::max_pool2d_backward(" + p + ", " + fn.ptr(grad.getGrad()) +
-          ", reinterpret_cast<const int32_t*>(ctx.workspace + " + num(outputs) + "), " +
-          fn.ptr(grad.getOutput()) + ");");
+  ArrayRef<int64_t> x = grad.getInputShape(), y = fn.dims(grad.getGrad());
+  fn.line("cpu::max_pool2d_scatter(" + fn.ptr(grad.getGrad()) + ", " +
+          fn.ptr(grad.getIndices()) + ", " + num(x[0] * x[1]) + ", " + num(y[2] * y[3]) +
+          ", " + num(x[2] * x[3]) + ", " + fn.ptr(grad.getOutput()) + ");");
   return success();
 }
 
@@ -224,7 +218,7 @@ LogicalResult layerNormRows(Operation *op, FunctionEmitter &fn, Value x, Value s
   cols = numElements(d.drop_front(a));
   rows = numElements(d.take_front(a));
   if (fn.numel(scale) != cols)
-    return op->emitOpError("codegen: layer norm scale must cover the normalized shape");
+    return codegenError(op) << "scale must cover the normalized shape (no broadcasting)";
   return success();
 }
 
@@ -294,7 +288,8 @@ LogicalResult emitReduce(Operation *op, FunctionEmitter &fn) {
   auto reduce = cast<OpT>(op);
   Value x = reduce.getInput(), y = reduce.getOutput();
   if (cppElementType(x.getType()) != "float")
-    return op->emitOpError("codegen: only float reductions are supported");
+    return codegenError(op) << "the CPU kernels support only float32 reductions, got "
+                            << x.getType();
   Shape kept(fn.dims(x));
   if (reduce.getAxes().empty())
     kept.assign(kept.size(), 1);

@@ -13,8 +13,8 @@ std::string num(int64_t v) { return std::to_string(v); }
 
 LogicalResult requireFloat(Operation *op, Value v) {
   if (cppElementType(v.getType()) != "float")
-    return op->emitOpError("codegen: only float tensors are supported here, got ")
-           << v.getType();
+    return codegenError(op) << "the CPU kernels support only float32 tensors here, got "
+                            << v.getType();
   return success();
 }
 
@@ -128,7 +128,7 @@ LogicalResult emitGather(Operation *op, FunctionEmitter &fn) {
   if (failed(requireFloat(op, data)))
     return failure();
   if (cppElementType(indices.getType()) != "int64_t")
-    return op->emitOpError("codegen: gather indices must be i64");
+    return codegenError(op) << "gather indices must be int64";
   int64_t axis = *normalizeAxis(gather.getAxis(), fn.rank(data));
   fn.line("cpu::gather(" + fn.ptr(data) + ", " + fn.shape(data) + ", " + num(fn.rank(data)) +
           ", " + num(axis) + ", " + fn.ptr(indices) + ", " + num(fn.numel(indices)) + ", " +
@@ -140,7 +140,7 @@ LogicalResult emitGatherGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<GatherGradOp>(op);
   Value indices = grad.getIndices();
   if (cppElementType(indices.getType()) != "int64_t")
-    return op->emitOpError("codegen: gather indices must be i64");
+    return codegenError(op) << "gather indices must be int64";
   ArrayRef<int64_t> dataShape = grad.getDataShape();
   int64_t axis = *normalizeAxis(grad.getAxis(), dataShape.size());
   fn.line("cpu::gather_backward(" + fn.ptr(grad.getGrad()) + ", " + fn.ptr(indices) + ", " +

@@ -77,6 +77,13 @@ public:
   void bind(mlir::Value value, const std::string &name) { names[value] = name; }
 };
 
+/// Starts a one-line error about `op` that dtc reports as a refusal
+/// ("codegen: dtc.where: ..."). Unlike op->emitOpError(), it attaches no note
+/// with the op's IR, so the user sees one line naming the ONNX node.
+inline mlir::InFlightDiagnostic codegenError(mlir::Operation *op) {
+  return mlir::emitError(op->getLoc()) << "codegen: " << op->getName().getStringRef() << ": ";
+}
+
 using OpEmitter = mlir::LogicalResult (*)(mlir::Operation *, FunctionEmitter &);
 using OpEmitterTable = llvm::StringMap<OpEmitter>;
 

@@ -130,7 +130,9 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
   for (BlockArgument arg : body.getArguments()) {
     StringRef type = cppElementType(arg.getType());
     if (type.empty())
-      return func.emitError("codegen: unsupported input type ") << arg.getType();
+      return emitError(func.getLoc())
+             << "codegen: input " << arg.getArgNumber() << " has type " << arg.getType()
+             << "; the CPU kernels support float32, int64, int32 and bool";
     bool isLabels = arg.getArgNumber() == numInputs;
     std::string name = isLabels ? "labels" : "in" + std::to_string(arg.getArgNumber());
     std::string source = isLabels ? std::string("ctx.labels")
@@ -152,10 +154,12 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
       continue;
     for (Value result : op.getResults())
       if (cppElementType(result.getType()).empty())
-        return op.emitOpError("codegen: unsupported element type in ") << result.getType();
+        return codegenError(&op) << "result type " << result.getType()
+                                 << " is not supported; the CPU kernels support float32, "
+                                    "int64, int32 and bool";
     auto it = emitterTable().find(op.getName().getStringRef());
     if (it == emitterTable().end())
-      return op.emitOpError("codegen: no C++ emitter for this op");
+      return codegenError(&op) << "no C++ emitter for this op";
     fn.comment(&op);
     fn.declareResults(&op);
     if (failed(it->second(&op, fn)))

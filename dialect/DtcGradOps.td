@@ -86,11 +86,9 @@ def Dtc_ConvBackwardFilterOp : Dtc_InferredOp<"conv_backward_filter"> {
 }
 
 def Dtc_MaxPoolGradOp : Dtc_InferredOp<"max_pool_grad"> {
-  let summary = "routes dy to the argmax of each window of the forward input";
-  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$grad,
-                       DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
-                       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let summary = "routes dy to the argmax of each window, from dtc.max_pool's indices";
+  let arguments = (ins Dtc_FloatTensor:$grad, RankedTensorOf<[I32]>:$indices,
+                       DenseI64ArrayAttr:$input_shape);
   let results = (outs Dtc_FloatTensor:$output);
 }
 

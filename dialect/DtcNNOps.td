@@ -38,11 +38,16 @@ def Dtc_ConvOp : Dtc_InferredOp<"conv"> {
 
 def Dtc_MaxPoolOp : Dtc_InferredOp<"max_pool"> {
   let summary = "2-D max pooling, NCHW (ONNX MaxPool)";
+  let description = [{
+    The second result holds, per output, where in its H x W input plane the
+    maximum was (h * W + w): the backward pass routes gradients there.
+    Nothing computes it when it is unused.
+  }];
   let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations,
                        DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
-  let results = (outs Dtc_FloatTensor:$output);
+  let results = (outs Dtc_FloatTensor:$output, RankedTensorOf<[I32]>:$indices);
 }
 
 def Dtc_AveragePoolOp : Dtc_InferredOp<"average_pool"> {

@@ -64,10 +64,14 @@ LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
-  types.push_back(adaptor.getInput().getType());
+  if (tensorOf(adaptor.getGrad()).getShape() != tensorOf(adaptor.getIndices()).getShape() ||
+      adaptor.getInputShape().size() != 4)
+    return inferenceError(loc, "dtc.max_pool_grad: gradient and indices must have the "
+                               "pooled shape, and input_shape must be NCHW");
+  pushShaped(types, adaptor.getGrad(), adaptor.getInputShape());
   return success();
 }
 

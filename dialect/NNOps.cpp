@@ -149,9 +149,13 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location>
                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType input = tensorOf(adaptor.getInput());
   int64_t channels = input.getRank() == 4 ? input.getDimSize(1) : 0;
-  return inferWindowed(loc, "max_pool", input, channels, adaptor.getKernelShape(),
-                       adaptor.getStrides(), adaptor.getPads(),
-                       adaptor.getDilations(), adaptor.getCeilMode(), types);
+  if (failed(inferWindowed(loc, "max_pool", input, channels, adaptor.getKernelShape(),
+                           adaptor.getStrides(), adaptor.getPads(),
+                           adaptor.getDilations(), adaptor.getCeilMode(), types)))
+    return failure();
+  auto output = llvm::cast<RankedTensorType>(types.back());
+  types.push_back(output.clone(IntegerType::get(input.getContext(), 32)));
+  return success();
 }
 
 LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,

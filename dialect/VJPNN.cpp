@@ -102,10 +102,9 @@ LogicalResult vjp(ConvOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value
 
 LogicalResult vjp(MaxPoolOp op, OpBuilder &b, ValueRange dys,
                   SmallVectorImpl<Value> &dxs) {
-  dxs.assign({b.create<MaxPoolGradOp>(op.getLoc(), op.getInput(), dys[0],
-                                 op.getKernelShapeAttr(), op.getStridesAttr(),
-                                 op.getPadsAttr(), op.getDilationsAttr(),
-                                 op.getCeilModeAttr())});
+  dxs.assign({b.create<MaxPoolGradOp>(
+      op.getLoc(), dys[0], op.getIndices(),
+      b.getDenseI64ArrayAttr(tensorOf(op.getInput()).getShape()))});
   return success();
 }
 

@@ -133,7 +133,7 @@ static LogicalResult buildPool(NodeContext &nc) {
   if (nc.node.op_type() == "MaxPool") {
     if (attrInt(nc.node, "storage_order", 0) != 0)
       return nc.error() << "storage_order=1 is not supported", failure();
-    op = nc.create<MaxPoolOp>(1, x, b.getDenseI64ArrayAttr(win.kernel),
+    op = nc.create<MaxPoolOp>(2, x, b.getDenseI64ArrayAttr(win.kernel),
                               b.getDenseI64ArrayAttr(win.strides),
                               b.getDenseI64ArrayAttr(win.pads),
                               b.getDenseI64ArrayAttr(win.dilations), b.getBoolAttr(ceil));
@@ -217,6 +217,22 @@ static LogicalResult buildLayerNorm(NodeContext &nc) {
   if (!op)
     return failure();
   nc.setOutput(0, op->getResult(0));
+  // Mean and InvStdDev: dtc's statistics are [rows]; ONNX's keep the
+  // normalized dimensions as 1s.
+  if (nc.outputUsed(1) || nc.outputUsed(2)) {
+    ArrayRef<int64_t> dims = typeOfValue(x).getShape();
+    int64_t axis = *normalizeAxis(attrInt(nc.node, "axis", -1), dims.size());
+    SmallVector<int64_t> statShape(dims.take_front(axis));
+    statShape.append(dims.size() - axis, 1);
+    for (int i : {1, 2}) {
+      if (!nc.outputUsed(i))
+        continue;
+      auto stat = nc.create<ReshapeOp>(1, op->getResult(i), b.getDenseI64ArrayAttr(statShape));
+      if (!stat)
+        return failure();
+      nc.setOutput(i, stat);
+    }
+  }
   return success();
 }
 

@@ -181,6 +181,10 @@ void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indice
 // dx (overwritten, zeroed first) [N,C,H,W]: dx[plane][indices[o]] += dy[o].
 void max_pool2d_backward(const Pool2dParams& p, const float* dy, const int32_t* indices,
                          float* dx);
+// The same scatter given only the sizes: `planes` = N*C planes of `outPerPlane`
+// gradients (and indices) each, into planes of `inPerPlane` = H*W elements.
+void max_pool2d_scatter(const float* dy, const int32_t* indices, int64_t planes,
+                        int64_t outPerPlane, int64_t inPerPlane, float* dx);
 // Mean over each window. countIncludePad: divisor counts the taps inside the
 // padded input [-padT, H+padB) x [-padL, W+padR) (ceil-mode overhang never
 // counts); otherwise only taps inside the input count (PyTorch semantics).

@@ -90,8 +90,12 @@ void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indice
 
 void max_pool2d_backward(const Pool2dParams& p, const float* dy, const int32_t* indices,
                          float* dx) {
-  const int64_t P = pool2d_out_h(p) * pool2d_out_w(p), HW = p.H * p.W;
-  const int64_t planes = p.N * p.C;
+  max_pool2d_scatter(dy, indices, p.N * p.C, pool2d_out_h(p) * pool2d_out_w(p), p.H * p.W,
+                     dx);
+}
+
+void max_pool2d_scatter(const float* dy, const int32_t* indices, int64_t planes, int64_t P,
+                        int64_t HW, float* dx) {
   fill(dx, planes * HW, 0.0f);
   for (int64_t pl = 0; pl < planes; ++pl) {
     float* dxp = dx + pl * HW;

@@ -106,6 +106,20 @@ void Column::copyRow(int64_t index, void* dst) const {
   }
 }
 
+void Column::materialize(size_t maxBytes) {
+  if (storage_ != Storage::SyntheticF32 && storage_ != Storage::SyntheticI64) return;
+  if (static_cast<size_t>(count_) * rowBytes() > maxBytes) return;
+  const bool isFloat = storage_ == Storage::SyntheticF32;
+  std::vector<float> f32(isFloat ? count_ * rowElems_ : 0);
+  std::vector<int64_t> i64(isFloat ? 0 : count_ * rowElems_);
+  for (int64_t i = 0; i < count_; ++i)
+    copyRow(i, isFloat ? static_cast<void*>(f32.data() + i * rowElems_)
+                       : static_cast<void*>(i64.data() + i * rowElems_));
+  f32_ = std::move(f32);
+  i64_ = std::move(i64);
+  storage_ = isFloat ? Storage::F32 : Storage::I64;
+}
+
 void Column::copyRows(const int64_t* indices, int64_t n, void* dst) const {
   char* out = static_cast<char*>(dst);
   const size_t rb = rowBytes();

@@ -45,6 +45,11 @@ public:
   Storage storage() const { return storage_; }
   size_t rowBytes() const { return static_cast<size_t>(rowElems_) * dtypeSize(dtype_); }
 
+  // A synthetic column computed once into memory when it takes at most
+  // `maxBytes` (so each batch is a copy, not a hash per element); otherwise,
+  // and for every other column, unchanged. Values are identical either way.
+  void materialize(size_t maxBytes);
+
   // Writes sample `index` (rowElements() values of dtype()) to `dst`.
   void copyRow(int64_t index, void* dst) const;
   // Writes samples indices[0..n) one after the other (a batch) to `dst`.

@@ -1,6 +1,7 @@
-// The `synthetic` dataset: deterministic random samples computed on the fly
-// from (seed, split, column, sample index), so even ImageNet-sized inputs
-// take no memory. Sizes: kSyntheticTrainBatches / kSyntheticTestBatches full
+// The `synthetic` dataset: deterministic random samples computed from
+// (seed, split, column, sample index): held in memory when small (so a batch
+// costs a copy, as real data does), computed on the fly when large, so even
+// ImageNet-sized inputs take no memory. Sizes: kSyntheticTrainBatches / kSyntheticTestBatches full
 // batches per rank. See syntheticDataset in Dataset.h for the value ranges.
 #include "runtime/data/Dataset.h"
 
@@ -9,6 +10,9 @@
 #include "runtime/support/TensorInfo.h"
 
 namespace dtcrt {
+
+// Synthetic columns up to this size are generated once, into memory.
+constexpr size_t kSyntheticInMemoryBytes = size_t(64) << 20;
 
 Dataset syntheticDataset(const ProgramSpec& spec, Split split, uint64_t seed, int worldSize) {
   const int64_t batches = split == Split::Train ? kSyntheticTrainBatches : kSyntheticTestBatches;
@@ -26,6 +30,7 @@ Dataset syntheticDataset(const ProgramSpec& spec, Split split, uint64_t seed, in
            "; only float32 and int64 inputs can be generated");
     d.inputs.push_back(Column::synthetic(count, perSampleDims(t), t.dtype,
                                          hash2(splitSeed, static_cast<uint64_t>(i)), intRange));
+    d.inputs.back().materialize(kSyntheticInMemoryBytes);
   }
   const TensorSpec& l = spec.labels;
   if (l.dtype != DType::F32 && l.dtype != DType::I64)
@@ -33,6 +38,7 @@ Dataset syntheticDataset(const ProgramSpec& spec, Split split, uint64_t seed, in
          "; only float32 and int64 labels can be generated");
   d.labels = Column::synthetic(count, perSampleDims(l), l.dtype, hash2(splitSeed, 0x6c61626c),
                                intRange);
+  d.labels.materialize(kSyntheticInMemoryBytes);
   return d;
 }
 

@@ -82,8 +82,8 @@ func.func @conv_pads(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 func.func @pool_too_big(%x: tensor<1x3x4x4xf32>) {
   // expected-error@+2 {{the window does not fit the 1x3x4x4 input}}
   // expected-error@+1 {{failed to infer returned types}}
-  %0 = dtc.max_pool %x {kernel_shape = array<i64: 5, 5>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
-      : (tensor<1x3x4x4xf32>) -> tensor<1x3x1x1xf32>
+  %0:2 = dtc.max_pool %x {kernel_shape = array<i64: 5, 5>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : (tensor<1x3x4x4xf32>) -> (tensor<1x3x1x1xf32>, tensor<1x3x1x1xi32>)
   return
 }
 

@@ -81,11 +81,13 @@ func.func @conv_net(%x: tensor<64x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %b: te
       -> (tensor<64x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
   %2 = dtc.batch_norm_inference %1#0, %s, %s, %s, %s
       : (tensor<64x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<64x16x16x16xf32>
-  // CHECK: dtc.max_pool {{.*}} -> tensor<64x16x8x8xf32>
-  %3 = dtc.max_pool %2 {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
-      : (tensor<64x16x16x16xf32>) -> tensor<64x16x8x8xf32>
+  // CHECK: dtc.max_pool {{.*}} -> (tensor<64x16x8x8xf32>, tensor<64x16x8x8xi32>)
+  %3:2 = dtc.max_pool %2 {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<64x16x16x16xf32>) -> (tensor<64x16x8x8xf32>, tensor<64x16x8x8xi32>)
+  // CHECK: dtc.max_pool_grad {{.*}} {input_shape = array<i64: 64, 16, 16, 16>} : (tensor<64x16x8x8xf32>, tensor<64x16x8x8xi32>) -> tensor<64x16x16x16xf32>
+  %g = dtc.max_pool_grad %3#0, %3#1 {input_shape = array<i64: 64, 16, 16, 16>} : (tensor<64x16x8x8xf32>, tensor<64x16x8x8xi32>) -> tensor<64x16x16x16xf32>
   // CHECK: dtc.average_pool {{.*}} -> tensor<64x16x4x4xf32>
-  %4 = dtc.average_pool %3 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}
+  %4 = dtc.average_pool %3#0 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}
       : (tensor<64x16x8x8xf32>) -> tensor<64x16x4x4xf32>
   // CHECK: dtc.global_average_pool {{.*}} -> tensor<64x16x1x1xf32>
   %5 = dtc.global_average_pool %4 : (tensor<64x16x4x4xf32>) -> tensor<64x16x1x1xf32>

@@ -91,7 +91,7 @@ func.func @train_step(%x: tensor<4xf32>, %t: tensor<4xf32>) -> tensor<f32> {
 // CHECK: %[[DX:.*]], %[[DSCALE:.*]], %[[DBIAS:.*]] = dtc.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[DPOOL]]
 // CHECK: dtc.gradient @scale, %[[DSCALE]]
 // CHECK: dtc.gradient @bias, %[[DBIAS]]
-// CHECK: dtc.max_pool_grad
+// CHECK: dtc.max_pool_grad %[[DX]], %{{.*}} {input_shape = array<i64: 2, 4, 8, 8>}
 // CHECK: dtc.conv_backward_filter %arg0, %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, weight_shape = array<i64: 4, 3, 3, 3>}
 // CHECK: dtc.gradient @conv
 // CHECK-NOT: dtc.conv_backward_data
@@ -109,9 +109,9 @@ func.func @train_step(%x: tensor<2x3x8x8xf32>, %labels: tensor<2xi64>) -> tensor
   %v = dtc.param_ref @var : tensor<4xf32>
   %0 = dtc.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
       : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
-  %1 = dtc.max_pool %0 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
-      : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
-  %2:5 = dtc.batch_norm %1, %s, %b, %m, %v : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %1:2 = dtc.max_pool %0 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : (tensor<2x4x8x8xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xi32>)
+  %2:5 = dtc.batch_norm %1#0, %s, %b, %m, %v : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   dtc.assign @mean, %2#1 : tensor<4xf32>
   dtc.assign @var, %2#2 : tensor<4xf32>
   %3 = dtc.global_average_pool %2#0 : (tensor<2x4x4x4xf32>) -> tensor<2x4x1x1xf32>
