@@ -51,10 +51,53 @@ int64_t pool2d_out_w(const Pool2dParams& p) {
   return outSize(p.W, p.kW, p.padL, p.padR, p.strideW, p.dilW, p.ceilMode);
 }
 
+namespace {
+
+// Keeps the first maximum in scan order; a NaN replaces anything (PyTorch).
+inline void takeIfGreater(float v, int32_t at, float& best, int32_t& bestAt) {
+  const bool take = v > best || v != v;
+  best = take ? v : best;
+  bestAt = take ? at : bestAt;
+}
+
+// 2x2 windows, stride 2, no padding or dilation: the usual CNN downsampling,
+// without the per-window bounds arithmetic of the general path.
+void maxPool2x2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp, int32_t* ip) {
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const float* r0 = xp + 2 * oh * W;
+    const float* r1 = r0 + W;
+    const int32_t base = static_cast<int32_t>(2 * oh * W);
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const int32_t c = static_cast<int32_t>(2 * ow);
+      float best = r0[c];
+      int32_t at = base + c;
+      takeIfGreater(r0[c + 1], base + c + 1, best, at);
+      takeIfGreater(r1[c], base + static_cast<int32_t>(W) + c, best, at);
+      takeIfGreater(r1[c + 1], base + static_cast<int32_t>(W) + c + 1, best, at);
+      yp[oh * OW + ow] = best;
+      if (ip) ip[oh * OW + ow] = at;
+    }
+  }
+}
+
+bool is2x2Stride2(const Pool2dParams& p, int64_t OH, int64_t OW) {
+  return p.kH == 2 && p.kW == 2 && p.strideH == 2 && p.strideW == 2 && p.dilH == 1 &&
+         p.dilW == 1 && p.padT == 0 && p.padL == 0 && p.padB == 0 && p.padR == 0 &&
+         2 * OH <= p.H && 2 * OW <= p.W;
+}
+
+}  // namespace
+
 void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indices) {
   check(p, "max_pool2d");
   const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
   const int64_t planes = p.N * p.C;
+  if (is2x2Stride2(p, OH, OW)) {
+    for (int64_t pl = 0; pl < planes; ++pl)
+      maxPool2x2(x + pl * p.H * p.W, p.W, OH, OW, y + pl * OH * OW,
+                 indices ? indices + pl * OH * OW : nullptr);
+    return;
+  }
   const float ninf = -std::numeric_limits<float>::infinity();
   for (int64_t pl = 0; pl < planes; ++pl) {
     const float* xp = x + pl * p.H * p.W;
