@@ -70,6 +70,8 @@ LogicalResult emitCast(Operation *op, FunctionEmitter &fn) {
     fn.line("cpu::cast_f32_to_i64(" + x + ", " + y + ", " + n + ");");
   else if (from == "int64_t" && to == "float")
     fn.line("cpu::cast_i64_to_f32(" + x + ", " + y + ", " + n + ");");
+  else if (to == "uint8_t")  // to bool: nonzero is true (a plain conversion wraps)
+    fn.line("for (int64_t i = 0; i < " + n + "; ++i) " + y + "[i] = " + x + "[i] != 0;");
   else
     fn.line("std::copy_n(" + x + ", " + n + ", " + y + ");  // " + from.str() + " -> " +
             to.str());

@@ -91,6 +91,7 @@ void populateMathEmitters(OpEmitterTable &table);
 void populateNNEmitters(OpEmitterTable &table);
 void populateShapeEmitters(OpEmitterTable &table);
 void populateTrainingEmitters(OpEmitterTable &table);
+void populateCollectiveEmitters(OpEmitterTable &table);
 
 class ProgramEmitter {
 public:

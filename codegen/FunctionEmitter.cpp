@@ -84,7 +84,8 @@ void FunctionEmitter::comment(Operation *op) {
 void FunctionEmitter::declareResults(Operation *op) {
   for (Value result : op->getResults()) {
     const MemoryPlan::Placement &place = plan.placement(result);
-    if (place.storage != MemoryPlan::Storage::Arena)
+    // Results stored in another value's memory (in-place ops) need no name.
+    if (place.storage != MemoryPlan::Storage::Arena || plan.storageRoot(result) != result)
       continue;
     std::string name = "t" + std::to_string(nextTemp++);
     std::string type = cppElementType(result.getType()).str();

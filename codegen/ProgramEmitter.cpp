@@ -105,6 +105,7 @@ const OpEmitterTable &emitterTable() {
     populateNNEmitters(t);
     populateShapeEmitters(t);
     populateTrainingEmitters(t);
+    populateCollectiveEmitters(t);
     return t;
   }();
   return table;
@@ -245,6 +246,8 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   if (!forward)
     return module.emitError("codegen needs func @forward");
   ProgramEmitter program(module);
+  auto strategyAttr = module->getAttrOfType<StringAttr>("dtc.strategy");
+  std::string strategy = strategyAttr ? strategyAttr.getValue().str() : "none";
 
   // The state buffer: every param, 64-byte aligned, in declaration order.
   std::string paramTable;
@@ -313,8 +316,9 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "// time) and the ProgramSpec the runtime (libdtcrt) runs. Comments name\n"
      << "// the ONNX node each statement comes from.\n"
      << "#include \"runtime/Program.h\"\n"
+     << "#include \"runtime/comm/Communicator.h\"\n"
      << "#include \"runtime/cpu/Kernels.h\"\n\n"
-     << "#include <algorithm>\n#include <cmath>\n#include <cstring>\n\n"
+     << "#include <algorithm>\n#include <cmath>\n#include <cstring>\n#include <memory>\n\n"
      << "// The ONNX model, embedded: initial weights, and the model --save writes back.\n"
      << "__asm__(\".section .rodata\\n.balign 64\\n.global dtc_embedded_onnx\\n"
      << "dtc_embedded_onnx:\\n.incbin \\\"" << absolute << "\\\"\\n"
@@ -339,6 +343,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    " << arenaBytes << ", workspace_bytes,\n"
      << "    " << (train ? "train_step" : "nullptr") << ", "
      << (eval ? "eval_step" : "nullptr") << ", forward,\n"
+     << "    " << quoted(strategy) << ",\n"
      << "    " << quoted(options.loss) << ", " << quoted(options.optimizer) << ", "
      << doubleLiteral(options.lr) << ",\n"
      << "};\n} // namespace\n\n"

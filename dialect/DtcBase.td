@@ -28,6 +28,7 @@ def Dtc_Dialect : Dialect {
     (batch-norm running statistics, optimizer updates) with `dtc.assign`.
   }];
   let hasConstantMaterializer = 1;
+  let useDefaultTypePrinterParser = 1;
 }
 
 //===----------------------------------------------------------------------===//

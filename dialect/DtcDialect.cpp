@@ -12,10 +12,17 @@ using namespace dtc;
 #include "dialect/DtcDialect.cpp.inc"
 #include "dialect/DtcEnums.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialect/DtcTypes.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "dialect/DtcOps.cpp.inc"
 
 void DtcDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialect/DtcTypes.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialect/DtcOps.cpp.inc"

@@ -14,6 +14,9 @@
 #include "dialect/DtcEnums.h.inc"
 #include "dialect/DtcInterfaces.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialect/DtcTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialect/DtcOps.h.inc"
 

@@ -10,5 +10,6 @@ include "DtcNNOps.td"
 include "DtcShapeOps.td"
 include "DtcGradOps.td"
 include "DtcTrainingOps.td"
+include "DtcCollectiveOps.td"
 
 #endif // DTC_OPS_TD

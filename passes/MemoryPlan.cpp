@@ -66,6 +66,10 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func) {
     index[&op] = i;
     if (isView(&op)) {
       plan.roots[op.getResult(0)] = plan.storageRoot(op.getOperand(0));
+    } else if (auto wait = dyn_cast<AllReduceWaitOp>(op)) {
+      // The averaged gradients are the started ones, reduced in place.
+      for (auto [reduced, grad] : llvm::zip(wait.getReduced(), wait.getGrads()))
+        plan.roots[reduced] = plan.storageRoot(grad);
     } else if (isa<ParamRefOp>(op)) {
       plan.placements[op.getResult(0)] = {Storage::Param, 0, 0, &op};
     } else if (isa<ConstantOp>(op)) {
@@ -87,10 +91,36 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func) {
     ++i;
   }
 
+  // A bucket of gradients reduced together is one contiguous block: merge
+  // its members into one interval, placed as a whole, and lay them out in
+  // order inside it.
+  std::vector<std::vector<size_t>> groups;
+  std::vector<bool> grouped(intervals.size(), false);
+  for (auto start : func.getOps<AllReduceStartOp>()) {
+    std::vector<size_t> members;
+    for (Value grad : start.getGrads()) {
+      auto it = intervalOf.find(plan.storageRoot(grad));
+      if (it == intervalOf.end() || grouped[it->second])
+        return start.emitOpError("bucket member without storage of its own in the arena");
+      grouped[it->second] = true;
+      members.push_back(it->second);
+    }
+    Interval block{Value(), 0, intervals[members[0]].start, intervals[members[0]].end};
+    for (size_t m : members) {
+      block.bytes += intervals[m].bytes;
+      block.start = std::min(block.start, intervals[m].start);
+      block.end = std::max(block.end, intervals[m].end);
+    }
+    groups.push_back(members);
+    intervals.push_back(block);
+    grouped.push_back(false);
+  }
+
   // Largest first; among equals, earliest first (deterministic output).
-  std::vector<size_t> order(intervals.size());
-  for (size_t k = 0; k < order.size(); ++k)
-    order[k] = k;
+  std::vector<size_t> order;
+  for (size_t k = 0; k < intervals.size(); ++k)
+    if (!grouped[k])
+      order.push_back(k);
   llvm::stable_sort(order, [&](size_t a, size_t b) {
     if (intervals[a].bytes != intervals[b].bytes)
       return intervals[a].bytes > intervals[b].bytes;
@@ -118,8 +148,17 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func) {
     plan.peak = std::max(plan.peak, offset + cur.bytes);
     plan.total += cur.bytes;
   }
+  size_t firstBlock = intervals.size() - groups.size();
+  for (auto [g, members] : llvm::enumerate(groups)) {
+    int64_t offset = intervals[firstBlock + g].offset;
+    for (size_t m : members) {
+      intervals[m].offset = offset;
+      offset += intervals[m].bytes;
+    }
+  }
   for (const Interval &interval : intervals)
-    plan.placements[interval.value] = {Storage::Arena, interval.offset, 0, nullptr};
+    if (interval.value)
+      plan.placements[interval.value] = {Storage::Arena, interval.offset, 0, nullptr};
   return plan;
 }
 

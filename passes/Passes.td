@@ -133,6 +133,41 @@ def AddOptimizer : Pass<"dtc-add-optimizer", "mlir::ModuleOp"> {
   ];
 }
 
+def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
+  let summary = "Averages gradients over ranks in buckets that overlap backward";
+  let description = [{
+    The `--strategy=ddp` pass, between autodiff and the optimizer. The
+    gradients of @train_step are grouped into buckets in the order backward
+    produces them (the order of the dtc.gradient ops): a small first bucket
+    (`first-bucket-mb`, as PyTorch DDP, so communication starts early), then
+    buckets of up to `bucket-cap-mb`; a tensor larger than the cap gets a
+    bucket of its own. Each bucket's `dtc.all_reduce_start` goes right after
+    its last gradient is computed, so its communication overlaps the rest of
+    backward; its `dtc.all_reduce_wait` and the bucket's dtc.gradient ops
+    move to the end of the step, so the optimizer updates read the averaged
+    gradients. Frozen weights have no gradient and take no part. A gradient
+    that is also read by another op gets its own copy first (the all-reduce
+    works in place, on the bucket's contiguous memory).
+
+    Before: `%g = ...; dtc.gradient @w, %g` (per weight).
+    After:
+    ```mlir
+    %g = ...
+    %t = dtc.all_reduce_start %g, ... {bucket = 0 : i64}
+    ... rest of backward ...
+    %r:2 = dtc.all_reduce_wait %t, %g, ...
+    dtc.gradient @w, %r#0
+    ```
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+  let options = [
+    Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
+           "largest bucket, in MiB (as PyTorch DDP's bucket_cap_mb)">,
+    Option<"firstBucketMb", "first-bucket-mb", "double", /*default=*/"1.0",
+           "size of the first bucket, in MiB">
+  ];
+}
+
 def PlanMemory : Pass<"dtc-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Annotates every tensor with its arena offset (for tests and reports)";
   let description = [{

@@ -12,6 +12,8 @@
 
 namespace dtcrt {
 
+class Communicator;
+
 constexpr int kMaxDims = 8;
 
 enum class DType : int32_t { F32 = 0, I64 = 1, Bool = 2, I32 = 3 };
@@ -61,6 +63,7 @@ struct StepContext {
   int64_t step;                // 1-based optimizer step (Adam bias correction,
                                // SGD's first-step momentum initialisation)
   uint64_t seed;               // base seed of random ops (dropout)
+  Communicator* comm;          // this rank's communicator (one rank: a no-op one)
 };
 
 using StepFunction = void (*)(StepContext&);
@@ -90,6 +93,9 @@ struct ProgramSpec {
   StepFunction evalStep;        // null in inference-only programs
   StepFunction forward;
 
+  // "none" (one process) or "ddp" (every rank runs the same step and the
+  // gradients are averaged); ranks refuse to join a job whose programs differ.
+  const char* strategy;
   // Compiled defaults; the runtime's flags may override lr.
   const char* loss;             // "cross-entropy" or "mse"
   const char* optimizer;        // "sgd", "adam", "adamw"

@@ -1,0 +1,34 @@
+//===- CollectiveOps.cpp - verifiers of the communication ops -----------===//
+#include "dialect/DtcDialect.h"
+
+using namespace mlir;
+using namespace dtc;
+
+LogicalResult AllReduceStartOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one tensor");
+  if (!getToken().hasOneUse() || !isa<AllReduceWaitOp>(*getToken().getUsers().begin()))
+    return emitOpError("must be waited for exactly once, by a dtc.all_reduce_wait");
+  return success();
+}
+
+LogicalResult AllReduceWaitOp::verify() {
+  AllReduceStartOp start = getStart();
+  if (!start)
+    return emitOpError("token must come from a dtc.all_reduce_start");
+  if (start.getGrads() != getGrads())
+    return emitOpError("must wait for the same tensors, in the same order, as its "
+                       "dtc.all_reduce_start");
+  if (getReduced().getTypes() != getGrads().getTypes())
+    return emitOpError("results must have the types of the reduced tensors");
+  if (start->getBlock() != (*this)->getBlock() || !start->isBeforeInBlock(*this))
+    return emitOpError("must come after its dtc.all_reduce_start in the same block");
+  return success();
+}
+
+LogicalResult AllReduceWaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  llvm::append_range(types, adaptor.getGrads().getTypes());
+  return success();
+}

@@ -1,0 +1,57 @@
+//===- DtcCollectiveOps.td - communication between ranks ----------------===//
+
+#ifndef DTC_COLLECTIVE_OPS_TD
+#define DTC_COLLECTIVE_OPS_TD
+
+include "DtcBase.td"
+include "DtcTypes.td"
+
+def Dtc_AllReduceStartOp : Dtc_Op<"all_reduce_start",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "starts averaging a bucket of gradients over all ranks, in place";
+  let description = [{
+    The gradients of one bucket are contiguous in memory (the memory planner
+    places them so) and are reduced as one buffer. Nothing may read or write
+    them until the matching `dtc.all_reduce_wait`. Every rank starts the
+    same buckets in the same order.
+
+    ```mlir
+    %t = dtc.all_reduce_start %g1, %g2 {bucket = 0 : i64} : tensor<10x128xf32>, tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Dtc_FloatTensor>:$grads, I64Attr:$bucket);
+  let results = (outs Dtc_TokenType:$token);
+  let assemblyFormat = "$grads attr-dict `:` type($grads)";
+  let hasVerifier = 1;
+}
+
+def Dtc_AllReduceWaitOp : Dtc_Op<"all_reduce_wait",
+    [MemoryEffects<[MemRead, MemWrite]>, InferTypeOpAdaptor]> {
+  let summary = "waits for a bucket's all-reduce; results are the averaged gradients";
+  let description = [{
+    The results are the started gradients after averaging, in the same
+    storage (no copy).
+  }];
+  let arguments = (ins Dtc_TokenType:$token, Variadic<Dtc_FloatTensor>:$grads);
+  let results = (outs Variadic<Dtc_FloatTensor>:$reduced);
+  let assemblyFormat = "$token `,` $grads attr-dict `:` type($grads)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    AllReduceStartOp getStart() {
+      return getToken().getDefiningOp<AllReduceStartOp>();
+    }
+  }];
+}
+
+def Dtc_CopyOp : Dtc_SameTypeOp<"copy"> {
+  let summary = "a fresh copy of a tensor (its own storage)";
+  let description = [{
+    Used where a value must own its memory, e.g. a gradient that is also read
+    elsewhere before it is all-reduced in place.
+  }];
+  let arguments = (ins Dtc_Tensor:$input);
+  let results = (outs Dtc_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+#endif // DTC_COLLECTIVE_OPS_TD

@@ -1,0 +1,91 @@
+//===- DataParallel.cpp - bucketed gradient all-reduce (--strategy=ddp) --===//
+#include "passes/MemoryPlan.h"
+#include "passes/Passes.h"
+
+#include "dialect/DtcDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_DATAPARALLEL
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+
+/// A gradient the all-reduce may overwrite in place: computed by a real op
+/// into storage of its own and read by nothing but its dtc.gradient.
+bool ownsStorage(Value grad) {
+  Operation *def = grad.getDefiningOp();
+  return def && !MemoryPlan::isView(def) && !isa<ParamRefOp, ConstantOp>(def) &&
+         grad.hasOneUse();
+}
+
+struct DataParallelPass : dtc::impl::DataParallelBase<DataParallelPass> {
+  using DataParallelBase::DataParallelBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (bucketCapMb <= 0.0 || firstBucketMb <= 0.0) {
+      module.emitError("--bucket-cap-mb must be positive");
+      return signalPassFailure();
+    }
+    auto train = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!train) {
+      module.emitError("dtc-data-parallel needs @train_step (run dtc-differentiate first)");
+      return signalPassFailure();
+    }
+    SmallVector<GradientOp> gradients(train.getOps<GradientOp>());
+    if (gradients.empty()) {
+      train.emitError("nothing to reduce: no weight has a gradient");
+      return signalPassFailure();
+    }
+
+    // Buckets in backward order; the first one small, the rest up to the cap.
+    const double mib = 1024.0 * 1024.0;
+    SmallVector<SmallVector<GradientOp>> buckets(1);
+    double bytes = 0.0, cap = firstBucketMb * mib;
+    for (GradientOp gradient : gradients) {
+      if (bytes >= cap) {
+        buckets.emplace_back();
+        bytes = 0.0;
+        cap = bucketCapMb * mib;
+      }
+      buckets.back().push_back(gradient);
+      bytes += double(tensorBytes(gradient.getGrad().getType()));
+    }
+
+    auto ret = train.front().getTerminator();
+    for (auto [index, bucket] : llvm::enumerate(buckets)) {
+      // Gradients that are shared or views get a copy the all-reduce may own.
+      SmallVector<Value> grads;
+      for (GradientOp gradient : bucket) {
+        Value grad = gradient.getGrad();
+        if (!ownsStorage(grad)) {
+          OpBuilder b(gradient);
+          grad = b.create<CopyOp>(gradient.getLoc(), grad);
+          gradient.getGradMutable().assign(grad);
+        }
+        grads.push_back(grad);
+      }
+      // Start right where the bucket's last gradient is complete.
+      OpBuilder b(bucket.back());
+      auto start = b.create<AllReduceStartOp>(bucket.back().getLoc(), grads,
+                                              b.getI64IntegerAttr(index));
+      // Wait and hand the averaged gradients to the optimizer at the end.
+      b.setInsertionPoint(ret);
+      auto wait = b.create<AllReduceWaitOp>(start.getLoc(), start.getToken(), grads);
+      for (auto [gradient, reduced] : llvm::zip(bucket, wait.getReduced())) {
+        gradient->moveBefore(ret);
+        gradient.getGradMutable().assign(reduced);
+      }
+    }
+    module->setAttr("dtc.strategy", StringAttr::get(&getContext(), "ddp"));
+  }
+};
+
+} // namespace

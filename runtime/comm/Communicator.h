@@ -1,0 +1,85 @@
+// dtcrt: the communicator interface generated programs and the trainer use.
+//
+// One process per rank. Collectives are asynchronous: a call returns a Work
+// handle at once and the data may be read only after Work::wait(). Backends:
+// Gloo over TCP for CPU tensors (GlooCommunicator.cpp) and NCCL for GPU
+// tensors (NcclCommunicator.cpp); a single-rank communicator needs no
+// backend. Every failure — a peer that died, closed its sockets or stopped
+// answering within the timeout — is reported as dtcrt::CommError naming the
+// rank (when known) and the operation, never as a hang.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace dtcrt {
+
+class CommError : public std::runtime_error {
+public:
+  explicit CommError(const std::string& what) : std::runtime_error(what) {}
+};
+
+// An operation in flight. wait() blocks until it completed (the buffers may
+// then be read and reused) or throws CommError.
+class Work {
+public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+};
+
+enum class ReduceOp { Sum, Mean };
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // In-place all-reduce of `count` floats (Mean = Sum / size()). Operations
+  // start in the order they are issued, which must be the same on all ranks.
+  virtual std::unique_ptr<Work> allReduce(float* data, size_t count, ReduceOp op) = 0;
+  // Rank `root`'s `bytes` bytes at `data` are copied to every rank.
+  virtual std::unique_ptr<Work> broadcast(void* data, size_t bytes, int root) = 0;
+  // out[r * bytes, (r+1) * bytes) = rank r's `in` (out holds size() * bytes).
+  virtual std::unique_ptr<Work> allGather(const void* in, void* out, size_t bytes) = 0;
+  // Point-to-point, for pipeline stages: matched by (peer, tag) in order.
+  virtual std::unique_ptr<Work> send(const void* data, size_t bytes, int peer, int tag) = 0;
+  virtual std::unique_ptr<Work> recv(void* data, size_t bytes, int peer, int tag) = 0;
+  virtual void barrier() = 0;
+};
+
+// Where this process sits in the job, from the launcher's environment.
+struct RankInfo {
+  int rank = 0;
+  int worldSize = 1;
+  int localRank = 0;
+  int localWorldSize = 1;
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 29500;
+  std::string initMethod;   // "env://" or "file://PATH"; empty = env
+  std::string source;       // which launcher's variables were found ("torchrun/dtcrun",
+                            // "mpirun", "srun", "none")
+};
+
+// Reads RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT
+// (dtcrun, torchrun), else OMPI_COMM_WORLD_* (Open MPI's mpirun), else
+// SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (srun); none means one rank.
+// Inconsistent values (rank >= world size, ...) throw CommError.
+RankInfo rankInfoFromEnvironment();
+
+struct CommOptions {
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  // Identifies the program; ranks that disagree are refused at start-up
+  // (different models, strategies or builds in one job).
+  std::string programFingerprint;
+};
+
+// Rendezvous and connect: a single-rank communicator when worldSize == 1,
+// otherwise Gloo over TCP (rank 0 serves the key-value store at
+// MASTER_ADDR:MASTER_PORT, or the store is a directory for file://).
+std::unique_ptr<Communicator> connectCpu(const RankInfo& info, const CommOptions& options);
+
+}  // namespace dtcrt

@@ -1,0 +1,111 @@
+# A stand-in for a training program under dtcrun: what it does is chosen by
+# its arguments, and it reports what it sees.
+#   env                  print the launcher variables on one line
+#   lines N WIDTH        print N lines of WIDTH characters to stdout and stderr
+#   mixed                stdout and stderr lines, one without a final newline
+#   progress             a progress bar redrawn with \r, then a normal line
+#   barbreak             a line on stderr while a progress bar is mid-line
+#   fail RANK CODE [ignore-term|early-zero]
+#                        that rank exits with CODE after the others are waiting
+#                        (early-zero: rank 0 exits 0 first, at once)
+#   kill RANK            that rank kills itself with SIGKILL
+#   wait [ignore-term]   print "ready", then wait for a signal and report it
+#                        (ignore-term: SIGTERM is ignored; only SIGKILL stops it)
+#   rendezvous DIR       wait until WORLD_SIZE ranks (over all nodes) are up
+import os
+import signal
+import sys
+import time
+
+rank = int(os.environ.get("RANK", "-1"))
+mode = sys.argv[1]
+
+
+def say(text, stream=sys.stdout):
+    # os.write, not print: a signal handler that says something may run in
+    # the middle of another say(), and Python's buffered files refuse that.
+    os.write(stream.fileno(), (text + "\n").encode())
+
+
+def wait_for_signal(ignore_term=False):
+    def on_signal(sig, _frame):
+        say("rank %d got %s" % (rank, signal.Signals(sig).name))
+        sys.exit(0 if sig == signal.SIGTERM else 1)
+    if ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    else:
+        signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    say("rank %d ready" % rank)
+    time.sleep(50)  # the tests' `timeout 60` is the backstop
+    say("rank %d was never stopped" % rank)
+    sys.exit(5)
+
+
+if mode == "env":
+    names = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+             "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME",
+             "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+             "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+             "TORCHELASTIC_RUN_ID", "CUDA_VISIBLE_DEVICES"]
+    say(" ".join("%s=%s" % (n, os.environ.get(n, "<unset>")) for n in names))
+    # The default thread count is the cores this process may use over N.
+    n = int(os.environ["LOCAL_WORLD_SIZE"])
+    expected = max(1, len(os.sched_getaffinity(0)) // n)
+    say("threads-default=%s" % ("yes" if os.environ["OMP_NUM_THREADS"] == str(expected) else "no"))
+    say("args=%s" % " ".join(sys.argv[2:]))
+elif mode == "lines":
+    count, width = int(sys.argv[2]), int(sys.argv[3])
+    text = (chr(ord("a") + rank % 26)) * width
+    for i in range(count):
+        # Unbuffered pieces so that a line reaches dtcrun in several reads.
+        os.write(1, text[: width // 2].encode())
+        os.write(1, (text[width // 2:] + "\n").encode())
+        os.write(2, (text.upper() + "\n").encode())
+elif mode == "mixed":
+    say("out one")
+    say("err one", sys.stderr)
+    say("out two")
+    os.write(1, b"no newline at the end")
+elif mode == "progress":
+    for i in range(1, 4):
+        os.write(1, b"\rstep %d/3" % i)
+        time.sleep(0.05)
+    os.write(1, b"\n")
+    say("done %d" % rank)
+    os.write(1, b"crlf %d\r\n" % rank)
+elif mode == "barbreak":
+    os.write(1, b"\rstep 1")
+    time.sleep(0.3)
+    os.write(2, b"note\n")
+    time.sleep(0.3)
+    os.write(1, b"\rstep 2\n")
+elif mode == "fail":
+    if rank == int(sys.argv[2]):
+        time.sleep(0.5)  # let the others install their handlers
+        say("rank %d failing" % rank, sys.stderr)
+        sys.exit(int(sys.argv[3]))
+    option = sys.argv[4] if len(sys.argv) > 4 else ""
+    if option == "early-zero" and rank == 0:
+        sys.exit(0)
+    wait_for_signal(ignore_term=option == "ignore-term")
+elif mode == "kill":
+    if rank == int(sys.argv[2]):
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGKILL)
+    wait_for_signal()
+elif mode == "wait":
+    wait_for_signal(ignore_term=len(sys.argv) > 2 and sys.argv[2] == "ignore-term")
+elif mode == "rendezvous":
+    directory = sys.argv[2]
+    world = int(os.environ["WORLD_SIZE"])
+    open(os.path.join(directory, "up-%d" % rank), "w").close()
+    deadline = time.time() + 30
+    while len([f for f in os.listdir(directory) if f.startswith("up-")]) < world:
+        if time.time() > deadline:
+            say("rank %d: only some of %d ranks came up" % (rank, world))
+            sys.exit(1)
+        time.sleep(0.05)
+    say("rank %d of %d: all up (node %s)" % (rank, world, os.environ["GROUP_RANK"]))
+else:
+    sys.exit("rank.py: unknown mode " + mode)

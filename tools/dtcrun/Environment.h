@@ -1,0 +1,25 @@
+// Environment: the launcher contract, i.e. the variables each rank is started
+// with. dtc-compiled programs read RANK, WORLD_SIZE, ...; the torchrun names
+// (GROUP_WORLD_SIZE, ROLE_*, TORCHELASTIC_*) are set too so that a program
+// written for `torchrun --no-python` runs unchanged under dtcrun.
+#pragma once
+
+#include "tools/dtcrun/Options.h"
+
+#include <string>
+#include <vector>
+
+namespace dtcrun {
+
+// Usable cores (the affinity mask where the OS has one).
+int availableCores();
+
+// OMP_NUM_THREADS for each rank: --threads-per-rank, else max(1, cores / N).
+int threadsPerRank(const Options& options);
+
+// The full environment ("NAME=value") of local rank `localRank`: this
+// process's environment (CUDA_VISIBLE_DEVICES and everything else passed
+// through untouched) with the launcher's variables set or replaced.
+std::vector<std::string> rankEnvironment(const Options& options, int localRank);
+
+}  // namespace dtcrun
