@@ -83,6 +83,8 @@ void FunctionEmitter::comment(Operation *op) {
 
 void FunctionEmitter::declareResults(Operation *op) {
   for (Value result : op->getResults()) {
+    if (!llvm::isa<RankedTensorType>(result.getType()))
+      continue;
     const MemoryPlan::Placement &place = plan.placement(result);
     // Results stored in another value's memory (in-place ops) need no name.
     if (place.storage != MemoryPlan::Storage::Arena || plan.storageRoot(result) != result)

@@ -154,7 +154,8 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
     if (MemoryPlan::isView(&op))
       continue;
     for (Value result : op.getResults())
-      if (cppElementType(result.getType()).empty())
+      if (llvm::isa<RankedTensorType>(result.getType()) &&
+          cppElementType(result.getType()).empty())
         return codegenError(&op) << "result type " << result.getType()
                                  << " is not supported; the CPU kernels support float32, "
                                     "int64, int32 and bool";

@@ -76,6 +76,8 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func) {
       plan.placements[op.getResult(0)] = {Storage::Constant, 0, 0, &op};
     } else {
       for (Value result : op.getResults()) {
+        if (llvm::isa<TokenType>(result.getType()))
+          continue; // a handle to communication in flight: no memory
         if (!llvm::isa<RankedTensorType>(result.getType()))
           return op.emitOpError("has a result that is not a ranked tensor");
         intervalOf[result] = intervals.size();

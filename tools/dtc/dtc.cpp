@@ -95,6 +95,13 @@ cl::opt<std::string> betas("betas", cl::desc("Adam betas as B1,B2 (default 0.9,0
                            cl::init("0.9,0.999"), cl::cat(dtcCategory));
 cl::opt<double> eps("eps", cl::desc("Adam epsilon (default 1e-8)"), cl::init(1e-8),
                     cl::cat(dtcCategory));
+cl::opt<std::string> strategy("strategy",
+                              cl::desc("Parallelism: none (one process) or ddp (data "
+                                       "parallel: gradients averaged over ranks)"),
+                              cl::init("none"), cl::cat(dtcCategory));
+cl::opt<double> bucketCapMb("bucket-cap-mb",
+                            cl::desc("ddp: largest gradient bucket in MiB (default 25)"),
+                            cl::init(25.0), cl::cat(dtcCategory));
 cl::opt<std::string> freeze("freeze", cl::desc("Regex of weight names to keep fixed"),
                             cl::value_desc("regex"), cl::init(""), cl::cat(dtcCategory));
 
@@ -120,6 +127,8 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     pm.addPass(dtc::createFreezeParams({freeze}));
     pm.addPass(dtc::createAddLoss({loss}));
     pm.addPass(dtc::createDifferentiate());
+    if (strategy == "ddp")
+      pm.addPass(dtc::createDataParallel({bucketCapMb, /*firstBucketMb=*/1.0}));
     pm.addPass(dtc::createAddOptimizer(
         {optimizer, lr, momentum, dampening, weightDecay, nesterov, beta1, beta2, eps}));
     pm.addPass(mlir::createCanonicalizerPass());
@@ -203,6 +212,15 @@ int main(int argc, char **argv) {
   if (batchSize < 1) {
     llvm::errs() << "dtc: error: --batch-size must be at least 1, got " << batchSize
                  << "\n";
+    return 1;
+  }
+  if (strategy != "none" && strategy != "ddp") {
+    llvm::errs() << "dtc: error: --strategy=" << strategy
+                 << " is not supported (expected none or ddp)\n";
+    return 1;
+  }
+  if (strategy == "ddp" && mode != Mode::Train) {
+    llvm::errs() << "dtc: error: --strategy=ddp needs --mode=train\n";
     return 1;
   }
   dtc::ImportOptions options;
