@@ -39,7 +39,7 @@ static bool isTextSyntax(const std::string &path) {
 }
 
 static LogicalResult parseModel(Location loc, const std::string &path,
-                                onnx::ModelProto &model) {
+                                onnx::ModelProto &model, std::string *binaryModel) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/true);
   if (!buffer)
@@ -58,6 +58,8 @@ static LogicalResult parseModel(Location loc, const std::string &path,
     }
     if (!message.empty())
       return emitError(loc) << "not a valid ONNX text model: " << oneLine(message);
+    if (binaryModel && !model.SerializeToString(binaryModel))
+      return emitError(loc) << "cannot serialize the parsed text model";
   } else if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return emitError(loc) << "not an ONNX model (protobuf parsing failed: the "
                              "file is truncated or not a ModelProto)";
@@ -162,7 +164,7 @@ LogicalResult loadModel(Location loc, const std::string &path,
                         const ImportOptions &options, onnx::ModelProto &model,
                         int64_t &opset) {
   try {
-    if (failed(parseModel(loc, path, model)) || failed(findOpset(loc, model, opset)))
+    if (failed(parseModel(loc, path, model, options.binaryModel)) || failed(findOpset(loc, model, opset)))
       return failure();
     llvm::SmallString<256> dir(path);
     llvm::sys::path::remove_filename(dir);

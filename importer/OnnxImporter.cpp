@@ -56,8 +56,6 @@ LogicalResult Importer::checkSupport() {
       problems.push_back(op + where + ")");
     else if (op == "MaxPool" && outputUsed(1))
       problems.push_back("MaxPool with its Indices output" + where + ")");
-    else if (op == "LayerNormalization" && (outputUsed(1) || outputUsed(2)))
-      problems.push_back("LayerNormalization with its Mean/InvStdDev outputs" + where + ")");
   }
   if (problems.empty())
     return success();

@@ -63,6 +63,32 @@ static LogicalResult buildUnary(NodeContext &nc) {
   return success();
 }
 
+/// Pow's exponent may have another type than its base (the result has the
+/// base's): an integer exponent of a float base is cast to the base's type.
+static LogicalResult buildPow(NodeContext &nc) {
+  Value base, exponent;
+  if (failed(binaryOperands(nc, 0, 1, base, exponent)))
+    return failure();
+  Type baseType = elementOf(base), exponentType = elementOf(exponent);
+  if (!llvm::isa<FloatType>(baseType))
+    return nc.error() << "needs a float base, got " << base.getType(), failure();
+  if (baseType != exponentType) {
+    if (llvm::isa<FloatType>(exponentType))
+      return nc.error() << "a " << baseType << " base with a " << exponentType
+                        << " exponent is not supported",
+             failure();
+    auto cast = nc.create<CastOp>(1, exponent, TypeAttr::get(baseType));
+    if (!cast)
+      return failure();
+    exponent = cast;
+  }
+  auto op = nc.create<PowOp>(1, base, exponent);
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
 static LogicalResult buildGelu(NodeContext &nc) {
   Value x = floatInput(nc, 0);
   if (!x)
@@ -120,8 +146,10 @@ static LogicalResult buildIdentity(NodeContext &nc) {
   return success();
 }
 
-/// Dropout-12+ takes ratio and training_mode as inputs; they must be known at
-/// compile time. Before opset 12 Dropout is the inference-mode identity.
+/// Dropout-12+ takes ratio and training_mode as inputs; training_mode, and
+/// the ratio of a training-mode Dropout, must be known at compile time.
+/// Before opset 12 Dropout is the inference-mode identity. An inference-mode
+/// (or ratio 0) Dropout is the identity and its mask is all true.
 static LogicalResult buildDropout(NodeContext &nc) {
   Value x = floatInput(nc, 0);
   if (!x)
@@ -130,14 +158,6 @@ static LogicalResult buildDropout(NodeContext &nc) {
   bool training = false;
   if (nc.opset >= 12) {
     ratio = 0.5;
-    if (nc.hasInput(1)) {
-      const HostTensor *r = nc.host(1);
-      if (!r || r->size() != 1)
-        return nc.error() << "ratio (input '" << nc.inputName(1)
-                          << "') is not a compile-time scalar",
-               failure();
-      ratio = r->floatAt(0);
-    }
     if (nc.hasInput(2)) {
       const HostTensor *t = nc.host(2);
       if (!t || t->size() != 1)
@@ -146,13 +166,25 @@ static LogicalResult buildDropout(NodeContext &nc) {
                failure();
       training = t->intAt(0) != 0;
     }
+    if (training && nc.hasInput(1)) {
+      const HostTensor *r = nc.host(1);
+      if (!r || r->size() != 1)
+        return nc.error() << "ratio (input '" << nc.inputName(1)
+                          << "') is not a compile-time scalar",
+               failure();
+      ratio = r->floatAt(0);
+    }
   }
   if (!training || ratio == 0.0) {
-    if (nc.outputUsed(1))
-      return nc.error() << "the mask output of an inference-mode Dropout is not "
-                           "supported",
-             failure();
     nc.setOutput(0, x);
+    if (nc.outputUsed(1)) {
+      HostTensor mask;
+      mask.dtype = onnx_dtype::Bool;
+      ArrayRef<int64_t> shape = llvm::cast<RankedTensorType>(x.getType()).getShape();
+      mask.shape.assign(shape.begin(), shape.end());
+      mask.ints.assign(mask.size(), 1);
+      nc.setHost(1, std::move(mask));
+    }
     return success();
   }
   auto op = nc.create<DropoutOp>(2, x, nc.b.getF32FloatAttr(ratio),
@@ -178,7 +210,7 @@ void populateMathBuilders(BuilderTable &table) {
   table["Sub"] = buildBinary<SubOp>;
   table["Mul"] = buildBinary<MulOp>;
   table["Div"] = buildBinary<DivOp>;
-  table["Pow"] = buildBinary<PowOp>;
+  table["Pow"] = buildPow;
   table["Sqrt"] = buildUnary<SqrtOp>;
   table["Neg"] = buildUnary<NegOp>;
   table["Exp"] = buildUnary<ExpOp>;

@@ -28,6 +28,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/train/Checkpoint.cpp
   ${DTCRT_RUNTIME_DIR}/train/Trainer.cpp
   ${DTCRT_RUNTIME_DIR}/train/Inference.cpp
+  ${DTCRT_RUNTIME_DIR}/train/GradCheck.cpp
   ${DTCRT_RUNTIME_DIR}/train/RunProgram.cpp
 )
 set_target_properties(dtcrt_trainer PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -34,6 +34,7 @@ struct Options {
   std::string save;            // --save=FILE.onnx
   std::string checkpointDir;   // --checkpoint-dir=DIR
   bool resume = false;         // --resume (needs --checkpoint-dir)
+  bool gradcheck = false;      // --gradcheck: finite differences vs. the compiled backward
   // Inference only.
   std::vector<std::string> inputs;  // --input=FILE.pb, repeatable
   std::string outputDir;            // --output-dir=DIR

@@ -3,6 +3,7 @@
 
 #include "runtime/cpu/Kernels.h"
 #include "runtime/support/Error.h"
+#include "runtime/train/GradCheck.h"
 #include "runtime/train/Inference.h"
 #include "runtime/train/Options.h"
 #include "runtime/train/Trainer.h"
@@ -25,7 +26,9 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
       return 0;
     }
     setNumThreads(opts.threads);
-    if (mode == ProgramMode::Train) {
+    if (mode == ProgramMode::Train && opts.gradcheck) {
+      return runGradCheck(spec, opts) ? 0 : 1;
+    } else if (mode == ProgramMode::Train) {
       Trainer(spec, opts).run();
     } else {
       runInference(spec, opts);

@@ -163,7 +163,8 @@ std::string commandLine(int argc, char **argv) {
 }
 
 /// --emit=cpp writes the source; the default compiles it into a program.
-mlir::LogicalResult writeProgram(mlir::ModuleOp module, int argc, char **argv) {
+mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binaryModel,
+                                 int argc, char **argv) {
   dtc::CodegenOptions options;
   options.modelPath = inputPath;
   options.compileCommand = commandLine(argc, argv);
@@ -174,6 +175,17 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, int argc, char **argv) {
   std::string program = outputPath;
   if (program.empty())
     program = llvm::sys::path::stem(inputPath).str();
+  // A model in ONNX text syntax is embedded as the binary ModelProto the
+  // runtime reads, written beside the output.
+  if (!binaryModel.empty()) {
+    options.modelPath = (program == "-" ? std::string("dtc-model") : program) + ".model.onnx";
+    std::error_code ec;
+    llvm::raw_fd_ostream file(options.modelPath, ec);
+    if (ec)
+      return mlir::emitError(loc) << "cannot write '" << options.modelPath
+                                  << "': " << ec.message();
+    file << binaryModel;
+  }
   if (emit == Emit::Cpp) {
     std::string error;
     auto output = mlir::openOutputFile(program == "-" ? "-" : program, &error);
@@ -195,6 +207,8 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, int argc, char **argv) {
   output.reset();
   mlir::LogicalResult compiled = dtc::compileProgram(loc, source.str().str(), program);
   llvm::sys::fs::remove(source);
+  if (!binaryModel.empty())
+    llvm::sys::fs::remove(options.modelPath);
   return compiled;
 }
 } // namespace
@@ -225,6 +239,8 @@ int main(int argc, char **argv) {
   }
   dtc::ImportOptions options;
   options.batchSize = batchSize;
+  std::string binaryModel;
+  options.binaryModel = &binaryModel;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       dtc::importOnnxFile(context, inputPath, options);
   if (!module)
@@ -235,5 +251,5 @@ int main(int argc, char **argv) {
     return mlir::failed(dtc::printReport(*module, llvm::outs())) ? 1 : 0;
   if (emit == Emit::Imported || emit == Emit::Mlir)
     return mlir::failed(writeModule(*module)) || diagnostics.errorCount() ? 1 : 0;
-  return mlir::failed(writeProgram(*module, argc, argv)) ? 1 : 0;
+  return mlir::failed(writeProgram(*module, binaryModel, argc, argv)) ? 1 : 0;
 }
