@@ -50,8 +50,10 @@ void log_softmax(const float* x, float* y, int64_t rows, int64_t cols) {
     const float m = rowMax(xr, cols);
     float sum = 0.0f;
     DTCRT_SIMD_SUM(sum) for (int64_t i = 0; i < cols; ++i) sum += expApprox(xr[i] - m);
-    const float shift = m + std::log(sum);
-    DTCRT_SIMD for (int64_t i = 0; i < cols; ++i) yr[i] = xr[i] - shift;
+    // (x - max) - log(sum), not x - (max + log(sum)): for large x the sum
+    // max + log(sum) would round to the spacing of floats near max.
+    const float logSum = std::log(sum);
+    DTCRT_SIMD for (int64_t i = 0; i < cols; ++i) yr[i] = (xr[i] - m) - logSum;
   }
 }
 
@@ -108,11 +110,11 @@ void softmaxInnerImpl(const float* x, float* y, int64_t outer, int64_t axis, int
         }
       }
       if (kLog) {
-        for (int64_t i = 0; i < b; ++i) mx[i] += std::log(sm[i]);
+        for (int64_t i = 0; i < b; ++i) sm[i] = std::log(sm[i]);
         for (int64_t a = 0; a < axis; ++a) {
           const float* xa = xo + a * inner + i0;
           float* ya = yo + a * inner + i0;
-          DTCRT_SIMD for (int64_t i = 0; i < b; ++i) ya[i] = xa[i] - mx[i];
+          DTCRT_SIMD for (int64_t i = 0; i < b; ++i) ya[i] = (xa[i] - mx[i]) - sm[i];
         }
       } else {
         for (int64_t i = 0; i < b; ++i) sm[i] = 1.0f / sm[i];

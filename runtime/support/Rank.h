@@ -1,15 +1,17 @@
-// The distributed seam of the runtime. Single-process for now: rank 0 of a
-// world of 1. Every "only rank 0 prints / writes" decision goes through
-// isLogRank(), and every data-sharding call takes (rank, worldSize) from
-// here, so the launcher contract (RANK, WORLD_SIZE, ...) plugs in at one place.
+// Where this process sits in the job: its rank and the world size, set once
+// at start-up from the launcher's environment (runProgram) and read
+// everywhere else. Every "only rank 0 prints / writes" decision goes through
+// isLogRank(), and every data-sharding call takes (rank, worldSize) from here.
 #pragma once
 
 namespace dtcrt {
 
-// This process's rank among the training processes (0 for now).
-inline int processRank() { return 0; }
-// Number of training processes (1 for now).
-inline int worldSize() { return 1; }
+// Records this process's place in the job (before anything reads it).
+void setProcessRank(int rank, int worldSize);
+// This process's rank among the training processes (0 in a one-process run).
+int processRank();
+// Number of training processes (1 in a one-process run).
+int worldSize();
 // Whether this process logs, writes metrics, checkpoints and the trained model.
 inline bool isLogRank() { return processRank() == 0; }
 

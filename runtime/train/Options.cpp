@@ -73,6 +73,10 @@ const std::map<std::string, Flag>& flagTable() {
       {"--save", {false, true, false, [](Options& o, auto&, auto& v) { o.save = v; }}},
       {"--checkpoint-dir", {false, true, false, [](Options& o, auto&, auto& v) { o.checkpointDir = v; }}},
       {"--resume", {true, true, false, [](Options& o, auto& f, auto& v) { o.resume = parseBool(f, v); }}},
+      {"--timeout", {false, true, false, [](Options& o, auto& f, auto& v) {
+         o.timeoutSeconds = parseFloat(f, v);
+         if (o.timeoutSeconds <= 0) fail(f, ": expected a positive number of seconds, got '", v, "'");
+       }}},
       {"--gradcheck", {true, true, false, [](Options& o, auto& f, auto& v) { o.gradcheck = parseBool(f, v); }}},
       {"--input", {false, false, true, [](Options& o, auto&, auto& v) { o.inputs.push_back(v); }}},
       {"--output-dir", {false, false, true, [](Options& o, auto&, auto& v) { o.outputDir = v; }}},
@@ -159,6 +163,8 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
       "  --save=FILE.onnx       write the trained model as ONNX at the end\n",
       "  --checkpoint-dir=DIR   checkpoint at the end of every epoch and of training\n",
       "  --resume               continue from the latest checkpoint in --checkpoint-dir\n",
+      "  --timeout=S            several ranks: stop with an error when a peer is silent\n"
+      "                         for S seconds (default 300)\n"
       "  --gradcheck            check the compiled gradients of the first batch against\n"
       "                         finite differences (programs compiled with plain SGD)\n",
       "  --threads=N            GEMM threads (default: OMP_NUM_THREADS, else 1)\n",

@@ -35,6 +35,7 @@ struct Options {
   std::string checkpointDir;   // --checkpoint-dir=DIR
   bool resume = false;         // --resume (needs --checkpoint-dir)
   bool gradcheck = false;      // --gradcheck: finite differences vs. the compiled backward
+  double timeoutSeconds = 300; // --timeout=S: a peer silent this long is an error
   // Inference only.
   std::vector<std::string> inputs;  // --input=FILE.pb, repeatable
   std::string outputDir;            // --output-dir=DIR

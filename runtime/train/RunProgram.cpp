@@ -3,11 +3,15 @@
 
 #include "runtime/cpu/Kernels.h"
 #include "runtime/support/Error.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/support/Rank.h"
+#include "runtime/train/Checkpoint.h"
 #include "runtime/train/GradCheck.h"
 #include "runtime/train/Inference.h"
 #include "runtime/train/Options.h"
 #include "runtime/train/Trainer.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -26,14 +30,29 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
       return 0;
     }
     setNumThreads(opts.threads);
+    const RankInfo rank = rankInfoFromEnvironment();
+    setProcessRank(rank.rank, rank.worldSize);
     if (mode == ProgramMode::Train && opts.gradcheck) {
       return runGradCheck(spec, opts) ? 0 : 1;
     } else if (mode == ProgramMode::Train) {
-      Trainer(spec, opts).run();
+      const std::string strategy = spec.strategy ? spec.strategy : "none";
+      if (rank.worldSize > 1 && strategy != "ddp")
+        fail("this program was compiled for one process (--strategy=", strategy,
+             ") but was started as rank ", rank.rank, " of ", rank.worldSize,
+             " (", rank.source, "); compile it with dtc --strategy=ddp to train on several ranks");
+      CommOptions commOptions;
+      commOptions.timeout = std::chrono::milliseconds(
+          static_cast<int64_t>(opts.timeoutSeconds * 1000.0));
+      commOptions.programFingerprint = std::to_string(programFingerprint(spec));
+      std::unique_ptr<Communicator> comm = connectCpu(rank, commOptions);
+      Trainer(spec, opts, -1, comm.get()).run();
     } else {
       runInference(spec, opts);
     }
     return 0;
+  } catch (const CommError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: rank %d: %s\n", processRank(), e.what());
   } catch (const Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -32,8 +32,9 @@ int64_t countWeights(const ProgramSpec& spec) {
 
 } // namespace
 
-Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty)
-    : spec_(spec), opts_(opts), forceTty_(forceTty), state_(spec.stateBytes),
+Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
+                 Communicator* comm)
+    : spec_(spec), opts_(opts), forceTty_(forceTty), comm_(comm), state_(spec.stateBytes),
       arena_(spec.arenaBytes), workspace_(spec.workspaceBytes ? spec.workspaceBytes() : 0),
       labels_(byteSize(spec.labels)) {
   for (int32_t i = 0; i < spec.numInputs; ++i) {
@@ -68,7 +69,15 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
   ctx.lr = lr;
   ctx.step = step;
   ctx.seed = opts_.seed;
+  ctx.comm = comm_;
   return ctx;
+}
+
+double Trainer::averageOverRanks(double value) {
+  if (!comm_ || comm_->size() == 1) return value;
+  float v = static_cast<float>(value);
+  comm_->allReduce(&v, 1, ReduceOp::Mean)->wait();
+  return v;
 }
 
 EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
@@ -81,7 +90,7 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
          spec_.batchSize);
   const std::vector<int64_t> order = sampler.epochIndices(0);
   double lossSum = 0;
-  int64_t correctSum = 0;
+  double correctSum = 0;
   for (int64_t b = 0; b < batches; ++b) {
     fillBatch(test, order.data() + b * spec_.batchSize);
     float loss = 0;
@@ -91,12 +100,13 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
     lossSum += loss;
     correctSum += correct;
   }
+  // Every rank evaluated its shard: average over ranks.
   EvalResult r;
   r.epoch = epoch;
-  r.samples = batches * spec_.batchSize;
-  r.loss = lossSum / static_cast<double>(batches);
+  r.samples = batches * spec_.batchSize * worldSize();
+  r.loss = averageOverRanks(lossSum / static_cast<double>(batches));
   r.hasAccuracy = numClasses(spec_) > 0;
-  r.accuracy = static_cast<double>(correctSum) / static_cast<double>(r.samples);
+  r.accuracy = averageOverRanks(correctSum / static_cast<double>(batches * spec_.batchSize));
   return r;
 }
 
@@ -140,6 +150,8 @@ TrainResult Trainer::run() {
     pos.worldSize = world;
     loadInitialState(spec_, state_.data());
   }
+  // Every rank starts from rank 0's state (weights and optimizer state).
+  if (comm_ && comm_->size() > 1) comm_->broadcast(state_.data(), spec_.stateBytes, 0)->wait();
 
   DistributedSampler sampler(train.size(), spec_.batchSize, pos.shuffle, pos.seed, rank, world);
   const int64_t batches = sampler.batchesPerEpoch();
@@ -148,7 +160,11 @@ TrainResult Trainer::run() {
          spec_.batchSize);
   const double lr = opts_.lrSet ? opts_.lr : spec_.lr;
   log.line(str("training ", spec_.modelName ? spec_.modelName : "model", ": ", countWeights(spec_),
-               " parameters, batch ", spec_.batchSize, ", ",
+               " parameters, batch ", spec_.batchSize,
+               world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
+                               " per step)")
+                         : std::string(),
+               ", ",
                spec_.optimizer ? spec_.optimizer : "?", " lr ", lr, "; data ", train.description,
                ", ", batches, " steps/epoch"));
 
@@ -195,10 +211,12 @@ TrainResult Trainer::run() {
       intervalSeconds += dt;
       ++intervalSteps;
       if (pos.step % opts_.logEvery == 0) {
+        // Logged losses are averaged over ranks (every rank logs the same steps).
+        const float logged = static_cast<float>(averageOverRanks(loss));
         const double rate = intervalSeconds > 0
                                 ? intervalSteps * spec_.batchSize * world / intervalSeconds
                                 : 0.0;
-        log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, loss, rate});
+        log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, logged, rate});
         intervalSeconds = 0;
         intervalSteps = 0;
       }

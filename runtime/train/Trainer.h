@@ -6,6 +6,7 @@
 #pragma once
 
 #include "runtime/Program.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/data/Dataset.h"
 #include "runtime/support/AlignedBuffer.h"
 #include "runtime/train/Checkpoint.h"
@@ -35,7 +36,9 @@ struct TrainResult {
 class Trainer {
 public:
   // `forceTty` is for tests (see Logger). Allocates the buffers; nothing runs yet.
-  Trainer(const ProgramSpec& spec, const Options& opts, int forceTty = -1);
+  // `comm` (may be null: one process) averages gradients and metrics.
+  Trainer(const ProgramSpec& spec, const Options& opts, int forceTty = -1,
+          Communicator* comm = nullptr);
 
   // Loads data and the initial state (or the latest checkpoint with
   // --resume) and trains. Throws Error (non-finite loss, bad data, ...).
@@ -52,9 +55,13 @@ private:
   void fillBatch(const Dataset& d, const int64_t* indices);
   StepContext context(float* loss, int64_t* correct, double lr, int64_t step);
 
+  // Mean over ranks of a value every rank computed (itself with one rank).
+  double averageOverRanks(double value);
+
   const ProgramSpec& spec_;
   Options opts_;
   int forceTty_;
+  Communicator* comm_;
   AlignedBuffer state_, arena_, workspace_, labels_;
   std::vector<AlignedBuffer> inputs_, outputs_;
   std::vector<const void*> inputPtrs_;

@@ -94,3 +94,21 @@ TEST(Softmax, InnerBackwardByFiniteDifferences) {
     }
   }
 }
+
+// Log-probabilities of large logits: the outputs are small (a few units), so
+// they must be as accurate as for small logits. Computing x - (max + log sum)
+// rounds max + log sum to the float spacing near 1e4 (~1e-3); (x - max) -
+// log sum is exact up to the log. Tolerance: 2e-6 absolute, a few ulp of the
+// log and exp of values below 10.
+TEST(Softmax, LogSoftmaxOfLargeLogitsKeepsPrecision) {
+  Rng rng(65);
+  const int64_t rows = 3, cols = 4;
+  Vec x = rng.vec(rows * cols, -3.0f, 3.0f);
+  for (float& v : x) v += 10000.0f;
+  Vec y(x.size());
+  k::log_softmax(x.data(), y.data(), rows, cols);
+  expectClose(y, refSoftmax(x, rows, cols, 1, true), 2e-6, 0.0, "log_softmax");
+  // The same along a middle axis: [1, cols, rows].
+  k::log_softmax_inner(x.data(), y.data(), 1, cols, rows);
+  expectClose(y, refSoftmax(x, 1, cols, rows, true), 2e-6, 0.0, "log_softmax_inner");
+}

@@ -1,0 +1,185 @@
+// Failures: start-up mismatches reported on every rank, a rank that dies or
+// stalls mid-job (the others get a CommError naming it within the timeout,
+// never a hang), fail-fast afterwards, destruction with a dead peer.
+#include "CommTestUtil.h"
+
+#include <cstdio>
+
+using namespace dtcrt;
+using namespace dtcrt::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool mentions(const RankResult& r, const std::string& text) {
+  return r.message.find(text) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(CommFailure, DifferentProgramIsRefusedOnEveryRank) {
+  alarm(30);
+  int port = freePort();
+  auto results = runRanks(3, [port](int r) -> std::string {
+    auto options = quickOptions(5, r == 1 ? "mlp-ddp-f00d" : "mlp-ddp-beef");
+    connectCpu(loopbackRank(r, 3, port), options);
+    return "";
+  });
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].code, 1) << "rank " << r << ": " << results[r].message;
+    EXPECT_TRUE(mentions(results[r], "rank 1 runs a different program (fingerprint mlp-ddp-f00d, "
+                                     "rank 0 has mlp-ddp-beef): binaries compiled from different "
+                                     "models or strategies cannot join one job"))
+        << "rank " << r << ": " << results[r].message;
+    EXPECT_LT(results[r].seconds, 5.0);
+  }
+  alarm(0);
+}
+
+TEST(CommFailure, DifferentWorldSizeIsRefusedOnEveryRank) {
+  alarm(30);
+  int port = freePort();
+  auto results = runRanks(2, [port](int r) -> std::string {
+    connectCpu(loopbackRank(r, r == 1 ? 3 : 2, port), quickOptions(5));
+    return "";
+  });
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].code, 1) << "rank " << r << ": " << results[r].message;
+    EXPECT_TRUE(mentions(results[r], "rank 1 says WORLD_SIZE=3, rank 0 says 2"))
+        << "rank " << r << ": " << results[r].message;
+    EXPECT_LT(results[r].seconds, 5.0);
+  }
+  alarm(0);
+}
+
+TEST(CommFailure, DuplicateRankIsRefused) {
+  alarm(30);
+  int port = freePort();
+  auto results = runRanks(3, [port](int r) -> std::string {
+    // Processes 1 and 2 both claim rank 1.
+    connectCpu(loopbackRank(r == 2 ? 1 : r, 3, port), quickOptions(5));
+    return "";
+  });
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].code, 1) << "rank " << r << ": " << results[r].message;
+    EXPECT_TRUE(mentions(results[r], "rank 1 joined twice")) << "rank " << r << ": "
+                                                             << results[r].message;
+  }
+  alarm(0);
+}
+
+TEST(CommFailure, MissingRankTimesOutNamingIt) {
+  alarm(30);
+  int port = freePort();
+  // Two of three ranks start.
+  auto results = runRanks(2, [port](int r) -> std::string {
+    connectCpu(loopbackRank(r, 3, port), quickOptions(2));
+    return "";
+  });
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_TRUE(mentions(results[r], "rank(s) 2 of 3 never joined")) << results[r].message;
+    EXPECT_LT(results[r].seconds, 5.0);
+  }
+  alarm(0);
+}
+
+// One rank _exit()s between two all-reduces; the others must fail with a
+// CommError naming it well within the 5 s timeout, and fail fast after.
+void crashMidway(int n, int victim) {
+  alarm(40);
+  int port = freePort();
+  auto results = runRanks(n, [=](int r) -> std::string {
+    auto comm = connectCpu(loopbackRank(r, n, port), quickOptions(5));
+    std::vector<float> x(100000, 1.0f);
+    for (int step = 0; step < 3; ++step) comm->allReduce(x.data(), x.size(), ReduceOp::Sum)->wait();
+    if (r == victim) _exit(3);
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      comm->allReduce(x.data(), x.size(), ReduceOp::Sum)->wait();
+      return "all-reduce with a dead rank succeeded";
+    } catch (const CommError& e) {
+      std::string msg = e.what();
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (s > 7) return "took " + std::to_string(s) + " s: " + msg;
+      // Later operations fail at once, repeating the first error.
+      auto t1 = std::chrono::steady_clock::now();
+      try {
+        comm->allReduce(x.data(), x.size(), ReduceOp::Sum)->wait();
+        return "second all-reduce succeeded";
+      } catch (const CommError& e2) {
+        if (std::string(e2.what()).find("failed earlier") == std::string::npos)
+          return std::string("no fail-fast: ") + e2.what();
+      }
+      try {
+        comm->barrier();
+        return "barrier succeeded";
+      } catch (const CommError&) {
+      }
+      if (std::chrono::steady_clock::now() - t1 > 500ms) return "fail-fast was slow";
+      return "ERR:" + msg;  // reported for the parent to inspect
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    const RankResult& res = results[size_t(r)];
+    if (r == victim) {
+      EXPECT_EQ(res.code, 3);
+      continue;
+    }
+    std::printf("  rank %d: %s\n", r, res.message.c_str());
+    ASSERT_EQ(res.message.rfind("ERR:", 0), 0u) << "rank " << r << ": " << res.message;
+    EXPECT_TRUE(mentions(res, "rank " + std::to_string(victim)))
+        << "rank " << r << ": " << res.message;
+    EXPECT_TRUE(mentions(res, "all-reduce")) << "rank " << r << ": " << res.message;
+  }
+  alarm(0);
+}
+
+TEST(CommFailure, PeerCrashTwoRanks) { crashMidway(2, 1); }
+TEST(CommFailure, PeerCrashThreeRanks) { crashMidway(3, 1); }
+TEST(CommFailure, StoreHostCrashThreeRanks) { crashMidway(3, 0); }
+
+TEST(CommFailure, StalledPeerTimesOutNamingIt) {
+  alarm(30);
+  int port = freePort();
+  auto results = runRanks(2, [=](int r) -> std::string {
+    auto comm = connectCpu(loopbackRank(r, 2, port), quickOptions(1));
+    float x = 1;
+    if (r == 1) {
+      std::this_thread::sleep_for(2500ms);  // alive, but never joins the all-reduce
+      return "";
+    }
+    try {
+      comm->allReduce(&x, 1, ReduceOp::Sum)->wait();
+      return "all-reduce without the peer succeeded";
+    } catch (const CommError& e) {
+      return std::string("ERR:") + e.what();
+    }
+  });
+  EXPECT_TRUE(mentions(results[0], "ERR:all-reduce timed out after 1s waiting for rank 1"))
+      << results[0].message;
+  EXPECT_TRUE(results[1].ok()) << results[1].message;  // its destructor must not hang
+  alarm(0);
+}
+
+TEST(CommFailure, RecvFromDeadPeerNamesIt) {
+  alarm(30);
+  int port = freePort();
+  auto results = runRanks(3, [=](int r) -> std::string {
+    auto comm = connectCpu(loopbackRank(r, 3, port), quickOptions(5));
+    if (r == 2) _exit(3);
+    if (r == 1) {
+      std::this_thread::sleep_for(500ms);
+      return "";
+    }
+    int v = 0;
+    try {
+      comm->recv(&v, sizeof v, 2, 0)->wait();
+      return "recv from a dead rank succeeded";
+    } catch (const CommError& e) {
+      return std::string("ERR:") + e.what();
+    }
+  });
+  EXPECT_TRUE(mentions(results[0], "ERR:recv failed: rank 2 closed its connection (did it crash?)"))
+      << results[0].message;
+  alarm(0);
+}

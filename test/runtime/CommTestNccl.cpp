@@ -1,0 +1,55 @@
+// NcclCommunicator: without a visible GPU, connectNccl fails with a clear
+// CommError instead of crashing. Run in a child process with
+// CUDA_VISIBLE_DEVICES="" so it holds on a GPU machine too (the CUDA runtime
+// reads the variable once, at its first call). With a GPU, a one-rank NCCL
+// all-reduce runs as well.
+#include "CommTestUtil.h"
+#include "runtime/comm/NcclCommunicator.h"
+
+#include <cuda_runtime.h>
+
+using namespace dtcrt;
+using namespace dtcrt::test;
+
+TEST(CommNccl, NoVisibleDeviceIsAClearError) {
+  alarm(30);
+  auto results = runRanks(1, [](int) -> std::string {
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    RankInfo info = loopbackRank(1, 2, freePort());
+    try {
+      connectNccl(info, quickOptions(2));
+      return "connectNccl succeeded without a GPU";
+    } catch (const CommError& e) {
+      return std::string("ERR:") + e.what();
+    }
+  });
+  EXPECT_EQ(results[0].message.rfind("ERR:no CUDA device is visible to rank 1 "
+                                     "(CUDA_VISIBLE_DEVICES=",
+                                     0),
+            0u)
+      << results[0].message;
+  alarm(0);
+}
+
+TEST(CommNccl, OneRankAllReduceWhenAGpuIsPresent) {
+  alarm(60);
+  auto results = runRanks(1, [](int) -> std::string {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return "SKIP";
+    auto comm = connectNccl(loopbackRank(0, 1, freePort()), quickOptions(30));
+    std::vector<float> host(1 << 20, 3.0f);
+    float* dev = nullptr;
+    cudaMalloc(reinterpret_cast<void**>(&dev), host.size() * sizeof(float));
+    cudaMemcpy(dev, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
+    comm->allReduce(dev, host.size(), ReduceOp::Mean)->wait();
+    comm->barrier();
+    cudaMemcpy(host.data(), dev, host.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(dev);
+    for (float v : host)
+      if (v != 3.0f) return "wrong value " + std::to_string(v);
+    return "";
+  });
+  if (results[0].message == "SKIP") GTEST_SKIP() << "no CUDA device";
+  EXPECT_TRUE(results[0].ok()) << results[0].message;
+  alarm(0);
+}

@@ -1,0 +1,25 @@
+# Unit tests of the communicators (runtime/comm/): stores, start-up checks,
+# Gloo collectives and failures with real processes over loopback, the
+# launcher environment and (when built) NCCL's no-GPU error. Include after
+# runtime/CommSources.cmake:
+#   include(${CMAKE_SOURCE_DIR}/test/runtime/CommTests.cmake)
+include_guard(GLOBAL)
+find_package(GTest REQUIRED)
+include(GoogleTest)
+
+set(DTCRT_COMM_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+add_executable(dtcrt_comm_tests
+  ${DTCRT_COMM_TEST_DIR}/CommTestStore.cpp
+  ${DTCRT_COMM_TEST_DIR}/CommTestEnvironment.cpp
+  ${DTCRT_COMM_TEST_DIR}/CommTestGloo.cpp
+  ${DTCRT_COMM_TEST_DIR}/CommTestFailure.cpp
+)
+if(DTCRT_WITH_NCCL)
+  target_sources(dtcrt_comm_tests PRIVATE ${DTCRT_COMM_TEST_DIR}/CommTestNccl.cpp)
+  target_link_libraries(dtcrt_comm_tests PRIVATE dtcrt_comm_nccl)
+endif()
+target_link_libraries(dtcrt_comm_tests PRIVATE dtcrt_comm GTest::gtest GTest::gtest_main)
+# Each test forks its ranks and guards itself with alarm(); the suite runs in
+# well under 30 s.
+gtest_discover_tests(dtcrt_comm_tests TEST_PREFIX "runtime.comm." DISCOVERY_TIMEOUT 60
+                     PROPERTIES TIMEOUT 60)
