@@ -249,6 +249,8 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   ProgramEmitter program(module);
   auto strategyAttr = module->getAttrOfType<StringAttr>("dtc.strategy");
   std::string strategy = strategyAttr ? strategyAttr.getValue().str() : "none";
+  auto collectivesAttr = module->getAttrOfType<StringAttr>("dtc.collectives");
+  std::string collectives = collectivesAttr ? collectivesAttr.getValue().str() : "";
 
   // The state buffer: every param, 64-byte aligned, in declaration order.
   std::string paramTable;
@@ -344,7 +346,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    " << arenaBytes << ", workspace_bytes,\n"
      << "    " << (train ? "train_step" : "nullptr") << ", "
      << (eval ? "eval_step" : "nullptr") << ", forward,\n"
-     << "    " << quoted(strategy) << ",\n"
+     << "    " << quoted(strategy) << ", " << quoted(collectives) << ",\n"
      << "    " << quoted(options.loss) << ", " << quoted(options.optimizer) << ", "
      << doubleLiteral(options.lr) << ",\n"
      << "};\n} // namespace\n\n"

@@ -168,6 +168,25 @@ def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   ];
 }
 
+def VerifyCollectives : Pass<"dtc-verify-collectives", "mlir::ModuleOp"> {
+  let summary = "Rejects communication that could deadlock, mismatch or race";
+  let description = [{
+    Runs before codegen on every program that communicates. Checks:
+    - each `dtc.all_reduce_start` is waited for exactly once, later in the
+      same function, and bucket numbers are unique and in issue order (so
+      every rank issues the same collectives in the same order: the ranks
+      run the same function, and nothing in it depends on the rank);
+    - between a start and its wait, no op reads or writes a tensor of the
+      bucket (the all-reduce works in place: such an access would race);
+    - no collective sits inside a region (control flow could make ranks
+      diverge).
+    It records the ordered list of collectives and their sizes as the
+    module attribute `dtc.collectives` (e.g. "all_reduce:1290,all_reduce:100480"),
+    which the program's fingerprint includes, so ranks running programs with
+    different communication refuse to start instead of hanging.
+  }];
+}
+
 def PlanMemory : Pass<"dtc-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Annotates every tensor with its arena offset (for tests and reports)";
   let description = [{

@@ -96,6 +96,9 @@ struct ProgramSpec {
   // "none" (one process) or "ddp" (every rank runs the same step and the
   // gradients are averaged); ranks refuse to join a job whose programs differ.
   const char* strategy;
+  // The ordered collectives of one train step ("all_reduce:1290,..."); part
+  // of the fingerprint ranks compare at start-up.
+  const char* collectives;
   // Compiled defaults; the runtime's flags may override lr.
   const char* loss;             // "cross-entropy" or "mse"
   const char* optimizer;        // "sgd", "adam", "adamw"

@@ -76,6 +76,8 @@ uint64_t programFingerprint(const ProgramSpec& spec) {
   f.value<uint64_t>(spec.stateBytes);
   f.value<int64_t>(spec.batchSize);
   f.text(spec.compileCommand);
+  f.text(spec.strategy ? spec.strategy : "");
+  f.text(spec.collectives ? spec.collectives : "");
   return f.h;
 }
 

@@ -75,7 +75,7 @@ const ProgramSpec kSpec = {
     kInputs, 1, kOutputs, 1,
     {"labels", DType::I64, 1, {kB}}, kB,
     kB * kC * sizeof(float), nullptr, trainStep, evalStep, nullptr,
-    "none", "cross-entropy", "sgd", 0.1,
+    "none", "", "cross-entropy", "sgd", 0.1,
 };
 
 } // namespace

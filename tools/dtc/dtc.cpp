@@ -134,6 +134,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     pm.addPass(mlir::createCanonicalizerPass());
   }
   pm.addPass(mlir::createCSEPass());
+  pm.addPass(dtc::createVerifyCollectives());
   return pm.run(module);
 }
 
@@ -154,11 +155,21 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module) {
   output->keep();
   return mlir::success();
 }
-/// The command line, as recorded in the generated program.
+/// The command line, as recorded in the generated program (and part of its
+/// fingerprint): without the output file, which says nothing about what the
+/// program computes.
 std::string commandLine(int argc, char **argv) {
-  std::string text;
-  for (int i = 0; i < argc; ++i)
-    text += (i ? " " : "") + std::string(argv[i]);
+  std::string text = "dtc";
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg == "-o" && i + 1 < argc) {
+      ++i;
+      continue;
+    }
+    if (arg.starts_with("-o=") || (arg.starts_with("-o") && arg.size() > 2))
+      continue;
+    text += " " + arg.str();
+  }
   return text;
 }
 
