@@ -244,6 +244,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   auto eval = module.lookupSymbol<func::FuncOp>("eval_step");
+  auto accumulate = module.lookupSymbol<func::FuncOp>("accumulate_step");
   if (!forward)
     return module.emitError("codegen needs func @forward");
   ProgramEmitter program(module);
@@ -277,6 +278,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   std::vector<std::string> workspaceTerms;
   for (auto [func, kind] : {std::pair(forward, StepKind::Forward),
                             std::pair(train, StepKind::Train),
+                            std::pair(accumulate, StepKind::Train),
                             std::pair(eval, StepKind::Eval)}) {
     if (!func)
       continue;
@@ -349,6 +351,9 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    " << quoted(strategy) << ", " << quoted(collectives) << ",\n"
      << "    " << quoted(options.loss) << ", " << quoted(options.optimizer) << ", "
      << doubleLiteral(options.lr) << ",\n"
+     << "    " << (accumulate ? module->getAttrOfType<IntegerAttr>("dtc.accumulate_steps").getInt()
+                              : 1)
+     << ", " << (accumulate ? "accumulate_step" : "nullptr") << ",\n"
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

@@ -133,6 +133,34 @@ def AddOptimizer : Pass<"dtc-add-optimizer", "mlir::ModuleOp"> {
   ];
 }
 
+def AccumulateGradients : Pass<"dtc-accumulate-gradients", "mlir::ModuleOp"> {
+  let summary = "Gradient accumulation: N micro-batches per optimizer update";
+  let description = [{
+    `--accumulate=N`. Adds `@accumulate_step`, a copy of @train_step that
+    adds each weight's gradient into `@W.grad_accum` and updates nothing;
+    the runtime calls it on the first N-1 micro-batches of every step. In
+    @train_step (the last micro-batch) each gradient becomes
+    `(accumulated + g) / N` — the gradient of the mean loss over the N
+    micro-batches, as one batch N times larger would give — and the
+    accumulator is reset. Runs before the data-parallel pass, so gradients
+    are communicated once per optimizer step, on the last micro-batch.
+
+    After, in @accumulate_step:
+    ```mlir
+    %acc = dtc.param_ref @w.grad_accum
+    %sum = dtc.add %acc, %g
+    dtc.assign @w.grad_accum, %sum
+    ```
+    and in @train_step: `dtc.gradient @w, %mean` with
+    `%mean = (%acc + %g) * (1/N)`.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+  let options = [
+    Option<"steps", "steps", "int64_t", /*default=*/"1",
+           "micro-batches per optimizer update">
+  ];
+}
+
 def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   let summary = "Averages gradients over ranks in buckets that overlap backward";
   let description = [{

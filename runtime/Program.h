@@ -103,6 +103,12 @@ struct ProgramSpec {
   const char* loss;             // "cross-entropy" or "mse"
   const char* optimizer;        // "sgd", "adam", "adamw"
   double lr;
+
+  // Gradient accumulation (dtc --accumulate=N): each optimizer step runs
+  // accumulateStep on N-1 micro-batches, then trainStep on the last one.
+  // N = 1 (or 0, in programs that predate it): no accumulateStep.
+  int32_t accumulateSteps;
+  StepFunction accumulateStep;
 };
 
 } // namespace dtcrt

@@ -9,6 +9,7 @@
 #include "runtime/support/TensorInfo.h"
 #include "runtime/train/Logger.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -154,10 +155,14 @@ TrainResult Trainer::run() {
   if (comm_ && comm_->size() > 1) comm_->broadcast(state_.data(), spec_.stateBytes, 0)->wait();
 
   DistributedSampler sampler(train.size(), spec_.batchSize, pos.shuffle, pos.seed, rank, world);
-  const int64_t batches = sampler.batchesPerEpoch();
+  // With gradient accumulation an optimizer step takes `micro` batches.
+  const int64_t micro = std::max<int64_t>(1, spec_.accumulateSteps);
+  if (micro > 1 && !spec_.accumulateStep)
+    fail("internal: the program accumulates ", micro, " micro-batches but has no accumulate step");
+  const int64_t batches = sampler.batchesPerEpoch() / micro;
   if (batches == 0)
-    fail("--data=", opts_.data, ": ", train.size(), " training samples make no full batch of ",
-         spec_.batchSize);
+    fail("--data=", opts_.data, ": ", train.size(), " training samples make no full step of ",
+         micro, " x ", spec_.batchSize, " samples");
   const double lr = opts_.lrSet ? opts_.lr : spec_.lr;
   log.line(str("training ", spec_.modelName ? spec_.modelName : "model", ": ", countWeights(spec_),
                " parameters, batch ", spec_.batchSize,
@@ -196,10 +201,17 @@ TrainResult Trainer::run() {
         break;
       }
       const auto t0 = Clock::now();
-      fillBatch(train, order.data() + pos.batchInEpoch * spec_.batchSize);
-      float loss = NAN;
-      StepContext ctx = context(&loss, nullptr, lr, pos.step + 1);
-      spec_.trainStep(ctx);
+      // The step's loss is the mean over its micro-batches (as one batch
+      // `micro` times larger would give).
+      double lossSum = 0;
+      for (int64_t m = 0; m < micro; ++m) {
+        fillBatch(train, order.data() + (pos.batchInEpoch * micro + m) * spec_.batchSize);
+        float microLoss = NAN;
+        StepContext ctx = context(&microLoss, nullptr, lr, pos.step + 1);
+        (m + 1 < micro ? spec_.accumulateStep : spec_.trainStep)(ctx);
+        lossSum += microLoss;
+      }
+      const float loss = static_cast<float>(lossSum / static_cast<double>(micro));
       const double dt = secondsSince(t0);
       ++pos.step;
       ++pos.batchInEpoch;
@@ -214,7 +226,7 @@ TrainResult Trainer::run() {
         // Logged losses are averaged over ranks (every rank logs the same steps).
         const float logged = static_cast<float>(averageOverRanks(loss));
         const double rate = intervalSeconds > 0
-                                ? intervalSteps * spec_.batchSize * world / intervalSeconds
+                                ? intervalSteps * micro * spec_.batchSize * world / intervalSeconds
                                 : 0.0;
         log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, logged, rate});
         intervalSeconds = 0;
@@ -245,7 +257,9 @@ TrainResult Trainer::run() {
   std::snprintf(summary, sizeof summary,
                 "done: %lld steps in %.2f s (%.0f samples/s), final loss %.4f",
                 static_cast<long long>(ran), result.trainSeconds,
-                result.trainSeconds > 0 ? ran * spec_.batchSize * world / result.trainSeconds : 0.0,
+                result.trainSeconds > 0
+                    ? ran * micro * spec_.batchSize * world / result.trainSeconds
+                    : 0.0,
                 ran ? result.losses.back() : NAN);
   log.line(summary);
   return result;

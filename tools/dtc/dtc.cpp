@@ -102,6 +102,10 @@ cl::opt<std::string> strategy("strategy",
 cl::opt<double> bucketCapMb("bucket-cap-mb",
                             cl::desc("ddp: largest gradient bucket in MiB (default 25)"),
                             cl::init(25.0), cl::cat(dtcCategory));
+cl::opt<int64_t> accumulate("accumulate",
+                            cl::desc("Micro-batches per optimizer update (gradient "
+                                     "accumulation; default 1)"),
+                            cl::init(1), cl::cat(dtcCategory));
 cl::opt<std::string> freeze("freeze", cl::desc("Regex of weight names to keep fixed"),
                             cl::value_desc("regex"), cl::init(""), cl::cat(dtcCategory));
 
@@ -127,6 +131,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     pm.addPass(dtc::createFreezeParams({freeze}));
     pm.addPass(dtc::createAddLoss({loss}));
     pm.addPass(dtc::createDifferentiate());
+    pm.addPass(dtc::createAccumulateGradients({accumulate}));
     if (strategy == "ddp")
       pm.addPass(dtc::createDataParallel({bucketCapMb, /*firstBucketMb=*/1.0}));
     pm.addPass(dtc::createAddOptimizer(
