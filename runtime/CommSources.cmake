@@ -18,6 +18,7 @@ add_library(dtcrt_comm STATIC
   ${DTCRT_COMM_DIR}/Environment.cpp
   ${DTCRT_COMM_DIR}/Rendezvous.cpp
   ${DTCRT_COMM_DIR}/GlooCommunicator.cpp
+  ${DTCRT_COMM_DIR}/ShmCommunicator.cpp
   ${DTCRT_COMM_DIR}/Connect.cpp
 )
 set_target_properties(dtcrt_comm PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -1,8 +1,13 @@
 // 2-D convolution, NCHW, with strides, asymmetric pads, dilations and groups.
-// Forward: im2col + sgemm per image and group (a 1x1/stride-1/no-pad conv is a
-// plain sgemm on the input). Backward data: sgemm + col2im. Backward filter:
-// im2col + sgemm accumulated over the batch. Scratch comes from the caller.
+// Forward: im2col + sgemm per group, over several small images at once (their
+// columns side by side, so a GEMM has ~4096 columns), one image at a time for
+// large ones; a 1x1/stride-1/no-pad conv is a plain sgemm on the input.
+// Backward data: sgemm + col2im. Backward filter: im2col + sgemm accumulated
+// over the batch. Scratch comes from the caller.
 #include "runtime/cpu/Internal.h"
+
+#include <algorithm>
+#include <cstring>
 
 namespace dtcrt::cpu {
 using namespace detail;
@@ -37,8 +42,10 @@ inline void validRange(int64_t tapOffset, int64_t stride, int64_t size, int64_t 
 }
 
 // col[(c*R + r)*S + s][oh*OW + ow] = x[c][oh*sh - padT + r*dh][ow*sw - padL + s*dw] (0 outside).
+// `ld` is the distance between rows of col (OH*OW for one image; more when
+// several images sit side by side in one column matrix).
 void im2col(const Conv2dParams& p, const float* x, int64_t channels, int64_t OH, int64_t OW,
-            float* col) {
+            float* col, int64_t ld) {
   const int64_t H = p.H, W = p.W;
   for (int64_t c = 0; c < channels; ++c) {
     const float* xc = x + c * H * W;
@@ -46,7 +53,7 @@ void im2col(const Conv2dParams& p, const float* x, int64_t channels, int64_t OH,
       int64_t ohLo, ohHi;
       validRange(r * p.dilH - p.padT, p.strideH, H, OH, ohLo, ohHi);
       for (int64_t s = 0; s < p.S; ++s) {
-        float* dst = col + ((c * p.R + r) * p.S + s) * OH * OW;
+        float* dst = col + ((c * p.R + r) * p.S + s) * ld;
         const int64_t wOff = s * p.dilW - p.padL;
         int64_t owLo, owHi;
         validRange(wOff, p.strideW, W, OW, owLo, owHi);
@@ -71,7 +78,7 @@ void im2col(const Conv2dParams& p, const float* x, int64_t channels, int64_t OH,
 
 // Inverse scatter of im2col: dx[c][ih][iw] += col[...] (dx must be zeroed by the caller).
 void col2im(const Conv2dParams& p, const float* col, int64_t channels, int64_t OH, int64_t OW,
-            float* dx) {
+            float* dx, int64_t ld) {
   const int64_t H = p.H, W = p.W;
   for (int64_t c = 0; c < channels; ++c) {
     float* xc = dx + c * H * W;
@@ -79,7 +86,7 @@ void col2im(const Conv2dParams& p, const float* col, int64_t channels, int64_t O
       int64_t ohLo, ohHi;
       validRange(r * p.dilH - p.padT, p.strideH, H, OH, ohLo, ohHi);
       for (int64_t s = 0; s < p.S; ++s) {
-        const float* srcRow = col + ((c * p.R + r) * p.S + s) * OH * OW;
+        const float* srcRow = col + ((c * p.R + r) * p.S + s) * ld;
         const int64_t wOff = s * p.dilW - p.padL;
         int64_t owLo, owHi;
         validRange(wOff, p.strideW, W, OW, owLo, owHi);
@@ -98,6 +105,16 @@ void col2im(const Conv2dParams& p, const float* col, int64_t channels, int64_t O
   }
 }
 
+// Small images make small GEMMs (LeNet: 6 x 784 x 25 per image). Images are
+// batched side by side in one column matrix until a GEMM has about this
+// many columns; large images go one at a time.
+constexpr int64_t kTargetColumns = 4096;
+
+int64_t imagesPerGemm(const Conv2dParams& p) {
+  const int64_t P = conv2d_out_h(p) * conv2d_out_w(p);
+  return std::max<int64_t>(1, std::min<int64_t>(p.N, kTargetColumns / std::max<int64_t>(P, 1)));
+}
+
 }  // namespace
 
 int64_t conv2d_out_h(const Conv2dParams& p) {
@@ -109,7 +126,9 @@ int64_t conv2d_out_w(const Conv2dParams& p) {
 
 int64_t conv2d_forward_workspace(const Conv2dParams& p) {
   if (isPointwise(p)) return 0;
-  return (p.C / p.groups) * p.R * p.S * conv2d_out_h(p) * conv2d_out_w(p);
+  const int64_t P = conv2d_out_h(p) * conv2d_out_w(p), nb = imagesPerGemm(p);
+  // Column matrix of nb images, plus (when batching) the GEMM's [Kg, nb*P] result.
+  return (p.C / p.groups) * p.R * p.S * nb * P + (nb > 1 ? (p.K / p.groups) * nb * P : 0);
 }
 int64_t conv2d_backward_data_workspace(const Conv2dParams& p) {
   return conv2d_forward_workspace(p);
@@ -124,24 +143,40 @@ void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
   const bool pointwise = isPointwise(p);
-  for (int64_t n = 0; n < p.N; ++n) {
+  const int64_t nb = pointwise ? 1 : imagesPerGemm(p);
+  for (int64_t n0 = 0; n0 < p.N; n0 += nb) {
+    const int64_t count = std::min(nb, p.N - n0);
     for (int64_t g = 0; g < p.groups; ++g) {
-      const float* xg = x + (n * p.C + g * Cg) * p.H * p.W;
-      const float* col = xg;
-      if (!pointwise) {
-        im2col(p, xg, Cg, OH, OW, workspace);
-        col = workspace;
+      const float* wg = w + g * Kg * CRS;
+      if (pointwise) {
+        gemm(false, false, Kg, P, CRS, 1.0f, wg, CRS, x + (n0 * p.C + g * Cg) * p.H * p.W, P,
+             0.0f, y + (n0 * p.K + g * Kg) * P, P);
+        continue;
       }
-      float* yg = y + (n * p.K + g * Kg) * P;
-      gemm(false, false, Kg, P, CRS, 1.0f, w + g * Kg * CRS, CRS, col, P, 0.0f, yg, P);
+      const int64_t ld = count * P;
+      for (int64_t i = 0; i < count; ++i)
+        im2col(p, x + ((n0 + i) * p.C + g * Cg) * p.H * p.W, Cg, OH, OW, workspace + i * P, ld);
+      if (count == 1) {
+        gemm(false, false, Kg, P, CRS, 1.0f, wg, CRS, workspace, P, 0.0f,
+             y + (n0 * p.K + g * Kg) * P, P);
+        continue;
+      }
+      // One GEMM for `count` images, then each image's [Kg, P] block to its place.
+      float* out = workspace + CRS * ld;
+      gemm(false, false, Kg, ld, CRS, 1.0f, wg, CRS, workspace, ld, 0.0f, out, ld);
+      for (int64_t i = 0; i < count; ++i)
+        for (int64_t k = 0; k < Kg; ++k)
+          std::memcpy(y + ((n0 + i) * p.K + g * Kg + k) * P, out + k * ld + i * P,
+                      sizeof(float) * P);
     }
-    if (bias) {
+  }
+  if (bias) {
+    for (int64_t n = 0; n < p.N; ++n)
       for (int64_t k = 0; k < p.K; ++k) {
         float* yk = y + (n * p.K + k) * P;
         const float b = bias[k];
         DTCRT_SIMD for (int64_t i = 0; i < P; ++i) yk[i] += b;
       }
-    }
   }
 }
 
@@ -151,17 +186,32 @@ void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
   const bool pointwise = isPointwise(p);
-  for (int64_t n = 0; n < p.N; ++n) {
+  const int64_t nb = pointwise ? 1 : imagesPerGemm(p);
+  for (int64_t n0 = 0; n0 < p.N; n0 += nb) {
+    const int64_t count = std::min(nb, p.N - n0);
+    const int64_t ld = count * P;
     for (int64_t g = 0; g < p.groups; ++g) {
-      const float* dyg = dy + (n * p.K + g * Kg) * P;
-      float* dxg = dx + (n * p.C + g * Cg) * p.H * p.W;
       const float* wg = w + g * Kg * CRS;
       if (pointwise) {
-        gemm(true, false, Cg, P, Kg, 1.0f, wg, CRS, dyg, P, 0.0f, dxg, P);
-      } else {
-        gemm(true, false, CRS, P, Kg, 1.0f, wg, CRS, dyg, P, 0.0f, workspace, P);
+        gemm(true, false, Cg, P, Kg, 1.0f, wg, CRS, dy + (n0 * p.K + g * Kg) * P, P, 0.0f,
+             dx + (n0 * p.C + g * Cg) * p.H * p.W, P);
+        continue;
+      }
+      const float* dyAll = dy + (n0 * p.K + g * Kg) * P;
+      if (count > 1) {
+        // dy of the `count` images side by side: [Kg, count * P].
+        float* gathered = workspace + CRS * ld;
+        for (int64_t i = 0; i < count; ++i)
+          for (int64_t k = 0; k < Kg; ++k)
+            std::memcpy(gathered + k * ld + i * P, dy + ((n0 + i) * p.K + g * Kg + k) * P,
+                        sizeof(float) * P);
+        dyAll = gathered;
+      }
+      gemm(true, false, CRS, ld, Kg, 1.0f, wg, CRS, dyAll, ld, 0.0f, workspace, ld);
+      for (int64_t i = 0; i < count; ++i) {
+        float* dxg = dx + ((n0 + i) * p.C + g * Cg) * p.H * p.W;
         fill(dxg, Cg * p.H * p.W, 0.0f);
-        col2im(p, workspace, Cg, OH, OW, dxg);
+        col2im(p, workspace + i * P, Cg, OH, OW, dxg, ld);
       }
     }
   }
@@ -173,18 +223,31 @@ void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* 
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
   const bool pointwise = isPointwise(p);
+  const int64_t nb = pointwise ? 1 : imagesPerGemm(p);
   if (p.N == 0) fill(dw, p.K * CRS, 0.0f);
-  for (int64_t n = 0; n < p.N; ++n) {
+  for (int64_t n0 = 0; n0 < p.N; n0 += nb) {
+    const int64_t count = std::min(nb, p.N - n0);
+    const int64_t ld = count * P;
     for (int64_t g = 0; g < p.groups; ++g) {
-      const float* xg = x + (n * p.C + g * Cg) * p.H * p.W;
-      const float* col = xg;
-      if (!pointwise) {
-        im2col(p, xg, Cg, OH, OW, workspace);
-        col = workspace;
+      const float beta = n0 == 0 ? 0.0f : 1.0f;
+      float* dwg = dw + g * Kg * CRS;
+      if (pointwise) {
+        gemm(false, true, Kg, CRS, P, 1.0f, dy + (n0 * p.K + g * Kg) * P, P,
+             x + (n0 * p.C + g * Cg) * p.H * p.W, P, beta, dwg, CRS);
+        continue;
       }
-      const float* dyg = dy + (n * p.K + g * Kg) * P;
-      gemm(false, true, Kg, CRS, P, 1.0f, dyg, P, col, P, n == 0 ? 0.0f : 1.0f,
-           dw + g * Kg * CRS, CRS);
+      for (int64_t i = 0; i < count; ++i)
+        im2col(p, x + ((n0 + i) * p.C + g * Cg) * p.H * p.W, Cg, OH, OW, workspace + i * P, ld);
+      const float* dyAll = dy + (n0 * p.K + g * Kg) * P;
+      if (count > 1) {
+        float* gathered = workspace + CRS * ld;
+        for (int64_t i = 0; i < count; ++i)
+          for (int64_t k = 0; k < Kg; ++k)
+            std::memcpy(gathered + k * ld + i * P, dy + ((n0 + i) * p.K + g * Kg + k) * P,
+                        sizeof(float) * P);
+        dyAll = gathered;
+      }
+      gemm(false, true, Kg, CRS, ld, 1.0f, dyAll, ld, workspace, ld, beta, dwg, CRS);
     }
   }
 }

@@ -1,6 +1,7 @@
 // Failures: start-up mismatches reported on every rank, a rank that dies or
 // stalls mid-job (the others get a CommError naming it within the timeout,
-// never a hang), fail-fast afterwards, destruction with a dead peer.
+// never a hang), fail-fast afterwards, destruction with a dead peer. The
+// mid-job cases run with Gloo and (suffix Shm) the shared-memory backend.
 #include "CommTestUtil.h"
 
 #include <cstdio>
@@ -85,8 +86,9 @@ TEST(CommFailure, MissingRankTimesOutNamingIt) {
 
 // One rank _exit()s between two all-reduces; the others must fail with a
 // CommError naming it well within the 5 s timeout, and fail fast after.
-void crashMidway(int n, int victim) {
+void crashMidway(int n, int victim, const char* backend = "gloo") {
   alarm(40);
+  ScopedEnv env("DTC_COMM_BACKEND", backend);
   int port = freePort();
   auto results = runRanks(n, [=](int r) -> std::string {
     auto comm = connectCpu(loopbackRank(r, n, port), quickOptions(5));
@@ -137,9 +139,13 @@ void crashMidway(int n, int victim) {
 TEST(CommFailure, PeerCrashTwoRanks) { crashMidway(2, 1); }
 TEST(CommFailure, PeerCrashThreeRanks) { crashMidway(3, 1); }
 TEST(CommFailure, StoreHostCrashThreeRanks) { crashMidway(3, 0); }
+TEST(CommFailure, PeerCrashTwoRanksShm) { crashMidway(2, 1, "shm"); }
+TEST(CommFailure, PeerCrashThreeRanksShm) { crashMidway(3, 1, "shm"); }
+TEST(CommFailure, StoreHostCrashThreeRanksShm) { crashMidway(3, 0, "shm"); }
 
-TEST(CommFailure, StalledPeerTimesOutNamingIt) {
+void stalledPeer(const char* backend) {
   alarm(30);
+  ScopedEnv env("DTC_COMM_BACKEND", backend);
   int port = freePort();
   auto results = runRanks(2, [=](int r) -> std::string {
     auto comm = connectCpu(loopbackRank(r, 2, port), quickOptions(1));
@@ -161,8 +167,12 @@ TEST(CommFailure, StalledPeerTimesOutNamingIt) {
   alarm(0);
 }
 
+TEST(CommFailure, StalledPeerTimesOutNamingIt) { stalledPeer("gloo"); }
+TEST(CommFailure, StalledPeerTimesOutNamingItShm) { stalledPeer("shm"); }
+
 TEST(CommFailure, RecvFromDeadPeerNamesIt) {
   alarm(30);
+  ScopedEnv env("DTC_COMM_BACKEND", "gloo");
   int port = freePort();
   auto results = runRanks(3, [=](int r) -> std::string {
     auto comm = connectCpu(loopbackRank(r, 3, port), quickOptions(5));

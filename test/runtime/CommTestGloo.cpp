@@ -1,4 +1,5 @@
-// GlooCommunicator with 2 and 3 real processes over loopback: all-reduce
+// GlooCommunicator (forced with DTC_COMM_BACKEND=gloo: these ranks are all
+// local, so connectCpu would pick shared memory) with 2 and 3 real processes over loopback: all-reduce
 // (sum, mean, sizes 0..10M floats), several in flight in order, broadcast,
 // all-gather, send/recv, barrier, the file:// store.
 //
@@ -19,6 +20,7 @@ std::vector<RankResult> onRanks(int n, const std::function<std::string(Communica
                                 CommOptions options = quickOptions(), std::string initMethod = "") {
   int port = freePort();
   return runRanks(n, [&](int r) -> std::string {
+    setenv("DTC_COMM_BACKEND", "gloo", 1);
     RankInfo info = loopbackRank(r, n, port);
     info.initMethod = initMethod;
     auto comm = connectCpu(info, options);

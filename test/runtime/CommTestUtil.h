@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <functional>
 #include <netinet/in.h>
 #include <string>
@@ -131,6 +132,27 @@ inline CommOptions quickOptions(int seconds = 10, std::string fingerprint = "tes
   o.programFingerprint = std::move(fingerprint);
   return o;
 }
+
+// Sets an environment variable for the scope (forked ranks inherit it).
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    hadOld_ = old != nullptr;
+    if (old) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (hadOld_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+
+private:
+  std::string name_, old_;
+  bool hadOld_ = false;
+};
 
 #define EXPECT_ALL_OK(results)                                                           \
   for (size_t r_ = 0; r_ < (results).size(); ++r_)                                       \

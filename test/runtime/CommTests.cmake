@@ -1,5 +1,5 @@
 # Unit tests of the communicators (runtime/comm/): stores, start-up checks,
-# Gloo collectives and failures with real processes over loopback, the
+# Gloo and shared-memory collectives and failures with real processes, the
 # launcher environment and (when built) NCCL's no-GPU error. Include after
 # runtime/CommSources.cmake:
 #   include(${CMAKE_SOURCE_DIR}/test/runtime/CommTests.cmake)
@@ -13,6 +13,7 @@ add_executable(dtcrt_comm_tests
   ${DTCRT_COMM_TEST_DIR}/CommTestEnvironment.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestGloo.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestFailure.cpp
+  ${DTCRT_COMM_TEST_DIR}/CommTestShm.cpp
 )
 if(DTCRT_WITH_NCCL)
   target_sources(dtcrt_comm_tests PRIVATE ${DTCRT_COMM_TEST_DIR}/CommTestNccl.cpp)

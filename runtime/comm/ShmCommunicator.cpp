@@ -1,0 +1,794 @@
+// dtcrt: ShmCommunicator — see ShmCommunicator.h.
+#include "runtime/comm/ShmCommunicator.h"
+
+#include "runtime/comm/GlooCommunicator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <functional>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace dtcrt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// ---- The segment -----------------------------------------------------------
+
+constexpr uint64_t kMagic = 0x316d68732d637464ull;  // "dtc-shm1"
+constexpr size_t kSlotBytes = size_t(1) << 20;      // one chunk per slot
+constexpr size_t kLine = 128;  // two cache lines: no false sharing with the adjacent-line prefetcher
+constexpr size_t kRankLineBytes = 512;
+constexpr size_t kHeaderBytes = 256;
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be lock-free");
+
+struct Header {
+  uint64_t magic;
+  uint32_t worldSize;
+  uint32_t pad;
+  uint64_t slotBytes;
+  uint64_t totalBytes;
+  char nonce[40];
+};
+
+// A rank's barrier generation and the number of ranks asleep on it.
+struct SyncLine {
+  std::atomic<uint32_t> seq;
+  std::atomic<uint32_t> sleepers;
+};
+
+enum RankState : uint32_t { kJoining = 0, kRunning = 1, kFailed = 2, kLeft = 3 };
+
+struct RankLine {
+  std::atomic<int32_t> pid;
+  std::atomic<uint32_t> state;
+  std::atomic<uint64_t> startTime;  // /proc/PID/stat field 22: tells a reused pid apart
+  char message[kRankLineBytes - 16];  // its failure, written before state = kFailed
+};
+static_assert(sizeof(RankLine) == kRankLineBytes, "RankLine layout");
+
+size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+size_t dataOffset(int size) {
+  return roundUp(kHeaderBytes + size_t(size) * (kLine + kRankLineBytes), 4096);
+}
+size_t segmentBytes(int size) { return dataOffset(size) + 2 * size_t(size + 1) * kSlotBytes; }
+
+long futexWait(std::atomic<uint32_t>* word, uint32_t value, long ns) {
+  timespec ts{0, ns};
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, value, &ts, nullptr, 0);
+}
+void futexWakeAll(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// State letter and start time of `pid` from /proc; false if it is gone.
+bool procStat(int pid, char& state, uint64_t& startTime) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!f || !std::getline(f, text)) return false;
+  size_t close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return false;
+  state = text[close + 2];
+  // Fields after the command: 3 (state) ... 22 (starttime).
+  size_t pos = close + 2;
+  for (int field = 3; field < 22; ++field) {
+    pos = text.find(' ', pos);
+    if (pos == std::string::npos) return false;
+    ++pos;
+  }
+  startTime = std::strtoull(text.c_str() + pos, nullptr, 10);
+  return true;
+}
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+std::string errnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+int envInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// Segments of earlier jobs whose creator died before unlinking them: ours
+// (same uid), named dtc-shm-PID-..., PID gone, untouched for a while.
+void removeLeftoverSegments() {
+  DIR* dir = opendir("/dev/shm");
+  if (!dir) return;
+  const std::string prefix = "dtc-shm-";
+  while (dirent* e = readdir(dir)) {
+    std::string name = e->d_name;
+    if (name.rfind(prefix, 0) != 0) continue;
+    int pid = std::atoi(name.c_str() + prefix.size());
+    struct stat st{};
+    if (pid <= 0 || fstatat(dirfd(dir), e->d_name, &st, 0) != 0 || st.st_uid != geteuid())
+      continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (time(nullptr) - st.st_mtime < 10) continue;
+    shm_unlink(("/" + name).c_str());
+  }
+  closedir(dir);
+}
+
+// ---- Reductions (vectorized by the compiler: restrict, unit stride) -------
+
+void sum2(float* __restrict out, const float* __restrict a, const float* __restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+void add1(float* __restrict out, const float* __restrict a, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] += a[i];
+}
+void divideBy(float* __restrict out, float d, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] /= d;
+}
+void addDivide(float* __restrict out, const float* __restrict a, float d, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = (out[i] + a[i]) / d;
+}
+
+// out = ((src[0] + src[1]) + src[2]) + ...  (then / W for Mean), in blocks
+// that stay in L1 between the passes. `out` is none of the sources.
+void reduceInto(float* out, const float* const* src, int w, size_t offset, size_t n, bool mean) {
+  constexpr size_t kBlock = 4096;
+  for (size_t b = 0; b < n; b += kBlock) {
+    size_t m = std::min(kBlock, n - b);
+    size_t at = offset + b;
+    sum2(out + b, src[0] + at, src[1] + at, m);
+    for (int k = 2; k < w; ++k) add1(out + b, src[k] + at, m);
+    if (mean) divideBy(out + b, float(w), m);
+  }
+}
+
+// The same sum written over `data`, which is source `own` (read from the
+// caller's buffer, still in its cache, instead of from its slot). Two ranks:
+// data += other (a + b == b + a exactly); more: through an L1 block.
+void reduceInPlace(float* data, const float* const* src, int w, int own, size_t offset, size_t n,
+                   bool mean) {
+  if (w == 2) {
+    const float* other = src[1 - own] + offset;
+    if (mean)
+      addDivide(data, other, 2.0f, n);
+    else
+      add1(data, other, n);
+    return;
+  }
+  constexpr size_t kBlock = 2048;
+  alignas(64) float acc[kBlock];
+  for (size_t b = 0; b < n; b += kBlock) {
+    size_t m = std::min(kBlock, n - b);
+    auto source = [&](int k) { return k == own ? data + b : src[k] + offset + b; };
+    sum2(acc, source(0), source(1), m);
+    for (int k = 2; k < w; ++k) add1(acc, source(k), m);
+    if (mean) divideBy(acc, float(w), m);
+    std::memcpy(data + b, acc, m * sizeof(float));
+  }
+}
+
+// ---- Work ------------------------------------------------------------------
+
+class WorkState {
+public:
+  void finish(std::string error) {
+    std::lock_guard<std::mutex> lock(m_);
+    error_ = std::move(error);
+    done_.store(true, std::memory_order_release);
+    cv_.notify_all();
+  }
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  void waitDone() {
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait(lock, [this] { return done(); });
+  }
+  void rethrow() {
+    std::lock_guard<std::mutex> lock(m_);
+    if (!error_.empty()) throw CommError(error_);
+  }
+
+private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::atomic<bool> done_{false};
+  std::string error_;
+};
+
+class FailedWork : public Work {
+public:
+  explicit FailedWork(std::string error) : error_(std::move(error)) {}
+  void wait() override {
+    if (!error_.empty()) throw CommError(error_);
+  }
+
+private:
+  std::string error_;
+};
+
+}  // namespace
+
+struct ShmCommunicator::Impl {
+  int rank = 0;
+  int size = 1;
+  std::chrono::milliseconds timeout{0};
+  std::shared_ptr<Store> store;
+  std::string masterAddr;
+  std::string segmentName;
+
+  char* base = nullptr;
+  size_t mapBytes = 0;
+  std::vector<int> peerPid;
+  std::vector<bool> pidVisible;  // its /proc entry matched at start-up (same pid namespace)
+  std::vector<uint64_t> peerStart;
+  std::chrono::microseconds spin{200};
+  size_t smallFloats = SIZE_MAX;
+
+  // The executing thread's position; identical on every rank.
+  uint32_t generation = 0;
+  uint32_t phase = 0;
+  const char* opName = "";
+  std::vector<const float*> srcs;
+
+  std::mutex failMutex;
+  std::atomic<bool> failed{false};
+  std::string failure;
+  std::atomic<bool> aborting{false};
+
+  struct Op {
+    const char* name;
+    std::function<void()> run;
+    std::shared_ptr<WorkState> state;
+  };
+  bool threaded = false;
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<Op> queue;
+  std::atomic<bool> stopping{false};
+  bool exited = false;
+  std::thread worker;
+  std::mutex runMutex;  // synchronous mode: one executing thread at a time
+
+  std::mutex glooMutex;
+  std::unique_ptr<GlooCommunicator> gloo;
+
+  ~Impl() {
+    if (base) munmap(base, mapBytes);
+  }
+
+  SyncLine* sync(int r) const {
+    return reinterpret_cast<SyncLine*>(base + kHeaderBytes + size_t(r) * kLine);
+  }
+  RankLine* line(int r) const {
+    return reinterpret_cast<RankLine*>(base + kHeaderBytes + size_t(size) * kLine +
+                                       size_t(r) * kRankLineBytes);
+  }
+  // Slot r of set s; r == size is the set's result slot.
+  char* slot(int s, int r) const {
+    return base + dataOffset(size) + (size_t(s) * size_t(size + 1) + size_t(r)) * kSlotBytes;
+  }
+
+  // ---- start-up ----
+
+  void connect() {
+    const std::string pre = "dtc/shm/";
+    std::string status = "ok";
+    try {
+      if (rank == 0) create();
+      else open(store->get(pre + "segment"));
+      RankLine* me = line(rank);
+      char st = 0;
+      uint64_t start = 0;
+      procStat(getpid(), st, start);
+      me->startTime.store(start, std::memory_order_relaxed);
+      me->pid.store(int32_t(getpid()), std::memory_order_relaxed);
+      me->state.store(kRunning, std::memory_order_release);
+    } catch (const CommError& e) {
+      status = std::string("error: ") + e.what();
+      if (rank == 0) store->set(pre + "segment", status);
+    }
+    store->set(pre + "mapped/" + std::to_string(rank), status);
+    std::vector<std::string> keys;
+    for (int r = 0; r < size; ++r) keys.push_back(pre + "mapped/" + std::to_string(r));
+    // Rank 0 unlinks as soon as every rank mapped it (or gave up), whatever happens.
+    try {
+      store->wait(keys, timeout);
+    } catch (const CommError& e) {
+      unlink();
+      throw CommError("rank " + std::to_string(rank) + ": setting up shared memory: " + e.what());
+    }
+    unlink();
+    std::string error;
+    for (int r = 0; r < size; ++r) {
+      std::string s = store->get(keys[size_t(r)]);
+      if (s != "ok" && error.empty()) error = s.substr(s.rfind("error: ", 0) == 0 ? 7 : 0);
+    }
+    if (!error.empty()) {
+      // Rank 0 serves the store: it lingers until every rank read the error.
+      try {
+        store->add(pre + "error-seen", 1);
+        auto until = Clock::now() + std::min(timeout, std::chrono::milliseconds(5000));
+        while (rank == 0 && store->add(pre + "error-seen", 0) < size && Clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      } catch (const CommError&) {
+      }
+      throw CommError(error);
+    }
+    peerPid.resize(size_t(size));
+    peerStart.resize(size_t(size));
+    pidVisible.resize(size_t(size));
+    for (int r = 0; r < size; ++r) {
+      peerPid[size_t(r)] = line(r)->pid.load(std::memory_order_acquire);
+      peerStart[size_t(r)] = line(r)->startTime.load(std::memory_order_relaxed);
+      char st = 0;
+      uint64_t start = 0;
+      pidVisible[size_t(r)] =
+          procStat(peerPid[size_t(r)], st, start) && start == peerStart[size_t(r)];
+    }
+  }
+
+  void unlink() {
+    if (rank == 0 && !segmentName.empty()) {
+      shm_unlink(segmentName.c_str());
+      segmentName.clear();
+    }
+  }
+
+  void create() {
+    removeLeftoverSegments();
+    unsigned char raw[8];
+    if (getrandom(raw, sizeof raw, 0) != ssize_t(sizeof raw)) {
+      uint64_t t = uint64_t(Clock::now().time_since_epoch().count());
+      std::memcpy(raw, &t, sizeof raw);
+    }
+    char nonce[17];
+    for (int i = 0; i < 8; ++i) std::snprintf(nonce + 2 * i, 3, "%02x", raw[i]);
+    std::string name = "/dtc-shm-" + std::to_string(getpid()) + "-" + nonce;
+    size_t bytes = segmentBytes(size);
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 && errno == EEXIST) {  // a leftover under our very name: not ours to keep
+      shm_unlink(name.c_str());
+      fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    }
+    if (fd < 0)
+      throw CommError("rank 0 cannot create shared-memory segment " + name + ": " +
+                      std::strerror(errno) + " (set DTC_COMM_BACKEND=gloo to use TCP)");
+    segmentName = name;
+    if (ftruncate(fd, off_t(bytes)) != 0) {
+      std::string e = errnoText("ftruncate");
+      close(fd);
+      throw CommError("rank 0 cannot size shared-memory segment " + name + " to " +
+                      std::to_string(bytes) + " bytes: " + e + " (is /dev/shm full?)");
+    }
+    map(fd, bytes, name);
+    auto* h = reinterpret_cast<Header*>(base);
+    h->worldSize = uint32_t(size);
+    h->slotBytes = kSlotBytes;
+    h->totalBytes = bytes;
+    std::snprintf(h->nonce, sizeof h->nonce, "%s", nonce);
+    std::atomic_thread_fence(std::memory_order_release);
+    h->magic = kMagic;
+    store->set("dtc/shm/segment", name + " " + nonce);
+  }
+
+  void open(const std::string& published) {
+    if (published.rfind("error: ", 0) == 0)
+      throw CommError(published.substr(7));
+    size_t space = published.find(' ');
+    std::string name = published.substr(0, space);
+    std::string nonce = space == std::string::npos ? "" : published.substr(space + 1);
+    int fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0)
+      throw CommError("rank " + std::to_string(rank) + " cannot open shared-memory segment " +
+                      name + " created by rank 0: " + std::strerror(errno) +
+                      " (are all ranks on one host? set DTC_COMM_BACKEND=gloo otherwise)");
+    struct stat st{};
+    size_t bytes = segmentBytes(size);
+    if (fstat(fd, &st) != 0 || size_t(st.st_size) != bytes) {
+      close(fd);
+      throw CommError("rank " + std::to_string(rank) + ": shared-memory segment " + name +
+                      " has the wrong size (another job's?)");
+    }
+    map(fd, bytes, name);
+    auto* h = reinterpret_cast<Header*>(base);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (h->magic != kMagic || h->worldSize != uint32_t(size) || nonce != h->nonce)
+      throw CommError("rank " + std::to_string(rank) + ": shared-memory segment " + name +
+                      " belongs to another job (nonce or world size differ)");
+  }
+
+  void map(int fd, size_t bytes, const std::string& name) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+      throw CommError("rank " + std::to_string(rank) + " cannot map shared-memory segment " +
+                      name + ": " + std::strerror(err));
+    base = static_cast<char*>(p);
+    mapBytes = bytes;
+  }
+
+  // ---- failures ----
+
+  std::string notRun(const char* name) {
+    std::lock_guard<std::mutex> lock(failMutex);
+    return std::string(name) + " not run: the communicator failed earlier: " + failure;
+  }
+
+  // Records the first failure: later operations fail at once, and peers
+  // waiting on this rank learn it from the segment.
+  void fail(const std::string& msg) {
+    {
+      std::lock_guard<std::mutex> lock(failMutex);
+      if (failed) return;
+      failure = msg;
+      failed = true;
+    }
+    if (!base) return;
+    RankLine* me = line(rank);
+    std::snprintf(me->message, sizeof me->message, "%s", msg.c_str());
+    me->state.store(kFailed, std::memory_order_release);
+    futexWakeAll(&sync(rank)->seq);
+  }
+
+  // Throws if some peer failed, left or died (the liveness probe reads /proc:
+  // only every ~50 ms, in the slow path).
+  void checkPeers(bool probe) {
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) continue;
+      RankLine* l = line(r);
+      uint32_t s = l->state.load(std::memory_order_acquire);
+      std::string who = "rank " + std::to_string(r) + " (pid " + std::to_string(peerPid[size_t(r)]) + ")";
+      if (s == kFailed) {
+        char msg[sizeof l->message];
+        std::memcpy(msg, l->message, sizeof msg);
+        msg[sizeof msg - 1] = 0;
+        throw CommError(std::string(opName) + " failed: rank " + std::to_string(r) +
+                        " failed: " + msg);
+      }
+      if (s == kLeft)
+        throw CommError(std::string(opName) + " failed: " + who +
+                        " left the job (its communicator was destroyed)");
+      if (probe && pidVisible[size_t(r)]) {
+        char st = 0;
+        uint64_t start = 0;
+        bool alive = procStat(peerPid[size_t(r)], st, start) && st != 'Z' && st != 'X' &&
+                     start == peerStart[size_t(r)];
+        if (!alive) throw CommError(std::string(opName) + " failed: " + who + " died");
+      }
+    }
+  }
+
+  // ---- barriers ----
+
+  static bool reached(uint32_t seen, uint32_t g) { return int32_t(seen - g) >= 0; }
+
+  void waitFor(int q, uint32_t g) {
+    std::atomic<uint32_t>& seq = sync(q)->seq;
+    if (reached(seq.load(std::memory_order_acquire), g)) return;
+    // Spin briefly (sched_yield now and then): the peer usually runs on another core.
+    auto spinEnd = Clock::now() + spin;
+    for (unsigned i = 1;; ++i) {
+      cpuRelax();
+      if (reached(seq.load(std::memory_order_acquire), g)) return;
+      if ((i & 63) == 0) {
+        if (Clock::now() >= spinEnd) break;
+        if ((i & 1023) == 0) sched_yield();
+      }
+    }
+    // Then sleep on the peer's counter in short slices, checking peers.
+    std::atomic<uint32_t>& sleepers = sync(q)->sleepers;
+    auto start = Clock::now();
+    auto deadline = start + timeout;
+    auto nextProbe = start;
+    for (;;) {
+      if (aborting.load(std::memory_order_relaxed))
+        throw CommError(std::string(opName) + " aborted: the communicator was destroyed");
+      auto now = Clock::now();
+      bool probe = now >= nextProbe;
+      if (probe) nextProbe = now + std::chrono::milliseconds(50);
+      checkPeers(probe);
+      if (now >= deadline)
+        throw CommError(std::string(opName) + " timed out after " + formatDuration(timeout) +
+                        " waiting for rank " + std::to_string(q));
+      sleepers.fetch_add(1, std::memory_order_seq_cst);
+      uint32_t v = seq.load(std::memory_order_seq_cst);
+      if (!reached(v, g)) futexWait(&seq, v, 20'000'000);
+      sleepers.fetch_sub(1, std::memory_order_relaxed);
+      if (reached(seq.load(std::memory_order_acquire), g)) return;
+    }
+  }
+
+  // Everyone has arrived here: what each rank wrote before is visible.
+  void barrierPhase() {
+    uint32_t g = ++generation;
+    SyncLine* me = sync(rank);
+    me->seq.store(g, std::memory_order_seq_cst);
+    if (me->sleepers.load(std::memory_order_seq_cst) != 0) futexWakeAll(&me->seq);
+    for (int i = 1; i < size; ++i) waitFor((rank + i) % size, g);
+  }
+
+  // Chunks alternate between two slot sets: a rank writes set s again only
+  // after a barrier that every rank reached after its last read of s.
+  int nextSet() { return int(phase++ & 1u); }
+
+  // ---- collectives (on the executing thread) ----
+
+  void allReduce(float* data, size_t count, bool mean) {
+    const size_t chunk = kSlotBytes / sizeof(float);
+    // Up to smallFloats every rank sums whole chunks itself (one barrier; it
+    // reads W-1 slots); above, each sums a 1/W share into the result slot
+    // (two barriers; less traffic with many ranks).
+    srcs.resize(size_t(size));
+    for (size_t off = 0; off < count; off += chunk) {
+      size_t n = std::min(chunk, count - off);
+      int s = nextSet();
+      std::memcpy(slot(s, rank), data + off, n * sizeof(float));
+      barrierPhase();
+      for (int r = 0; r < size; ++r) srcs[size_t(r)] = reinterpret_cast<const float*>(slot(s, r));
+      if (n <= smallFloats) {
+        reduceInPlace(data + off, srcs.data(), size, rank, 0, n, mean);
+        continue;
+      }
+      size_t per = roundUp((n + size_t(size) - 1) / size_t(size), 16);  // whole cache lines
+      size_t b = std::min(n, per * size_t(rank)), e = std::min(n, b + per);
+      float* result = reinterpret_cast<float*>(slot(s, size));
+      reduceInto(result + b, srcs.data(), size, b, e - b, mean);
+      barrierPhase();
+      std::memcpy(data + off, result, n * sizeof(float));
+    }
+  }
+
+  void broadcast(char* data, size_t bytes, int root) {
+    for (size_t off = 0; off < bytes; off += kSlotBytes) {
+      size_t n = std::min(kSlotBytes, bytes - off);
+      int s = nextSet();
+      if (rank == root) std::memcpy(slot(s, root), data + off, n);
+      barrierPhase();
+      if (rank != root) std::memcpy(data + off, slot(s, root), n);
+    }
+  }
+
+  void allGather(const char* in, char* out, size_t bytes) {
+    for (size_t off = 0; off < bytes; off += kSlotBytes) {
+      size_t n = std::min(kSlotBytes, bytes - off);
+      int s = nextSet();
+      std::memcpy(slot(s, rank), in + off, n);
+      barrierPhase();
+      for (int r = 0; r < size; ++r) std::memcpy(out + size_t(r) * bytes + off, slot(s, r), n);
+    }
+  }
+
+  // ---- execution in issue order ----
+
+  void execute(Op& op) {
+    std::string error;
+    if (stopping) {
+      error = std::string(op.name) + " not run: the communicator was destroyed";
+    } else if (failed) {
+      error = notRun(op.name);
+    } else {
+      opName = op.name;
+      try {
+        op.run();
+      } catch (const CommError& e) {
+        error = e.what();
+        fail(error);
+      }
+    }
+    op.state->finish(std::move(error));
+  }
+
+  bool popFront(Op& op) {
+    std::lock_guard<std::mutex> lock(m);
+    if (queue.empty()) return false;
+    op = std::move(queue.front());
+    queue.pop_front();
+    return true;
+  }
+
+  void workerLoop() {
+    for (;;) {
+      Op op;
+      {
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait(lock, [this] { return stopping || !queue.empty(); });
+        if (queue.empty()) break;
+        op = std::move(queue.front());
+        queue.pop_front();
+      }
+      execute(op);
+    }
+    std::lock_guard<std::mutex> lock(m);
+    exited = true;
+    cv.notify_all();
+  }
+
+  // Synchronous mode: runs queued operations, oldest first, until `state` is done.
+  void runUntil(WorkState& state) {
+    std::lock_guard<std::mutex> lock(runMutex);
+    Op op;
+    while (!state.done() && popFront(op)) execute(op);
+  }
+
+  std::shared_ptr<WorkState> enqueue(const char* name, std::function<void()> fn) {
+    auto state = std::make_shared<WorkState>();
+    {
+      std::lock_guard<std::mutex> lock(m);
+      queue.push_back({name, std::move(fn), state});
+    }
+    if (threaded) cv.notify_all();
+    return state;
+  }
+
+  // Never hangs: waits are sliced and watch `aborting`; a worker that does not
+  // stop within seconds is left behind (it holds the state alive).
+  void shutdown() {
+    if (base) {
+      RankLine* me = line(rank);
+      if (me->state.load() == kRunning) me->state.store(kLeft, std::memory_order_release);
+      futexWakeAll(&sync(rank)->seq);
+    }
+    aborting = true;
+    {
+      std::lock_guard<std::mutex> lock(m);
+      stopping = true;
+    }
+    cv.notify_all();
+    if (worker.joinable()) {
+      std::unique_lock<std::mutex> lock(m);
+      bool done = cv.wait_for(lock, std::chrono::seconds(3), [&] { return exited; });
+      lock.unlock();
+      if (done)
+        worker.join();
+      else
+        worker.detach();
+    }
+    Op op;
+    while (popFront(op)) op.state->finish(std::string(op.name) + " not run: the communicator was destroyed");
+    std::lock_guard<std::mutex> lock(glooMutex);
+    gloo.reset();
+  }
+};
+
+namespace {
+
+class ShmWork : public Work {
+public:
+  ShmWork(std::shared_ptr<ShmCommunicator::Impl> impl, std::shared_ptr<WorkState> state)
+      : impl_(std::move(impl)), state_(std::move(state)) {}
+  void wait() override {
+    if (!state_->done()) {
+      if (impl_->threaded)
+        state_->waitDone();
+      else
+        impl_->runUntil(*state_);
+    }
+    state_->rethrow();
+  }
+
+private:
+  std::shared_ptr<ShmCommunicator::Impl> impl_;
+  std::shared_ptr<WorkState> state_;
+};
+
+}  // namespace
+
+ShmCommunicator::ShmCommunicator(std::shared_ptr<Store> store, int rank, int size,
+                                 const std::string& masterAddr, std::chrono::milliseconds timeout)
+    : rank_(rank), size_(size), impl_(std::make_shared<Impl>()) {
+  Impl& s = *impl_;
+  s.rank = rank;
+  s.size = size;
+  s.timeout = timeout;
+  s.store = std::move(store);
+  s.masterAddr = masterAddr;
+  // Spin up to 200 us before sleeping when every rank can have a core (a
+  // sleeping waiter costs a futex wake and tens of us to reschedule); barely
+  // when ranks outnumber the cores, where spinning steals the peer's time.
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  s.spin = std::chrono::microseconds(envInt("DTC_SHM_SPIN_US", cpus >= size ? 200 : 2));
+  s.threaded = envInt("DTC_SHM_THREAD", 0) != 0;
+  // Up to 3 ranks the whole-chunk sum moves no more data than the shares
+  // (and saves a barrier): always; beyond, only small chunks.
+  int small = envInt("DTC_SHM_SMALL_FLOATS", size <= 3 ? -1 : 16384);
+  s.smallFloats = small < 0 ? SIZE_MAX : size_t(small);
+  s.connect();
+  if (s.threaded) s.worker = std::thread([impl = impl_] { impl->workerLoop(); });
+}
+
+ShmCommunicator::~ShmCommunicator() { impl_->shutdown(); }
+
+std::unique_ptr<Work> ShmCommunicator::allReduce(float* data, size_t count, ReduceOp op) {
+  Impl* impl = impl_.get();
+  bool mean = op == ReduceOp::Mean;
+  return std::make_unique<ShmWork>(
+      impl_, impl_->enqueue("all-reduce", [impl, data, count, mean] {
+        impl->allReduce(data, count, mean);
+      }));
+}
+
+std::unique_ptr<Work> ShmCommunicator::broadcast(void* data, size_t bytes, int root) {
+  if (root < 0 || root >= size_)
+    throw CommError("broadcast: root rank " + std::to_string(root) + " is outside 0.." +
+                    std::to_string(size_ - 1));
+  Impl* impl = impl_.get();
+  return std::make_unique<ShmWork>(impl_, impl_->enqueue("broadcast", [impl, data, bytes, root] {
+    impl->broadcast(static_cast<char*>(data), bytes, root);
+  }));
+}
+
+std::unique_ptr<Work> ShmCommunicator::allGather(const void* in, void* out, size_t bytes) {
+  Impl* impl = impl_.get();
+  return std::make_unique<ShmWork>(impl_, impl_->enqueue("all-gather", [impl, in, out, bytes] {
+    impl->allGather(static_cast<const char*>(in), static_cast<char*>(out), bytes);
+  }));
+}
+
+void ShmCommunicator::barrier() {
+  Impl* impl = impl_.get();
+  ShmWork(impl_, impl_->enqueue("barrier", [impl] { impl->barrierPhase(); })).wait();
+}
+
+namespace {
+void checkPeer(const char* name, int peer, int rank, int size) {
+  if (peer < 0 || peer >= size || peer == rank)
+    throw CommError(std::string(name) + ": peer rank " + std::to_string(peer) +
+                    " is not another rank of 0.." + std::to_string(size - 1) + " (this is rank " +
+                    std::to_string(rank) + ")");
+}
+}  // namespace
+
+// Point-to-point through Gloo, connected on first use: pipelines send
+// activations rarely compared with DDP's all-reduces, and a job that never
+// sends pays for no sockets or threads.
+std::unique_ptr<Work> ShmCommunicator::send(const void* data, size_t bytes, int peer, int tag) {
+  checkPeer("send", peer, rank_, size_);
+  if (impl_->failed) return std::make_unique<FailedWork>(impl_->notRun("send"));
+  std::lock_guard<std::mutex> lock(impl_->glooMutex);
+  try {
+    if (!impl_->gloo)
+      impl_->gloo = std::make_unique<GlooCommunicator>(impl_->store, rank_, size_,
+                                                       impl_->masterAddr, impl_->timeout);
+  } catch (const CommError& e) {
+    return std::make_unique<FailedWork>(std::string("send failed: ") + e.what());
+  }
+  return impl_->gloo->send(data, bytes, peer, tag);
+}
+
+std::unique_ptr<Work> ShmCommunicator::recv(void* data, size_t bytes, int peer, int tag) {
+  checkPeer("recv", peer, rank_, size_);
+  if (impl_->failed) return std::make_unique<FailedWork>(impl_->notRun("recv"));
+  std::lock_guard<std::mutex> lock(impl_->glooMutex);
+  try {
+    if (!impl_->gloo)
+      impl_->gloo = std::make_unique<GlooCommunicator>(impl_->store, rank_, size_,
+                                                       impl_->masterAddr, impl_->timeout);
+  } catch (const CommError& e) {
+    return std::make_unique<FailedWork>(std::string("recv failed: ") + e.what());
+  }
+  return impl_->gloo->recv(data, bytes, peer, tag);
+}
+
+}  // namespace dtcrt
