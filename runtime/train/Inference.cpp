@@ -16,7 +16,8 @@ namespace dtcrt {
 std::vector<HostTensor> runForward(const ProgramSpec& spec, const std::vector<HostTensor>& inputs) {
   if (!spec.forward) fail("internal: the program has no forward function");
   if (static_cast<int32_t>(inputs.size()) != spec.numInputs)
-    fail("--input: the model has ", spec.numInputs, " inputs, ", inputs.size(), " were given");
+    fail("--input: the model has ", spec.numInputs, " inputs, ", inputs.size(),
+         " were given (one ONNX TensorProto .pb file per model input)");
   AlignedBuffer state(spec.stateBytes), arena(spec.arenaBytes),
       workspace(spec.workspaceBytes ? spec.workspaceBytes() : 0);
   loadInitialState(spec, state.data());

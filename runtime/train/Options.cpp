@@ -130,9 +130,9 @@ Options parseOptions(int argc, const char* const* argv, ProgramMode mode,
   if (mode == ProgramMode::Train) {
     if (o.data.empty()) fail("--data: required (a directory of IDX or npy files, or 'synthetic')");
     if (o.resume && o.checkpointDir.empty()) fail("--resume: needs --checkpoint-dir=DIR");
-  } else {
-    if (o.inputs.empty()) fail("--input: required (one ONNX TensorProto .pb file per model input)");
   }
+  // Inference: the number of --input files is checked against the model's
+  // inputs (a model may have none) when the program runs.
   return o;
 }
 

@@ -19,6 +19,19 @@
 
 namespace dtcrt {
 
+namespace {
+
+// "error: MESSAGE", or "error: rank R: MESSAGE" when several ranks run.
+void reportError(const char* message) {
+  std::fflush(stdout);
+  if (worldSize() > 1)
+    std::fprintf(stderr, "error: rank %d: %s\n", processRank(), message);
+  else
+    std::fprintf(stderr, "error: %s\n", message);
+}
+
+} // namespace
+
 int runProgram(const ProgramSpec& spec, int argc, char** argv) {
   const ProgramMode mode = spec.trainStep ? ProgramMode::Train : ProgramMode::Inference;
   try {
@@ -51,17 +64,13 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
     }
     return 0;
   } catch (const CommError& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "error: rank %d: %s\n", processRank(), e.what());
+    reportError(e.what());
   } catch (const Error& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "error: %s\n", e.what());
+    reportError(e.what());
   } catch (const std::bad_alloc&) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "error: out of memory\n");
+    reportError("out of memory");
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "error: %s\n", e.what());
+    reportError(e.what());
   }
   return 1;
 }

@@ -74,6 +74,36 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
   return ctx;
 }
 
+void Trainer::agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos) {
+  if (!comm_ || comm_->size() == 1) return;
+  // Everything that decides when a rank communicates: ranks that disagree
+  // would pair different collectives (a hang or wrong numbers), so refuse.
+  struct Setting {
+    const char* flag;
+    int64_t value;
+  };
+  const Setting mine[] = {
+      {"--log-every", opts_.logEvery},
+      {"--max-steps", opts_.maxSteps},
+      {"--epochs", opts_.epochs},
+      {"--eval", opts_.eval ? 1 : 0},
+      {"--seed", static_cast<int64_t>(pos.seed)},
+      {"--shuffle", pos.shuffle ? 1 : 0},
+      {"--checkpoint-dir/--resume (start step)", pos.step},
+      {"the training set's size (--data)", datasetSize},
+  };
+  constexpr size_t n = sizeof(mine) / sizeof(mine[0]);
+  int64_t values[n];
+  for (size_t i = 0; i < n; ++i) values[i] = mine[i].value;
+  std::vector<int64_t> all(n * comm_->size());
+  comm_->allGather(values, all.data(), sizeof values)->wait();
+  for (int r = 0; r < comm_->size(); ++r)
+    for (size_t i = 0; i < n; ++i)
+      if (all[r * n + i] != all[i])
+        fail(mine[i].flag, " differs between ranks: rank 0 has ", all[i], ", rank ", r, " has ",
+             all[r * n + i], "; every rank must be started with the same flags and data");
+}
+
 double Trainer::averageOverRanks(double value) {
   if (!comm_ || comm_->size() == 1) return value;
   float v = static_cast<float>(value);
@@ -151,6 +181,7 @@ TrainResult Trainer::run() {
     pos.worldSize = world;
     loadInitialState(spec_, state_.data());
   }
+  agreeOnSchedule(train.size(), pos);
   // Every rank starts from rank 0's state (weights and optimizer state).
   if (comm_ && comm_->size() > 1) comm_->broadcast(state_.data(), spec_.stateBytes, 0)->wait();
 

@@ -55,6 +55,9 @@ private:
   void fillBatch(const Dataset& d, const int64_t* indices);
   StepContext context(float* loss, int64_t* correct, double lr, int64_t step);
 
+  // Fails on every rank unless all ranks run the same schedule of steps,
+  // logs and evaluations (the flags that decide when ranks communicate).
+  void agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos);
   // Mean over ranks of a value every rank computed (itself with one rank).
   double averageOverRanks(double value);
 
