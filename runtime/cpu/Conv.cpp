@@ -115,6 +115,27 @@ int64_t imagesPerGemm(const Conv2dParams& p) {
   return std::max<int64_t>(1, std::min<int64_t>(p.N, kTargetColumns / std::max<int64_t>(P, 1)));
 }
 
+// im2col of images [n0, n0 + count), group g, side by side: col is
+// [Cg*R*S, count*P] with image i in columns [i*P, (i+1)*P).
+void im2colImages(const Conv2dParams& p, const float* x, int64_t n0, int64_t count, int64_t g,
+                  float* col) {
+  const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), Cg = p.C / p.groups;
+  for (int64_t i = 0; i < count; ++i)
+    im2col(p, x + ((n0 + i) * p.C + g * Cg) * p.H * p.W, Cg, OH, OW, col + i * OH * OW,
+           count * OH * OW);
+}
+
+// The [Kg, P] blocks of dy for images [n0, n0 + count), group g, side by
+// side in one [Kg, count*P] matrix.
+void gatherImages(const Conv2dParams& p, const float* dy, int64_t n0, int64_t count, int64_t g,
+                  float* out) {
+  const int64_t P = conv2d_out_h(p) * conv2d_out_w(p), Kg = p.K / p.groups;
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t k = 0; k < Kg; ++k)
+      std::memcpy(out + k * count * P + i * P, dy + ((n0 + i) * p.K + g * Kg + k) * P,
+                  sizeof(float) * P);
+}
+
 }  // namespace
 
 int64_t conv2d_out_h(const Conv2dParams& p) {
@@ -154,8 +175,7 @@ void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const
         continue;
       }
       const int64_t ld = count * P;
-      for (int64_t i = 0; i < count; ++i)
-        im2col(p, x + ((n0 + i) * p.C + g * Cg) * p.H * p.W, Cg, OH, OW, workspace + i * P, ld);
+      im2colImages(p, x, n0, count, g, workspace);
       if (count == 1) {
         gemm(false, false, Kg, P, CRS, 1.0f, wg, CRS, workspace, P, 0.0f,
              y + (n0 * p.K + g * Kg) * P, P);
@@ -201,10 +221,7 @@ void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w
       if (count > 1) {
         // dy of the `count` images side by side: [Kg, count * P].
         float* gathered = workspace + CRS * ld;
-        for (int64_t i = 0; i < count; ++i)
-          for (int64_t k = 0; k < Kg; ++k)
-            std::memcpy(gathered + k * ld + i * P, dy + ((n0 + i) * p.K + g * Kg + k) * P,
-                        sizeof(float) * P);
+        gatherImages(p, dy, n0, count, g, gathered);
         dyAll = gathered;
       }
       gemm(true, false, CRS, ld, Kg, 1.0f, wg, CRS, dyAll, ld, 0.0f, workspace, ld);
@@ -236,15 +253,11 @@ void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* 
              x + (n0 * p.C + g * Cg) * p.H * p.W, P, beta, dwg, CRS);
         continue;
       }
-      for (int64_t i = 0; i < count; ++i)
-        im2col(p, x + ((n0 + i) * p.C + g * Cg) * p.H * p.W, Cg, OH, OW, workspace + i * P, ld);
+      im2colImages(p, x, n0, count, g, workspace);
       const float* dyAll = dy + (n0 * p.K + g * Kg) * P;
       if (count > 1) {
         float* gathered = workspace + CRS * ld;
-        for (int64_t i = 0; i < count; ++i)
-          for (int64_t k = 0; k < Kg; ++k)
-            std::memcpy(gathered + k * ld + i * P, dy + ((n0 + i) * p.K + g * Kg + k) * P,
-                        sizeof(float) * P);
+        gatherImages(p, dy, n0, count, g, gathered);
         dyAll = gathered;
       }
       gemm(false, true, Kg, CRS, ld, 1.0f, dyAll, ld, workspace, ld, beta, dwg, CRS);
