@@ -54,8 +54,9 @@ int64_t pool2d_out_w(const Pool2dParams& p) {
 namespace {
 
 // Keeps the first maximum in scan order; a NaN replaces anything (PyTorch).
+// Written without branches (the comparisons are data-dependent coin flips).
 inline void takeIfGreater(float v, int32_t at, float& best, int32_t& bestAt) {
-  const bool take = v > best || v != v;
+  const bool take = (v > best) | (v != v);
   best = take ? v : best;
   bestAt = take ? at : bestAt;
 }
@@ -63,19 +64,33 @@ inline void takeIfGreater(float v, int32_t at, float& best, int32_t& bestAt) {
 // 2x2 windows, stride 2, no padding or dilation: the usual CNN downsampling,
 // without the per-window bounds arithmetic of the general path.
 void maxPool2x2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp, int32_t* ip) {
+  const int32_t w = static_cast<int32_t>(W);
   for (int64_t oh = 0; oh < OH; ++oh) {
     const float* r0 = xp + 2 * oh * W;
     const float* r1 = r0 + W;
+    float* yr = yp + oh * OW;
     const int32_t base = static_cast<int32_t>(2 * oh * W);
-    for (int64_t ow = 0; ow < OW; ++ow) {
-      const int32_t c = static_cast<int32_t>(2 * ow);
-      float best = r0[c];
-      int32_t at = base + c;
-      takeIfGreater(r0[c + 1], base + c + 1, best, at);
-      takeIfGreater(r1[c], base + static_cast<int32_t>(W) + c, best, at);
-      takeIfGreater(r1[c + 1], base + static_cast<int32_t>(W) + c + 1, best, at);
-      yp[oh * OW + ow] = best;
-      if (ip) ip[oh * OW + ow] = at;
+    if (ip) {
+      int32_t* ir = ip + oh * OW;
+      DTCRT_SIMD for (int64_t ow = 0; ow < OW; ++ow) {
+        const int32_t c = static_cast<int32_t>(2 * ow);
+        float best = r0[c];
+        int32_t at = base + c;
+        takeIfGreater(r0[c + 1], base + c + 1, best, at);
+        takeIfGreater(r1[c], base + w + c, best, at);
+        takeIfGreater(r1[c + 1], base + w + c + 1, best, at);
+        yr[ow] = best;
+        ir[ow] = at;
+      }
+    } else {
+      DTCRT_SIMD for (int64_t ow = 0; ow < OW; ++ow) {
+        float best = r0[2 * ow];
+        int32_t unused = 0;
+        takeIfGreater(r0[2 * ow + 1], 0, best, unused);
+        takeIfGreater(r1[2 * ow], 0, best, unused);
+        takeIfGreater(r1[2 * ow + 1], 0, best, unused);
+        yr[ow] = best;
+      }
     }
   }
 }
@@ -117,11 +132,9 @@ void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indice
           const int64_t rowIdx = (hs + r * p.dilH) * p.W + ws;
           const float* row = xp + rowIdx;
           for (int64_t s = tw.lo; s < tw.hi; ++s) {
-            const float v = row[s * p.dilW];
-            if (v > best || v != v) {
-              best = v;
-              bestIdx = rowIdx + s * p.dilW;
-            }
+            int32_t at = static_cast<int32_t>(bestIdx);
+            takeIfGreater(row[s * p.dilW], static_cast<int32_t>(rowIdx + s * p.dilW), best, at);
+            bestIdx = at;
           }
         }
         yp[oh * OW + ow] = best;
