@@ -452,9 +452,11 @@ struct ShmCommunicator::Impl {
     futexWakeAll(&sync(rank)->seq);
   }
 
-  // Throws if some peer failed, left or died (the liveness probe reads /proc:
-  // only every ~50 ms, in the slow path).
-  void checkPeers(bool probe) {
+  // Throws if some peer failed or died, or if `awaited` (the rank being
+  // waited for) left: a rank that finished its last operation and left is
+  // no error for ranks waiting on others. The liveness probe reads /proc:
+  // only every ~50 ms, in the slow path.
+  void checkPeers(bool probe, int awaited) {
     for (int r = 0; r < size; ++r) {
       if (r == rank) continue;
       RankLine* l = line(r);
@@ -467,7 +469,7 @@ struct ShmCommunicator::Impl {
         throw CommError(std::string(opName) + " failed: rank " + std::to_string(r) +
                         " failed: " + msg);
       }
-      if (s == kLeft)
+      if (s == kLeft && r == awaited)
         throw CommError(std::string(opName) + " failed: " + who +
                         " left the job (its communicator was destroyed)");
       if (probe && pidVisible[size_t(r)]) {
@@ -508,7 +510,7 @@ struct ShmCommunicator::Impl {
       auto now = Clock::now();
       bool probe = now >= nextProbe;
       if (probe) nextProbe = now + std::chrono::milliseconds(50);
-      checkPeers(probe);
+      checkPeers(probe, q);
       if (now >= deadline)
         throw CommError(std::string(opName) + " timed out after " + formatDuration(timeout) +
                         " waiting for rank " + std::to_string(q));
