@@ -5,10 +5,6 @@
 using namespace mlir;
 using namespace dtc;
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// A tensor of `shape` with `like`'s element type.
 static void pushShaped(SmallVectorImpl<Type> &types, Value like,
                        ArrayRef<int64_t> shape) {

@@ -5,10 +5,6 @@
 using namespace mlir;
 using namespace dtc;
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// Result type of a broadcasting op over `operands`: the broadcast shape with
 /// the element type of the last operand (Where's condition is i1).
 static LogicalResult inferBroadcast(std::optional<Location> loc, StringRef opName,

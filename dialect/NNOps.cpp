@@ -5,10 +5,6 @@
 using namespace mlir;
 using namespace dtc;
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 //===----------------------------------------------------------------------===//
 // Gemm and MatMul
 //===----------------------------------------------------------------------===//

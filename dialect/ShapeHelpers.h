@@ -10,6 +10,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
+#include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include <optional>
@@ -18,6 +19,11 @@
 namespace dtc {
 
 using Shape = llvm::SmallVector<int64_t, 6>;
+
+/// The ranked tensor type of `value` (every dtc value that has a shape).
+inline mlir::RankedTensorType tensorOf(mlir::Value value) {
+  return llvm::cast<mlir::RankedTensorType>(value.getType());
+}
 
 /// numpy broadcasting of two shapes; nullopt when they are incompatible.
 std::optional<Shape> broadcastShapes(llvm::ArrayRef<int64_t> a,

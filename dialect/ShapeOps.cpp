@@ -5,10 +5,6 @@
 using namespace mlir;
 using namespace dtc;
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType input = tensorOf(adaptor.getInput());

@@ -5,10 +5,6 @@
 using namespace mlir;
 using namespace dtc;
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// Labels must have the logits' shape without the class dimension.
 static LogicalResult checkLabels(std::optional<Location> loc, StringRef op,
                                  Value logits, Value labels) {

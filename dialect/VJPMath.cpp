@@ -6,10 +6,6 @@ using namespace mlir;
 
 namespace dtc {
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 Value scalarConstant(OpBuilder &b, Location loc, Value like, double value) {
   auto type = RankedTensorType::get({}, tensorOf(like).getElementType());
   auto element = llvm::cast<FloatType>(type.getElementType());

@@ -6,10 +6,6 @@ using namespace mlir;
 
 namespace dtc {
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 static Value gemm(OpBuilder &b, Location loc, Value x, Value y, bool transX,
                   bool transY, APFloat alpha) {
   return b.create<GemmOp>(loc, x, y, Value(), b.getF32FloatAttr(alpha.convertToFloat()),

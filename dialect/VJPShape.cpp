@@ -6,10 +6,6 @@ using namespace mlir;
 
 namespace dtc {
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// Ops that only change the shape: the gradient is dy reshaped back.
 template <typename OpT>
 static LogicalResult reshapeBack(OpT op, OpBuilder &b, ValueRange dys,
