@@ -100,6 +100,41 @@ LogicalResult emitConvBackwardFilter(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+LogicalResult emitConvColumns(Operation *op, FunctionEmitter &fn) {
+  auto cols = cast<ConvColumnsOp>(op);
+  std::string p = convParams(fn, fn.dims(cols.getInput()), cols.getWeightShape(),
+                             cols.getStrides(), cols.getPads(), cols.getDilations(),
+                             cols.getGroup());
+  fn.line("cpu::conv2d_im2col(" + p + ", " + fn.ptr(cols.getInput()) + ", " +
+          fn.ptr(cols.getColumns()) + ");");
+  return success();
+}
+
+LogicalResult emitConvFromColumns(Operation *op, FunctionEmitter &fn) {
+  auto conv = cast<ConvFromColumnsOp>(op);
+  std::string p = convParams(fn, fn.dims(conv.getInput()), fn.dims(conv.getWeight()),
+                             conv.getStrides(), conv.getPads(), conv.getDilations(),
+                             conv.getGroup());
+  fn.workspaceTerms.push_back("4 * cpu::conv2d_forward_workspace(" + p + ")");
+  fn.line("cpu::conv2d_forward_columns(" + p + ", " + fn.ptr(conv.getInput()) + ", " +
+          fn.ptr(conv.getColumns()) + ", " + fn.ptr(conv.getWeight()) + ", " +
+          (conv.getBias() ? fn.ptr(conv.getBias()) : std::string("nullptr")) + ", " +
+          fn.ptr(conv.getOutput()) + ", ctx.workspace);");
+  return success();
+}
+
+LogicalResult emitConvBackwardFilterFromColumns(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<ConvBackwardFilterFromColumnsOp>(op);
+  std::string p = convParams(fn, fn.dims(grad.getInput()), grad.getWeightShape(),
+                             grad.getStrides(), grad.getPads(), grad.getDilations(),
+                             grad.getGroup());
+  fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_filter_workspace(" + p + ")");
+  fn.line("cpu::conv2d_backward_filter_columns(" + p + ", " + fn.ptr(grad.getInput()) +
+          ", " + fn.ptr(grad.getColumns()) + ", " + fn.ptr(grad.getGrad()) + ", " +
+          fn.ptr(grad.getOutput()) + ", ctx.workspace);");
+  return success();
+}
+
 std::string poolParams(FunctionEmitter &fn, ArrayRef<int64_t> x, ArrayRef<int64_t> kernel,
                        ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
                        ArrayRef<int64_t> dilations, bool ceilMode, bool countIncludePad) {
@@ -312,6 +347,9 @@ void populateNNEmitters(OpEmitterTable &table) {
   table["dtc.conv"] = emitConv;
   table["dtc.conv_backward_data"] = emitConvBackwardData;
   table["dtc.conv_backward_filter"] = emitConvBackwardFilter;
+  table["dtc.conv_columns"] = emitConvColumns;
+  table["dtc.conv_from_columns"] = emitConvFromColumns;
+  table["dtc.conv_backward_filter_from_columns"] = emitConvBackwardFilterFromColumns;
   table["dtc.max_pool"] = emitMaxPool;
   table["dtc.max_pool_grad"] = emitMaxPoolGrad;
   table["dtc.average_pool"] = emitAveragePool;

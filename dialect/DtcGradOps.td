@@ -137,4 +137,40 @@ def Dtc_GatherGradOp : Dtc_InferredOp<"gather_grad"> {
   let results = (outs Dtc_FloatTensor:$output);
 }
 
+def Dtc_ConvColumnsOp : Dtc_InferredOp<"conv_columns"> {
+  let summary = "the im2col column matrix of a convolution's input, kept for backward";
+  let description = [{
+    Made by dtc-keep-conv-columns in training steps: the forward convolution
+    and its filter gradient both read this matrix instead of each building
+    it. Its layout is the runtime's (conv2d_im2col): C*R*S*N*OH*OW floats,
+    none for a 1x1/stride-1/unpadded convolution.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$weight_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Dtc_FloatTensor:$columns);
+}
+
+def Dtc_ConvFromColumnsOp : Dtc_InferredOp<"conv_from_columns"> {
+  let summary = "dtc.conv computed from its input's kept column matrix";
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$columns,
+                       Dtc_FloatTensor:$weight, Optional<Dtc_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_ConvBackwardFilterFromColumnsOp
+    : Dtc_InferredOp<"conv_backward_filter_from_columns"> {
+  let summary = "dtc.conv_backward_filter from the input's kept column matrix";
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$columns,
+                       Dtc_FloatTensor:$grad, DenseI64ArrayAttr:$weight_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
 #endif // DTC_GRAD_OPS_TD

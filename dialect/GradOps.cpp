@@ -122,3 +122,56 @@ LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   pushShaped(types, adaptor.getGrad(), adaptor.getDataShape());
   return success();
 }
+
+/// Floats of the kept column matrix: C*R*S*N*OH*OW (the runtime's
+/// conv2d_columns_floats), none for a 1x1, stride-1, unpadded convolution.
+int64_t dtc::convColumnsFloats(ArrayRef<int64_t> input, ArrayRef<int64_t> weight,
+                               ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                               ArrayRef<int64_t> dilations) {
+  bool pointwise = weight[2] == 1 && weight[3] == 1 && strides[0] == 1 && strides[1] == 1 &&
+                   llvm::all_of(pads, [](int64_t p) { return p == 0; });
+  if (pointwise)
+    return 0;
+  int64_t oh = windowOutputSize(input[2], weight[2], strides[0], pads[0], pads[2],
+                                dilations[0], false);
+  int64_t ow = windowOutputSize(input[3], weight[3], strides[1], pads[1], pads[3],
+                                dilations[1], false);
+  return input[1] * weight[2] * weight[3] * input[0] * oh * ow;
+}
+
+LogicalResult ConvColumnsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> input = tensorOf(adaptor.getInput()).getShape();
+  if (input.size() != 4 || adaptor.getWeightShape().size() != 4)
+    return inferenceError(loc, "dtc.conv_columns: input and weight must be 4-D");
+  int64_t floats = convColumnsFloats(input, adaptor.getWeightShape(), adaptor.getStrides(),
+                                     adaptor.getPads(), adaptor.getDilations());
+  pushShaped(types, adaptor.getInput(), {floats});
+  return success();
+}
+
+LogicalResult ConvFromColumnsOp::inferReturnTypes(MLIRContext *,
+                                                  std::optional<Location> loc,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> x = tensorOf(adaptor.getInput()).getShape();
+  ArrayRef<int64_t> w = tensorOf(adaptor.getWeight()).getShape();
+  if (x.size() != 4 || w.size() != 4 || adaptor.getPads().size() != 4)
+    return inferenceError(loc, "dtc.conv_from_columns: input and weight must be 4-D");
+  ArrayRef<int64_t> s = adaptor.getStrides(), p = adaptor.getPads(),
+                    d = adaptor.getDilations();
+  pushShaped(types, adaptor.getInput(),
+             {x[0], w[0], windowOutputSize(x[2], w[2], s[0], p[0], p[2], d[0], false),
+              windowOutputSize(x[3], w[3], s[1], p[1], p[3], d[1], false)});
+  return success();
+}
+
+LogicalResult ConvBackwardFilterFromColumnsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  if (adaptor.getWeightShape().size() != 4)
+    return inferenceError(loc, "dtc.conv_backward_filter_from_columns: weight_shape must be 4-D");
+  pushShaped(types, adaptor.getGrad(), adaptor.getWeightShape());
+  return success();
+}

@@ -38,6 +38,11 @@ int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride,
                          int64_t padBegin, int64_t padEnd, int64_t dilation,
                          bool ceilMode);
 
+/// Floats of a convolution's kept im2col column matrix (see dtc.conv_columns).
+int64_t convColumnsFloats(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
+                          llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                          llvm::ArrayRef<int64_t> dilations);
+
 /// Product of the dimensions (1 for a scalar).
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 

@@ -215,6 +215,36 @@ def VerifyCollectives : Pass<"dtc-verify-collectives", "mlir::ModuleOp"> {
   }];
 }
 
+def KeepConvColumns : Pass<"dtc-keep-conv-columns", "mlir::ModuleOp"> {
+  let summary = "Builds a convolution's im2col matrix once for forward and filter gradient";
+  let description = [{
+    In @train_step, a dtc.conv whose input also feeds a
+    dtc.conv_backward_filter with the same window needs the same im2col
+    column matrix twice. This pass makes it once (`dtc.conv_columns`) and
+    has both read it (`dtc.conv_from_columns`,
+    `dtc.conv_backward_filter_from_columns`), trading the matrix's memory,
+    alive from forward to backward, for one im2col per convolution and step.
+    Convolutions whose matrix would exceed `max-mb` keep recomputing it; 1x1
+    stride-1 unpadded ones have none.
+
+    Before:
+    ```mlir
+    %y = dtc.conv %x, %w
+    ... %dw = dtc.conv_backward_filter %x, %dy
+    ```
+    After:
+    ```mlir
+    %cols = dtc.conv_columns %x
+    %y = dtc.conv_from_columns %x, %cols, %w
+    ... %dw = dtc.conv_backward_filter_from_columns %x, %cols, %dy
+    ```
+  }];
+  let options = [
+    Option<"maxMb", "max-mb", "double", /*default=*/"64.0",
+           "largest column matrix kept, in MiB">
+  ];
+}
+
 def PlanMemory : Pass<"dtc-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Annotates every tensor with its arena offset (for tests and reports)";
   let description = [{

@@ -158,8 +158,39 @@ int64_t conv2d_backward_filter_workspace(const Conv2dParams& p) {
   return conv2d_forward_workspace(p);
 }
 
+namespace {
+
+// The block of a kept column matrix (conv2d_im2col) for group g and the
+// chunk of images starting at n0: [CRS, count * P], chunks back to back.
+const float* columnsBlock(const Conv2dParams& p, const float* columns, int64_t g, int64_t n0) {
+  const int64_t P = conv2d_out_h(p) * conv2d_out_w(p), CRS = p.C / p.groups * p.R * p.S;
+  return columns + (g * p.N + n0) * CRS * P;
+}
+
+}  // namespace
+
+int64_t conv2d_columns_floats(const Conv2dParams& p) {
+  if (isPointwise(p)) return 0;
+  return p.C * p.R * p.S * p.N * conv2d_out_h(p) * conv2d_out_w(p);
+}
+
+void conv2d_im2col(const Conv2dParams& p, const float* x, float* columns) {
+  check(p);
+  if (isPointwise(p)) return;
+  const int64_t nb = imagesPerGemm(p);
+  for (int64_t n0 = 0; n0 < p.N; n0 += nb)
+    for (int64_t g = 0; g < p.groups; ++g)
+      im2colImages(p, x, n0, std::min(nb, p.N - n0), g,
+                   const_cast<float*>(columnsBlock(p, columns, g, n0)));
+}
+
 void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                     float* y, float* workspace) {
+  conv2d_forward_columns(p, x, nullptr, w, bias, y, workspace);
+}
+
+void conv2d_forward_columns(const Conv2dParams& p, const float* x, const float* columns,
+                            const float* w, const float* bias, float* y, float* workspace) {
   check(p);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
@@ -175,15 +206,20 @@ void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const
         continue;
       }
       const int64_t ld = count * P;
-      im2colImages(p, x, n0, count, g, workspace);
+      const float* col = workspace;
+      if (columns) {
+        col = columnsBlock(p, columns, g, n0);
+      } else {
+        im2colImages(p, x, n0, count, g, workspace);
+      }
       if (count == 1) {
-        gemm(false, false, Kg, P, CRS, 1.0f, wg, CRS, workspace, P, 0.0f,
+        gemm(false, false, Kg, P, CRS, 1.0f, wg, CRS, col, P, 0.0f,
              y + (n0 * p.K + g * Kg) * P, P);
         continue;
       }
       // One GEMM for `count` images, then each image's [Kg, P] block to its place.
-      float* out = workspace + CRS * ld;
-      gemm(false, false, Kg, ld, CRS, 1.0f, wg, CRS, workspace, ld, 0.0f, out, ld);
+      float* out = workspace + (columns ? 0 : CRS * ld);
+      gemm(false, false, Kg, ld, CRS, 1.0f, wg, CRS, col, ld, 0.0f, out, ld);
       for (int64_t i = 0; i < count; ++i)
         for (int64_t k = 0; k < Kg; ++k)
           std::memcpy(y + ((n0 + i) * p.K + g * Kg + k) * P, out + k * ld + i * P,
@@ -236,6 +272,11 @@ void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w
 
 void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* dy, float* dw,
                             float* workspace) {
+  conv2d_backward_filter_columns(p, x, nullptr, dy, dw, workspace);
+}
+
+void conv2d_backward_filter_columns(const Conv2dParams& p, const float* x, const float* columns,
+                                    const float* dy, float* dw, float* workspace) {
   check(p);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
@@ -253,14 +294,19 @@ void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* 
              x + (n0 * p.C + g * Cg) * p.H * p.W, P, beta, dwg, CRS);
         continue;
       }
-      im2colImages(p, x, n0, count, g, workspace);
+      const float* col = workspace;
+      if (columns) {
+        col = columnsBlock(p, columns, g, n0);
+      } else {
+        im2colImages(p, x, n0, count, g, workspace);
+      }
       const float* dyAll = dy + (n0 * p.K + g * Kg) * P;
       if (count > 1) {
-        float* gathered = workspace + CRS * ld;
+        float* gathered = workspace + (columns ? 0 : CRS * ld);
         gatherImages(p, dy, n0, count, g, gathered);
         dyAll = gathered;
       }
-      gemm(false, true, Kg, CRS, ld, 1.0f, dyAll, ld, workspace, ld, beta, dwg, CRS);
+      gemm(false, true, Kg, CRS, ld, 1.0f, dyAll, ld, col, ld, beta, dwg, CRS);
     }
   }
 }

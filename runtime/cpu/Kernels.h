@@ -152,6 +152,19 @@ void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w
 // dw (overwritten) = gradient w.r.t. w, summed over the batch.
 void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* dy, float* dw,
                             float* workspace);
+// Training keeps the im2col column matrix of the forward pass for the
+// filter gradient instead of building it twice. conv2d_columns_floats is its
+// size (0 for a 1x1/stride-1/no-pad conv, which needs none); conv2d_im2col
+// fills it from x; the _columns variants read it instead of x (x is then
+// unused, except by a pointwise conv). Results are identical to the plain
+// versions; the workspace sizes above suffice.
+int64_t conv2d_columns_floats(const Conv2dParams& p);
+void conv2d_im2col(const Conv2dParams& p, const float* x, float* columns);
+void conv2d_forward_columns(const Conv2dParams& p, const float* x, const float* columns,
+                            const float* w, const float* bias, float* y, float* workspace);
+void conv2d_backward_filter_columns(const Conv2dParams& p, const float* x,
+                                    const float* columns, const float* dy, float* dw,
+                                    float* workspace);
 // db[k] = sum over n, oh, ow of dy[n, k, oh, ow].
 void conv2d_backward_bias(const Conv2dParams& p, const float* dy, float* db);
 

@@ -137,6 +137,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     pm.addPass(dtc::createAddOptimizer(
         {optimizer, lr, momentum, dampening, weightDecay, nesterov, beta1, beta2, eps}));
     pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(dtc::createKeepConvColumns());
   }
   pm.addPass(mlir::createCSEPass());
   pm.addPass(dtc::createVerifyCollectives());

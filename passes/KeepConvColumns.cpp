@@ -1,0 +1,74 @@
+//===- KeepConvColumns.cpp - one im2col per convolution and training step -===//
+#include "passes/Passes.h"
+
+#include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_KEEPCONVCOLUMNS
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+
+/// The filter gradient of `conv`: same input and window, in the same block.
+ConvBackwardFilterOp findFilterGradient(ConvOp conv) {
+  for (Operation *user : conv.getInput().getUsers()) {
+    auto grad = dyn_cast<ConvBackwardFilterOp>(user);
+    if (grad && grad.getInput() == conv.getInput() &&
+        grad.getWeightShape() == tensorOf(conv.getWeight()).getShape() &&
+        grad.getStrides() == conv.getStrides() && grad.getPads() == conv.getPads() &&
+        grad.getDilations() == conv.getDilations() && grad.getGroup() == conv.getGroup() &&
+        grad->getBlock() == conv->getBlock())
+      return grad;
+  }
+  return {};
+}
+
+struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass> {
+  using KeepConvColumnsBase::KeepConvColumnsBase;
+
+  void runOnOperation() override {
+    auto train = getOperation().lookupSymbol<func::FuncOp>("train_step");
+    if (!train)
+      return;
+    for (ConvOp conv : llvm::make_early_inc_range(train.getOps<ConvOp>())) {
+      ConvBackwardFilterOp grad = findFilterGradient(conv);
+      if (!grad)
+        continue;
+      int64_t floats = convColumnsFloats(tensorOf(conv.getInput()).getShape(),
+                                         tensorOf(conv.getWeight()).getShape(),
+                                         conv.getStrides(), conv.getPads(),
+                                         conv.getDilations());
+      if (floats == 0 || double(floats) * 4.0 > maxMb * 1024.0 * 1024.0)
+        continue;
+      OpBuilder b(conv);
+      auto columns = b.create<ConvColumnsOp>(
+          conv.getLoc(), conv.getInput(),
+          b.getDenseI64ArrayAttr(tensorOf(conv.getWeight()).getShape()),
+          conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
+          conv.getGroupAttr());
+      Value y = b.create<ConvFromColumnsOp>(conv.getLoc(), conv.getInput(), columns,
+                                            conv.getWeight(), conv.getBias(),
+                                            conv.getStridesAttr(), conv.getPadsAttr(),
+                                            conv.getDilationsAttr(), conv.getGroupAttr());
+      conv.getOutput().replaceAllUsesWith(y);
+      conv.erase();
+      b.setInsertionPoint(grad);
+      Value dw = b.create<ConvBackwardFilterFromColumnsOp>(
+          grad.getLoc(), grad.getInput(), columns, grad.getGrad(), grad.getWeightShapeAttr(),
+          grad.getStridesAttr(), grad.getPadsAttr(), grad.getDilationsAttr(),
+          grad.getGroupAttr());
+      grad.getOutput().replaceAllUsesWith(dw);
+      grad.erase();
+    }
+  }
+};
+
+} // namespace
