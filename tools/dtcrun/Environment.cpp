@@ -30,6 +30,20 @@ int threadsPerRank(const Options& o) {
   return t < 1 ? 1 : t;
 }
 
+std::vector<int> rankCores(const Options& o, int localRank) {
+  std::vector<int> allowed;
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (!o.bindCores || ::sched_getaffinity(0, sizeof set, &set) != 0) return {};
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) allowed.push_back(c);
+#endif
+  const int t = threadsPerRank(o);
+  if (allowed.empty() || static_cast<size_t>(o.nprocPerNode) * t > allowed.size()) return {};
+  return std::vector<int>(allowed.begin() + localRank * t, allowed.begin() + (localRank + 1) * t);
+}
+
 std::vector<std::string> rankEnvironment(const Options& o, int localRank) {
   const int rank = o.nodeRank * o.nprocPerNode + localRank;
   const std::string threads = std::to_string(threadsPerRank(o));

@@ -17,6 +17,11 @@ int availableCores();
 // OMP_NUM_THREADS for each rank: --threads-per-rank, else max(1, cores / N).
 int threadsPerRank(const Options& options);
 
+// The CPUs local rank `localRank` is bound to: T of the CPUs dtcrun may use,
+// disjoint between ranks; empty (no binding) with --bind=none or when the
+// N*T do not fit.
+std::vector<int> rankCores(const Options& options, int localRank);
+
 // The full environment ("NAME=value") of local rank `localRank`: this
 // process's environment (CUDA_VISIBLE_DEVICES and everything else passed
 // through untouched) with the launcher's variables set or replaced.

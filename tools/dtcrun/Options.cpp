@@ -101,6 +101,8 @@ std::string usage() {
          "  --master-port=PORT      rank 0's port (default 29500)\n"
          "  --threads-per-rank=T    OMP_NUM_THREADS / OPENBLAS_NUM_THREADS\n"
          "                          (default max(1, cores / N))\n"
+         "  --bind=cores|none       give each rank its own T cores (CPU affinity) when\n"
+         "                          N*T fit in the cores dtcrun may use (default cores)\n"
          "  --timeout=SECONDS       stop the job after this long, exit 124 (default none)\n"
          "  --grace-period=SECONDS  SIGTERM to SIGKILL when stopping ranks (default 10)\n"
          "  --tee=DIR               also write each rank's output to DIR/rank-R.log\n"
@@ -133,7 +135,7 @@ Options parseOptions(int argc, char** argv) {
     static const char* const known[] = {"--nproc-per-node", "--nnodes", "--node-rank",
                                         "--master-addr", "--master-port",
                                         "--threads-per-rank", "--timeout", "--grace-period",
-                                        "--tee"};
+                                        "--tee", "--bind"};
     bool isKnown = false;
     for (const char* k : known) isKnown |= name == k;
     if (!isKnown) throw UsageError("unknown option '" + arg + "' (see dtcrun --help)");
@@ -155,6 +157,10 @@ Options parseOptions(int argc, char** argv) {
       o.masterPort = static_cast<int>(parseInt(name, value, 1, 65535));
     } else if (name == "--threads-per-rank") {
       o.threadsPerRank = static_cast<int>(parseInt(name, value, 1, 0x7fffffff));
+    } else if (name == "--bind") {
+      if (value != "cores" && value != "none")
+        throw UsageError("--bind: expected 'cores' or 'none', got '" + value + "'");
+      o.bindCores = value == "cores";
     } else if (name == "--timeout") {
       o.timeoutSeconds = parseSeconds(name, value);
     } else if (name == "--grace-period") {

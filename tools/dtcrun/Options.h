@@ -16,6 +16,7 @@ struct Options {
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
   int threadsPerRank = 0;        // T; 0 = max(1, cores / N)
+  bool bindCores = true;         // --bind=cores|none: rank i on its own T cores
   double timeoutSeconds = 0;     // whole-job wall-clock limit; 0 = none
   double gracePeriodSeconds = 10;  // SIGTERM -> SIGKILL
   std::string teeDir;            // empty = no log files

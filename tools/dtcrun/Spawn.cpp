@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -38,7 +39,8 @@ void closeFd(int& fd) {
 }  // namespace
 
 bool spawnRank(const std::string& path, const std::vector<std::string>& args,
-               const std::vector<std::string>& env, SpawnedRank& out, std::string& error) {
+               const std::vector<std::string>& env, const std::vector<int>& cores,
+               SpawnedRank& out, std::string& error) {
   int outPipe[2] = {-1, -1}, errPipe[2] = {-1, -1}, statusPipe[2] = {-1, -1};
   if (!makePipe(outPipe) || !makePipe(errPipe) || !makePipe(statusPipe)) {
     error = std::strerror(errno);
@@ -56,6 +58,11 @@ bool spawnRank(const std::string& path, const std::vector<std::string>& args,
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   const pid_t parent = ::getpid();
+#ifdef __linux__
+  cpu_set_t affinity;
+  CPU_ZERO(&affinity);
+  for (int c : cores) CPU_SET(c, &affinity);
+#endif
 
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -73,6 +80,10 @@ bool spawnRank(const std::string& path, const std::vector<std::string>& args,
     if (::getppid() != parent) ::_exit(127);  // dtcrun died before prctl
 #else
     (void)parent;
+#endif
+#ifdef __linux__
+    // Best effort: a rank that cannot be bound still runs.
+    if (!cores.empty()) ::sched_setaffinity(0, sizeof affinity, &affinity);
 #endif
     resetSignalsInChild();
     int devNull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -19,8 +19,10 @@ struct SpawnedRank {
 // Forks and execs `path` with `args` and `env`. Returns false with `error`
 // set ("Exec format error", ...) when the process could not be started; a
 // failed exec is detected before returning (the child is reaped then).
+// `cores`, when not empty, is the set of CPUs the rank may run on.
 bool spawnRank(const std::string& path, const std::vector<std::string>& args,
-               const std::vector<std::string>& env, SpawnedRank& out, std::string& error);
+               const std::vector<std::string>& env, const std::vector<int>& cores,
+               SpawnedRank& out, std::string& error);
 
 // Sends `sig` to the rank's process group. Returns false if nothing was
 // there to signal.

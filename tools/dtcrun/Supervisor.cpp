@@ -111,7 +111,8 @@ bool Job::start() {
     r.globalRank = o_.nodeRank * o_.nprocPerNode + i;
     SpawnedRank spawned;
     std::string error;
-    if (!spawnRank(o_.programPath, o_.args, rankEnvironment(o_, i), spawned, error)) {
+    if (!spawnRank(o_.programPath, o_.args, rankEnvironment(o_, i), rankCores(o_, i), spawned,
+                   error)) {
       out_.launcherMessage("dtcrun: cannot run '" + o_.program + "' as rank " +
                            std::to_string(r.globalRank) + ": " + error);
       ranks_.resize(i);
