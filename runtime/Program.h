@@ -45,6 +45,24 @@ struct ParamSpec {
   size_t offset;       // byte offset in the state buffer (64-byte aligned)
   // Optimizer state only: the index of the weight it belongs to, else -1.
   int32_t ownerIndex;
+  // Pipeline programs: the stage that owns the param (reads and updates it;
+  // its optimizer state follows it). The params of one stage are contiguous
+  // in the state buffer. -1: read-only constants any stage may read. Unused
+  // in programs that are not pipelines.
+  int32_t stage;
+};
+
+// Pipeline programs: the generated step marks where each scheduled piece of
+// work (the forward or backward pass of one micro-batch) begins; the runtime
+// records them for --trace. Null when no trace is being recorded.
+class StepTracer {
+public:
+  virtual ~StepTracer() = default;
+  // Ends the phase in progress (if any) and begins `phase` ("forward" or
+  // "backward") of micro-batch `microBatch`.
+  virtual void begin(const char* phase, int64_t microBatch) = 0;
+  // Ends the phase in progress; called once when the step returns.
+  virtual void end() = 0;
 };
 
 // What one call of a step function reads and writes. The runtime owns every
@@ -63,7 +81,13 @@ struct StepContext {
   int64_t step;                // 1-based optimizer step (Adam bias correction,
                                // SGD's first-step momentum initialisation)
   uint64_t seed;               // base seed of random ops (dropout)
-  Communicator* comm;          // this rank's communicator (one rank: a no-op one)
+  Communicator* comm;          // this rank's communicator (one rank: a no-op one).
+                               // Pipeline programs: the data-parallel group of
+                               // this rank's stage (its replicas), indexed by replica.
+  // Pipeline programs only: the ranks of this rank's pipeline replica, indexed
+  // by stage (send/recv of activations and gradients); null otherwise.
+  Communicator* pipe;
+  StepTracer* trace;           // pipeline programs: --trace, else null
 };
 
 using StepFunction = void (*)(StepContext&);
@@ -109,6 +133,20 @@ struct ProgramSpec {
   // N = 1 (or 0, in programs that predate it): no accumulateStep.
   int32_t accumulateSteps;
   StepFunction accumulateStep;
+
+  // Pipeline / model parallelism (dtc --strategy=pipeline|model). 0 stages:
+  // not a pipeline (the fields below are unused). A job has
+  // pipelineStages * dataParallel ranks; rank r runs stage r % pipelineStages
+  // of replica r / pipelineStages. One call of stageSteps[s] is one optimizer
+  // step: it reads microBatches * batchSize rows of every input and of the
+  // labels (batchSize is the micro-batch), runs the compiled schedule, and
+  // writes *ctx.loss (the step's mean loss on the last stage, 0 on the others).
+  int32_t pipelineStages;
+  int32_t dataParallel;          // replicas of the pipeline (>= 1)
+  int32_t microBatches;          // >= 1
+  const StepFunction* stageSteps;      // [pipelineStages]
+  const size_t* stageArenaBytes;       // [pipelineStages]: planned arena peak of each stage step
+  const char* schedule;          // "gpipe" or "1f1b"
 };
 
 } // namespace dtcrt
