@@ -1,5 +1,6 @@
 # The communicators of libdtcrt (runtime/comm/): rendezvous stores, start-up
-# checks, Gloo over TCP for CPU tensors (dtcrt_comm) and, when CUDA and NCCL
+# checks, Gloo over TCP and shared memory for CPU tensors, subgroups over
+# another communicator's ranks (dtcrt_comm) and, when CUDA and NCCL
 # are found, NCCL for GPU tensors (dtcrt_comm_nccl, linked into dtcrt_comm's
 # users through DTCRT_WITH_NCCL). Include it from runtime/CMakeLists.txt:
 #   include(${CMAKE_CURRENT_LIST_DIR}/CommSources.cmake)
@@ -20,6 +21,7 @@ add_library(dtcrt_comm STATIC
   ${DTCRT_COMM_DIR}/GlooCommunicator.cpp
   ${DTCRT_COMM_DIR}/ShmCommunicator.cpp
   ${DTCRT_COMM_DIR}/Connect.cpp
+  ${DTCRT_COMM_DIR}/Subgroup.cpp
 )
 set_target_properties(dtcrt_comm PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_include_directories(dtcrt_comm PUBLIC ${DTCRT_COMM_DIR}/../..)

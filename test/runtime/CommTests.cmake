@@ -1,5 +1,6 @@
 # Unit tests of the communicators (runtime/comm/): stores, start-up checks,
-# Gloo and shared-memory collectives and failures with real processes, the
+# Gloo and shared-memory collectives and failures with real processes,
+# subgroups (pipeline stages and replicas over one parent), the
 # launcher environment and (when built) NCCL's no-GPU error. Include after
 # runtime/CommSources.cmake:
 #   include(${CMAKE_SOURCE_DIR}/test/runtime/CommTests.cmake)
@@ -14,6 +15,7 @@ add_executable(dtcrt_comm_tests
   ${DTCRT_COMM_TEST_DIR}/CommTestGloo.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestFailure.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestShm.cpp
+  ${DTCRT_COMM_TEST_DIR}/CommTestSubgroup.cpp
 )
 if(DTCRT_WITH_NCCL)
   target_sources(dtcrt_comm_tests PRIVATE ${DTCRT_COMM_TEST_DIR}/CommTestNccl.cpp)

@@ -1,0 +1,356 @@
+// dtcrt: makeSubgroup — see Subgroup.h.
+#include "runtime/comm/Subgroup.h"
+
+#include <algorithm>
+#include <climits>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace dtcrt {
+
+namespace {
+
+std::string listOf(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+class DoneWork : public Work {
+public:
+  void wait() override {}
+};
+
+class WorkState {
+public:
+  void finish(std::string error) {
+    std::lock_guard<std::mutex> lock(m_);
+    error_ = std::move(error);
+    done_ = true;
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait(lock, [this] { return done_; });
+    if (!error_.empty()) throw CommError(error_);
+  }
+
+private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::string error_;
+};
+
+class GroupWork : public Work {
+public:
+  explicit GroupWork(std::shared_ptr<WorkState> s) : state_(std::move(s)) {}
+  void wait() override { state_->wait(); }
+
+private:
+  std::shared_ptr<WorkState> state_;
+};
+
+// Checks shared by both group kinds.
+void checkP2P(const char* name, int peer, int tag, int rank, int size, const std::string& ranks) {
+  if (peer < 0 || peer >= size || peer == rank)
+    throw CommError(std::string(name) + ": peer " + std::to_string(peer) +
+                    " is not another member of this group of " + std::to_string(size) +
+                    " (parent ranks " + ranks + "; this is member " + std::to_string(rank) + ")");
+  if (tag < 0 || tag >= kSubgroupUserTags)
+    throw CommError(std::string(name) + ": tag " + std::to_string(tag) + " is outside 0.." +
+                    std::to_string(kSubgroupUserTags - 1));
+}
+
+void checkRoot(int root, int size) {
+  if (root < 0 || root >= size)
+    throw CommError("broadcast: root " + std::to_string(root) + " is outside this group's 0.." +
+                    std::to_string(size - 1));
+}
+
+// A group of one: collectives are the identity, there is no peer to talk to.
+class SingleMemberGroup : public Communicator {
+public:
+  explicit SingleMemberGroup(int parentRank) : ranks_(std::to_string(parentRank)) {}
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::unique_ptr<Work> allReduce(float*, size_t, ReduceOp) override {
+    return std::make_unique<DoneWork>();
+  }
+  std::unique_ptr<Work> broadcast(void*, size_t, int root) override {
+    checkRoot(root, 1);
+    return std::make_unique<DoneWork>();
+  }
+  std::unique_ptr<Work> allGather(const void* in, void* out, size_t bytes) override {
+    if (bytes && in != out) std::memmove(out, in, bytes);
+    return std::make_unique<DoneWork>();
+  }
+  std::unique_ptr<Work> send(const void*, size_t, int peer, int tag) override {
+    checkP2P("send", peer, tag, 0, 1, ranks_);
+    return nullptr;  // unreachable: a group of one has no peer
+  }
+  std::unique_ptr<Work> recv(void*, size_t, int peer, int tag) override {
+    checkP2P("recv", peer, tag, 0, 1, ranks_);
+    return nullptr;
+  }
+  void barrier() override {}
+
+private:
+  std::string ranks_;
+};
+
+class Group : public Communicator {
+public:
+  Group(Communicator& parent, std::vector<int> ranks, int rank, int tagBase)
+      : parent_(parent), ranks_(std::move(ranks)), rankList_(listOf(ranks_)), rank_(rank),
+        tagBase_(tagBase) {
+    worker_ = std::thread([this] { run(); });
+  }
+  ~Group() override {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    // The operation in progress ends within the parent's timeout (at once
+    // when the parent failed); queued ones are not started.
+    worker_.join();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return int(ranks_.size()); }
+
+  std::unique_ptr<Work> allReduce(float* data, size_t count, ReduceOp op) override {
+    bool mean = op == ReduceOp::Mean;
+    return enqueue("all-reduce", [this, data, count, mean](int tag) {
+      allReduceNow(data, count, mean, tag);
+    });
+  }
+
+  std::unique_ptr<Work> broadcast(void* data, size_t bytes, int root) override {
+    checkRoot(root, size());
+    return enqueue("broadcast", [this, data, bytes, root](int tag) {
+      Exchange x(*this, "broadcast");
+      if (rank_ == root) {
+        for (int p = 0; p < size(); ++p)
+          if (p != rank_) x.send(data, bytes, p, tag);
+      } else {
+        x.recv(data, bytes, root, tag);
+      }
+      x.waitAll();
+    });
+  }
+
+  std::unique_ptr<Work> allGather(const void* in, void* out, size_t bytes) override {
+    return enqueue("all-gather", [this, in, out, bytes](int tag) {
+      Exchange x(*this, "all-gather");
+      char* o = static_cast<char*>(out);
+      for (int p = 0; p < size(); ++p)
+        if (p != rank_) x.recv(o + size_t(p) * bytes, bytes, p, tag);
+      for (int p = 0; p < size(); ++p)
+        if (p != rank_) x.send(in, bytes, p, tag);
+      x.waitAll();
+      if (bytes && o + size_t(rank_) * bytes != in) std::memmove(o + size_t(rank_) * bytes, in, bytes);
+    });
+  }
+
+  std::unique_ptr<Work> send(const void* data, size_t bytes, int peer, int tag) override {
+    checkP2P("send", peer, tag, rank_, size(), rankList_);
+    return parent_.send(data, bytes, ranks_[size_t(peer)], tagBase_ + tag);
+  }
+
+  std::unique_ptr<Work> recv(void* data, size_t bytes, int peer, int tag) override {
+    checkP2P("recv", peer, tag, rank_, size(), rankList_);
+    return parent_.recv(data, bytes, ranks_[size_t(peer)], tagBase_ + tag);
+  }
+
+  void barrier() override {
+    enqueue("barrier", [this](int tag) {
+      // One byte each way with every peer (the parent skips empty messages).
+      Exchange x(*this, "barrier");
+      std::vector<char> in(ranks_.size(), 0);
+      char out = 1;
+      for (int p = 0; p < size(); ++p)
+        if (p != rank_) x.recv(&in[size_t(p)], 1, p, tag);
+      for (int p = 0; p < size(); ++p)
+        if (p != rank_) x.send(&out, 1, p, tag);
+      x.waitAll();
+    })->wait();
+  }
+
+private:
+  // The parent operations of one collective: all posted, then waited for;
+  // a failure names the operation and the peer's parent rank.
+  class Exchange {
+  public:
+    Exchange(Group& g, const char* name) : g_(g), name_(name) {}
+    void send(const void* data, size_t bytes, int peer, int tag) {
+      post(true, peer, [&] { return g_.parent_.send(data, bytes, g_.ranks_[size_t(peer)], tag); });
+    }
+    void recv(void* data, size_t bytes, int peer, int tag) {
+      post(false, peer, [&] { return g_.parent_.recv(data, bytes, g_.ranks_[size_t(peer)], tag); });
+    }
+    // Receives first (the data the result needs), then sends.
+    void waitAll() {
+      for (bool sends : {false, true})
+        for (Pending& p : pending_)
+          if (p.isSend == sends) {
+            try {
+              p.work->wait();
+            } catch (const std::exception& e) {
+              throw error(p.isSend, p.peer, e.what());
+            }
+          }
+      pending_.clear();
+    }
+
+  private:
+    struct Pending {
+      bool isSend;
+      int peer;
+      std::unique_ptr<Work> work;
+    };
+    template <typename F> void post(bool isSend, int peer, F&& start) {
+      try {
+        pending_.push_back({isSend, peer, start()});
+      } catch (const std::exception& e) {
+        throw error(isSend, peer, e.what());
+      }
+    }
+    CommError error(bool isSend, int peer, const std::string& what) const {
+      return CommError(std::string(name_) + " failed (" + (isSend ? "send to" : "recv from") +
+                       " rank " + std::to_string(g_.ranks_[size_t(peer)]) +
+                       " in the group of ranks " + g_.rankList_ + "): " + what);
+    }
+    Group& g_;
+    const char* name_;
+    std::vector<Pending> pending_;
+  };
+
+  void allReduceNow(float* data, size_t count, bool mean, int tag) {
+    if (count == 0) return;
+    const int n = size();
+    const size_t bytes = count * sizeof(float);
+    scratch_.resize(size_t(n));
+    Exchange x(*this, "all-reduce");
+    for (int p = 0; p < n; ++p)
+      if (p != rank_) {
+        scratch_[size_t(p)].resize(count);
+        x.recv(scratch_[size_t(p)].data(), bytes, p, tag);
+      }
+    for (int p = 0; p < n; ++p)
+      if (p != rank_) x.send(data, bytes, p, tag);
+    x.waitAll();  // the sends are done: `data` may be overwritten
+    // ((x0 + x1) + x2) + ... in group rank order, the same bits on every member.
+    auto part = [&](int p) -> const float* {
+      return p == rank_ ? data : scratch_[size_t(p)].data();
+    };
+    float* acc = rank_ == 0 ? data : scratch_[0].data();
+    for (int p = 1; p < n; ++p) {
+      const float* src = part(p);
+      for (size_t i = 0; i < count; ++i) acc[i] += src[i];
+    }
+    if (mean) {
+      const float w = float(n);
+      for (size_t i = 0; i < count; ++i) acc[i] /= w;
+    }
+    if (acc != data) std::memcpy(data, acc, bytes);
+  }
+
+  struct Op {
+    const char* name;
+    int tag;
+    std::function<void(int)> run;
+    std::shared_ptr<WorkState> state;
+  };
+
+  std::unique_ptr<Work> enqueue(const char* name, std::function<void(int)> fn) {
+    auto state = std::make_shared<WorkState>();
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      // Every member issues the same collectives in the same order: the
+      // sequence number, and so the tag, agree.
+      const int tag = tagBase_ + kSubgroupUserTags + int(seq_++ % uint32_t(kSubgroupUserTags));
+      queue_.push_back({name, tag, std::move(fn), state});
+    }
+    cv_.notify_all();
+    return std::make_unique<GroupWork>(state);
+  }
+
+  void run() {
+    for (;;) {
+      Op op;
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        op = std::move(queue_.front());
+        queue_.pop_front();
+        if (stopping_) {
+          lock.unlock();
+          op.state->finish(std::string(op.name) + " not run: the group was destroyed");
+          continue;
+        }
+      }
+      std::string error;
+      if (!failure_.empty()) {
+        error = std::string(op.name) + " not run: the group of ranks " + rankList_ +
+                " failed earlier: " + failure_;
+      } else {
+        try {
+          op.run(op.tag);
+        } catch (const std::exception& e) {
+          error = failure_ = e.what();
+        }
+      }
+      op.state->finish(std::move(error));
+    }
+  }
+
+  Communicator& parent_;
+  const std::vector<int> ranks_;
+  const std::string rankList_;
+  const int rank_;
+  const int tagBase_;
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  bool stopping_ = false;
+  uint32_t seq_ = 0;
+  // Worker thread only.
+  std::string failure_;
+  std::vector<std::vector<float>> scratch_;
+  std::thread worker_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> makeSubgroup(Communicator& parent, std::vector<int> parentRanks,
+                                           int tagBase) {
+  const std::string list = listOf(parentRanks);
+  if (tagBase < 0 || tagBase > INT_MAX - kSubgroupTagSpan + 1)
+    throw CommError("subgroup of ranks " + list + ": tag base " + std::to_string(tagBase) +
+                    " leaves no room for its " + std::to_string(kSubgroupTagSpan) + " tags");
+  int mine = -1;
+  for (size_t i = 0; i < parentRanks.size(); ++i) {
+    const int r = parentRanks[i];
+    if (r < 0 || r >= parent.size())
+      throw CommError("subgroup of ranks " + list + ": rank " + std::to_string(r) +
+                      " is outside 0.." + std::to_string(parent.size() - 1));
+    if (std::count(parentRanks.begin(), parentRanks.end(), r) > 1)
+      throw CommError("subgroup of ranks " + list + ": rank " + std::to_string(r) + " is listed twice");
+    if (r == parent.rank()) mine = int(i);
+  }
+  if (mine < 0)
+    throw CommError("subgroup of ranks " + list + ": this process (rank " +
+                    std::to_string(parent.rank()) + ") is not a member");
+  if (parentRanks.size() == 1) return std::make_unique<SingleMemberGroup>(parent.rank());
+  return std::make_unique<Group>(parent, std::move(parentRanks), mine, tagBase);
+}
+
+}  // namespace dtcrt

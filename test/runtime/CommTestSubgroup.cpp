@@ -1,0 +1,368 @@
+// Subgroups (runtime/comm/Subgroup.h) with 4 real processes, over the Gloo
+// and the shared-memory communicators: the two 2-rank groups of each kind a
+// 2-stage x 2-replica pipeline uses, at once (pipe {0,1},{2,3} and
+// data-parallel {0,2},{1,3}), plus a 4-member group in a shuffled order whose
+// sums depend on the order: all-reduce sum/mean with the same bits on every
+// member, several in flight, send/recv by group index without mixing tags of
+// groups that share a pair of ranks, broadcast, all-gather, barrier, a dead
+// peer (a CommError naming it, not a hang), and the argument checks.
+#include "CommTestUtil.h"
+
+#include "runtime/comm/Subgroup.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+using namespace dtcrt;
+using namespace dtcrt::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kPipeBase = 0, kDpBase = 1 << 24, kOtherBase = 2 << 24;
+// The 4-member group: group rank i is parent rank kShuffled[i].
+const std::vector<int> kShuffled = {2, 0, 3, 1};
+
+struct Groups {
+  Communicator& world;
+  Communicator& pipe;   // {2q, 2q+1}: group rank = stage
+  Communicator& dp;     // {s, s+2}: group rank = replica
+  Communicator& all;    // kShuffled
+  Communicator& rev;    // {2q+1, 2q}: the pipe's pairs in the other order
+};
+
+using GroupFn = std::function<std::string(Groups&, int rank)>;
+
+std::vector<RankResult> onGroups(const std::string& backend, const GroupFn& fn,
+                                 int timeoutSeconds = 10) {
+  ScopedEnv env("DTC_COMM_BACKEND", backend.c_str());
+  int port = freePort();
+  return runRanks(4, [&](int r) -> std::string {
+    auto world = connectCpu(loopbackRank(r, 4, port), quickOptions(timeoutSeconds));
+    const int stage = r % 2, replica = r / 2;
+    auto pipe = makeSubgroup(*world, {2 * replica, 2 * replica + 1}, kPipeBase);
+    auto dp = makeSubgroup(*world, {stage, stage + 2}, kDpBase);
+    auto all = makeSubgroup(*world, kShuffled, kOtherBase);
+    auto rev = makeSubgroup(*world, {2 * replica + 1, 2 * replica}, kOtherBase + (1 << 24));
+    if (pipe->rank() != stage || pipe->size() != 2) return "pipe: wrong rank/size";
+    if (dp->rank() != replica || dp->size() != 2) return "dp: wrong rank/size";
+    int inAll = int(std::find(kShuffled.begin(), kShuffled.end(), r) - kShuffled.begin());
+    if (all->rank() != inAll || all->size() != 4) return "all: wrong rank/size";
+    if (rev->rank() != 1 - stage) return "rev: wrong rank";
+    Groups g{*world, *pipe, *dp, *all, *rev};
+    return fn(g, r);
+  }, 40);
+}
+
+// A value of parent rank r at index i whose sums round differently in
+// different orders.
+float valueOf(int r, size_t i) {
+  return std::sin(float(i) * 0.37f + float(r) * 1.3f) * std::pow(10.0f, float((i + size_t(r)) % 7) - 3);
+}
+
+// The expected all-reduce of the group `members`: ((x0 + x1) + x2) + ...
+std::vector<float> expectedSum(const std::vector<int>& members, size_t count, bool mean) {
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    float s = valueOf(members[0], i);
+    for (size_t k = 1; k < members.size(); ++k) s += valueOf(members[k], i);
+    out[i] = mean ? s / float(members.size()) : s;
+  }
+  return out;
+}
+
+std::vector<float> mine(int r, size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = valueOf(r, i);
+  return v;
+}
+
+std::string sameBits(const std::vector<float>& got, const std::vector<float>& want,
+                     const std::string& what) {
+  if (got.size() != want.size()) return what + ": wrong size";
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0)
+      return what + ": [" + std::to_string(i) + "] = " + std::to_string(got[i]) + ", want " +
+             std::to_string(want[i]);
+  return "";
+}
+
+class SubgroupBackend : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST_P(SubgroupBackend, AllReduceSumAndMeanSameBitsOnEveryMember) {
+  alarm(60);
+  auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
+    const int stage = r % 2, replica = r / 2;
+    const std::vector<int> pipeMembers = {2 * replica, 2 * replica + 1};
+    const std::vector<int> dpMembers = {stage, stage + 2};
+    for (size_t count : {size_t(0), size_t(1), size_t(1000), size_t(300001)}) {
+      for (bool mean : {false, true}) {
+        ReduceOp op = mean ? ReduceOp::Mean : ReduceOp::Sum;
+        // All three groups in flight at once, waited for in reverse.
+        std::vector<float> p = mine(r, count), d = mine(r, count), a = mine(r, count);
+        auto wp = g.pipe.allReduce(p.data(), count, op);
+        auto wd = g.dp.allReduce(d.data(), count, op);
+        auto wa = g.all.allReduce(a.data(), count, op);
+        wa->wait();
+        wd->wait();
+        wp->wait();
+        std::string tag = " (count " + std::to_string(count) + (mean ? ", mean)" : ", sum)");
+        for (std::string e : {sameBits(p, expectedSum(pipeMembers, count, mean), "pipe" + tag),
+                              sameBits(d, expectedSum(dpMembers, count, mean), "dp" + tag),
+                              sameBits(a, expectedSum(kShuffled, count, mean), "all" + tag)})
+          if (!e.empty()) return e;
+      }
+    }
+    // The order matters for these values: a different one would differ.
+    std::vector<float> other = expectedSum({0, 1, 2, 3}, 1000, false);
+    if (sameBits(other, expectedSum(kShuffled, 1000, false), "").empty())
+      return "test values do not depend on the summation order";
+    return "";
+  });
+  EXPECT_ALL_OK(results);
+  alarm(0);
+}
+
+TEST_P(SubgroupBackend, SeveralInFlightCompleteInIssueOrder) {
+  alarm(60);
+  auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
+    // Buckets on both groups, interleaved, waited for in reverse.
+    std::vector<std::vector<float>> buckets(8);
+    std::vector<std::unique_ptr<Work>> works;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      buckets[b].assign(1000 + b * 7000, float(b + size_t(r)));
+      Communicator& c = b % 2 ? g.dp : g.pipe;
+      works.push_back(c.allReduce(buckets[b].data(), buckets[b].size(), ReduceOp::Sum));
+    }
+    for (size_t b = buckets.size(); b-- > 0;) works[b]->wait();
+    const int stage = r % 2, replica = r / 2;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      // pipe: ranks 2q and 2q+1; dp: s and s+2.
+      float want = b % 2 ? float(2 * b) + float(2 * stage + 2) : float(2 * b) + float(4 * replica + 1);
+      for (float v : buckets[b])
+        if (v != want) return "bucket " + std::to_string(b) + ": " + std::to_string(v);
+    }
+    // The same buffer twice without waiting: only in-order execution gives 4.
+    std::vector<float> x(4096, 1.0f);
+    auto a = g.dp.allReduce(x.data(), x.size(), ReduceOp::Sum);
+    auto b = g.dp.allReduce(x.data(), x.size(), ReduceOp::Sum);
+    b->wait();
+    a->wait();
+    for (float v : x)
+      if (v != 4.0f) return "out of order: " + std::to_string(v);
+    // A dropped Work still runs, before the next operation.
+    std::vector<float> y(10, 1.0f);
+    { auto dropped = g.pipe.allReduce(y.data(), y.size(), ReduceOp::Sum); }
+    g.pipe.barrier();
+    if (y[9] != 2.0f) return "dropped all-reduce did not run";
+    return "";
+  });
+  EXPECT_ALL_OK(results);
+  alarm(0);
+}
+
+TEST_P(SubgroupBackend, SendRecvByGroupIndex) {
+  alarm(60);
+  auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
+    const int stage = r % 2;
+    // pipe and rev pair the same two parent ranks with tag 5 each way: the
+    // odd rank sends on pipe first, the even one posts rev's recv first, so
+    // tags that were not kept apart would swap the messages.
+    int fromPipe = -1, fromRev = -1;
+    if (stage == 1) {
+      int p = 300 + r, q = 200 + r;
+      auto s1 = g.pipe.send(&p, sizeof p, 0, 5);
+      auto s2 = g.rev.send(&q, sizeof q, 1, 5);  // rev: group rank 1 is the even rank
+      s1->wait();
+      s2->wait();
+    } else {
+      auto r2 = g.rev.recv(&fromRev, sizeof fromRev, 0, 5);
+      auto r1 = g.pipe.recv(&fromPipe, sizeof fromPipe, 1, 5);
+      r2->wait();
+      r1->wait();
+      if (fromPipe != 300 + r + 1 || fromRev != 200 + r + 1)
+        return "mixed tags: pipe got " + std::to_string(fromPipe) + ", rev got " +
+               std::to_string(fromRev);
+    }
+    // A large message across the data-parallel group, replica 0 to 1, tag 0,
+    // and one back on the same tag.
+    const int replica = r / 2;
+    std::vector<float> big(1 << 20, float(r)), back(1 << 20, -1.0f);
+    if (replica == 0) {
+      g.dp.send(big.data(), big.size() * sizeof(float), 1, 0)->wait();
+      g.dp.recv(back.data(), back.size() * sizeof(float), 1, 0)->wait();
+      for (float v : back)
+        if (v != float(r + 2)) return "dp recv: got " + std::to_string(v);
+    } else {
+      g.dp.recv(back.data(), back.size() * sizeof(float), 0, 0)->wait();
+      for (float v : back)
+        if (v != float(r - 2)) return "dp recv: got " + std::to_string(v);
+      g.dp.send(big.data(), big.size() * sizeof(float), 0, 0)->wait();
+    }
+    // Bad peers and tags.
+    for (auto bad : {std::make_pair(stage, 0), std::make_pair(2, 0), std::make_pair(1 - stage, -1),
+                     std::make_pair(1 - stage, kSubgroupUserTags)}) {
+      try {
+        g.pipe.send(&r, sizeof r, bad.first, bad.second);
+        return "send to member " + std::to_string(bad.first) + " tag " +
+               std::to_string(bad.second) + " accepted";
+      } catch (const CommError&) {
+      }
+    }
+    g.world.barrier();
+    return "";
+  });
+  EXPECT_ALL_OK(results);
+  alarm(0);
+}
+
+TEST_P(SubgroupBackend, BroadcastAllGatherBarrier) {
+  alarm(60);
+  auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
+    const int stage = r % 2, replica = r / 2;
+    // Broadcast from group rank 1 in both kinds of groups at once.
+    std::vector<int> p(100003, r), d(5, r);
+    auto wp = g.pipe.broadcast(p.data(), p.size() * sizeof(int), 1);
+    auto wd = g.dp.broadcast(d.data(), d.size() * sizeof(int), 1);
+    wd->wait();
+    wp->wait();
+    for (int v : p)
+      if (v != 2 * replica + 1) return "pipe broadcast: got " + std::to_string(v);
+    for (int v : d)
+      if (v != stage + 2) return "dp broadcast: got " + std::to_string(v);
+    try {
+      g.dp.broadcast(d.data(), 4, 2);
+      return "broadcast from root 2 of 2 accepted";
+    } catch (const CommError&) {
+    }
+
+    double me = r + 0.5;
+    std::vector<double> ga(4, -1), gd(2, -1);
+    auto wa = g.all.allGather(&me, ga.data(), sizeof me);
+    auto wg = g.dp.allGather(&me, gd.data(), sizeof me);
+    wg->wait();
+    wa->wait();
+    for (size_t i = 0; i < 4; ++i)
+      if (ga[i] != kShuffled[i] + 0.5) return "all-gather (all): wrong block " + std::to_string(i);
+    if (gd[0] != stage + 0.5 || gd[1] != stage + 2.5) return "all-gather (dp): wrong blocks";
+
+    for (int i = 0; i < 5; ++i) {
+      g.pipe.barrier();
+      g.dp.barrier();
+      g.all.barrier();
+    }
+    return "";
+  });
+  EXPECT_ALL_OK(results);
+  alarm(0);
+}
+
+// Rank 3 dies after the groups are up: its data-parallel peer (rank 1, in an
+// all-reduce) and its pipeline peer (rank 2, in a recv) get a CommError
+// naming rank 3 within the timeout; the group then fails fast.
+TEST_P(SubgroupBackend, DeadPeerIsAnErrorNotAHang) {
+  alarm(60);
+  auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
+    g.pipe.barrier();
+    g.dp.barrier();
+    if (r == 3) _exit(3);
+    if (r == 0) {
+      std::this_thread::sleep_for(2500ms);  // keeps the store up while the others fail
+      return "";
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      std::vector<float> x(1000, 1.0f);
+      if (r == 1) g.dp.allReduce(x.data(), x.size(), ReduceOp::Sum)->wait();
+      else g.pipe.recv(x.data(), x.size() * sizeof(float), 1, 0)->wait();
+      return "succeeded with a dead peer";
+    } catch (const CommError& e) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (s > 7) return "took " + std::to_string(s) + " s: " + e.what();
+      if (r == 1) {
+        try {
+          float y = 1;
+          g.dp.allReduce(&y, 1, ReduceOp::Sum)->wait();
+          return "second all-reduce succeeded";
+        } catch (const CommError& e2) {
+          if (std::string(e2.what()).find("failed earlier") == std::string::npos)
+            return std::string("no fail-fast: ") + e2.what();
+        }
+      }
+      return std::string("ERR:") + e.what();
+    }
+  }, 5);
+  EXPECT_TRUE(results[0].ok()) << results[0].message;
+  EXPECT_EQ(results[3].code, 3);
+  for (int r : {1, 2}) {
+    const std::string& m = results[size_t(r)].message;
+    std::printf("  rank %d: %s\n", r, m.c_str());
+    EXPECT_EQ(m.rfind("ERR:", 0), 0u) << "rank " << r << ": " << m;
+    EXPECT_NE(m.find("rank 3"), std::string::npos) << "rank " << r << ": " << m;
+  }
+  EXPECT_NE(results[1].message.find("ERR:all-reduce failed (recv from rank 3 in the group of ranks 1,3)"),
+            std::string::npos)
+      << results[1].message;
+  alarm(0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Comm, SubgroupBackend, ::testing::Values("gloo", "shm"),
+                         [](const auto& info) { return info.param; });
+
+TEST(CommSubgroup, ArgumentChecksAndSingleMemberGroups) {
+  auto world = connectCpu(RankInfo{}, quickOptions());
+  auto errorOf = [&](std::vector<int> ranks, int base) -> std::string {
+    try {
+      makeSubgroup(*world, ranks, base);
+    } catch (const CommError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(errorOf({0, 1}, 0).find("rank 1 is outside 0..0"), std::string::npos);
+  EXPECT_NE(errorOf({0, 0}, 0).find("rank 0 is listed twice"), std::string::npos);
+  EXPECT_NE(errorOf({}, 0).find("is not a member"), std::string::npos);
+  EXPECT_NE(errorOf({0}, -1).find("tag base -1"), std::string::npos);
+  EXPECT_NE(errorOf({0}, 0x7fffffff).find("leaves no room"), std::string::npos);
+  EXPECT_EQ(errorOf({0}, 0x7fffffff - kSubgroupTagSpan + 1), "");
+
+  // A group of one: the identity, no peers.
+  auto one = makeSubgroup(*world, {0}, kDpBase);
+  EXPECT_EQ(one->rank(), 0);
+  EXPECT_EQ(one->size(), 1);
+  float x[3] = {1.5f, -2, 3};
+  one->allReduce(x, 3, ReduceOp::Mean)->wait();
+  EXPECT_EQ(x[0], 1.5f);
+  EXPECT_EQ(x[1], -2.0f);
+  int in = 7, out = 0;
+  one->allGather(&in, &out, sizeof in)->wait();
+  EXPECT_EQ(out, 7);
+  one->broadcast(&in, sizeof in, 0)->wait();
+  one->barrier();
+  EXPECT_THROW(one->broadcast(&in, sizeof in, 1), CommError);
+  EXPECT_THROW(one->send(&in, sizeof in, 1, 0), CommError);
+  EXPECT_THROW(one->recv(&in, sizeof in, 0, 0), CommError);
+}
+
+TEST(CommSubgroup, NotAMemberIsRefused) {
+  alarm(30);
+  int port = freePort();
+  auto results = runRanks(2, [port](int r) -> std::string {
+    auto world = connectCpu(loopbackRank(r, 2, port), quickOptions());
+    try {
+      makeSubgroup(*world, {1 - r}, 0);
+      return "accepted a group without this rank";
+    } catch (const CommError& e) {
+      std::string want = "this process (rank " + std::to_string(r) + ") is not a member";
+      if (std::string(e.what()).find(want) == std::string::npos) return e.what();
+    }
+    world->barrier();
+    return "";
+  });
+  EXPECT_ALL_OK(results);
+  alarm(0);
+}
