@@ -24,6 +24,8 @@ struct CodegenOptions {
   std::string loss = "cross-entropy";
   std::string optimizer = "sgd";
   double lr = 0.01;
+  /// Pipelines: data-parallel replicas of the pipeline (--dp).
+  int64_t dataParallel = 1;
 };
 
 /// Writes the C++ source of the program for `module` (after the training

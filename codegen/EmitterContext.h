@@ -73,8 +73,13 @@ private:
   unsigned nextTemp = 0;
 
 public:
-  /// Names `value` (an input or a constant) as the C++ expression `name`.
+  /// Names `value` (an input, a constant, a send in flight) as the C++
+  /// expression `name`.
   void bind(mlir::Value value, const std::string &name) { names[value] = name; }
+  /// The name bound to `value` (e.g. a send's token).
+  const std::string &name(mlir::Value value) { return names[value]; }
+  /// Counter for the names of communication in flight.
+  unsigned nextWork = 0;
 };
 
 /// Starts a one-line error about `op` that dtc reports as a refusal
@@ -92,6 +97,7 @@ void populateNNEmitters(OpEmitterTable &table);
 void populateShapeEmitters(OpEmitterTable &table);
 void populateTrainingEmitters(OpEmitterTable &table);
 void populateCollectiveEmitters(OpEmitterTable &table);
+void populatePipelineEmitters(OpEmitterTable &table);
 
 class ProgramEmitter {
 public:

@@ -4,6 +4,7 @@
 
 #include "dialect/DtcDialect.h"
 #include "dialect/ShapeHelpers.h"
+#include "passes/PipelineSimulation.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -106,6 +107,7 @@ const OpEmitterTable &emitterTable() {
     populateShapeEmitters(t);
     populateTrainingEmitters(t);
     populateCollectiveEmitters(t);
+    populatePipelineEmitters(t);
     return t;
   }();
   return table;
@@ -168,6 +170,8 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
       return failure();
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (!func.getOps<SchedulePhaseOp>().empty())
+    fn.line("if (ctx.trace) ctx.trace->end();");
   switch (kind) {
   case StepKind::Train:
     fn.line("*ctx.loss = " + fn.ptr(ret.getOperand(0)) + "[0];");
@@ -253,11 +257,25 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   auto collectivesAttr = module->getAttrOfType<StringAttr>("dtc.collectives");
   std::string collectives = collectivesAttr ? collectivesAttr.getValue().str() : "";
 
-  // The state buffer: every param, 64-byte aligned, in declaration order.
+  // The state buffer: every param, 64-byte aligned, in declaration order;
+  // in a pipeline grouped by the stage that owns it (constants first), so
+  // each stage's params are one contiguous range.
+  SmallVector<std::pair<int64_t, ParamOp>> params;
+  llvm::StringMap<int64_t> stageOf;
+  for (auto param : module.getOps<ParamOp>()) {
+    int64_t stage = -1;
+    if (auto attr = param->getAttrOfType<IntegerAttr>("dtc.stage"))
+      stage = attr.getInt();
+    else if (param.getKind() == ParamKind::optimizer_state)
+      stage = stageOf.lookup(param.getSymName().rsplit('.').first);
+    stageOf[param.getSymName()] = stage;
+    params.push_back({stage, param});
+  }
+  llvm::stable_sort(params, [](auto &a, auto &b) { return a.first < b.first; });
   std::string paramTable;
   llvm::StringMap<int> paramIndex;
   int64_t stateBytes = 0;
-  for (auto param : module.getOps<ParamOp>()) {
+  for (auto [stage, param] : params) {
     program.paramOffsets[param.getSymName()] = stateBytes;
     int owner = -1;
     if (param.getKind() == ParamKind::optimizer_state) {
@@ -267,7 +285,8 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
     static const char *kinds[] = {"Weight", "Buffer", "Constant", "OptimizerState"};
     paramTable += "    {" + tensorSpec(param.getSymName(), param.getType()) +
                   ", dtcrt::ParamKind::" + kinds[static_cast<int>(param.getKind())] + ", " +
-                  std::to_string(stateBytes) + ", " + std::to_string(owner) + "},\n";
+                  std::to_string(stateBytes) + ", " + std::to_string(owner) + ", " +
+                  std::to_string(stage) + "},\n";
     paramIndex[param.getSymName()] = paramIndex.size();
     stateBytes += (tensorBytes(param.getType()) + kArenaAlignment - 1) / kArenaAlignment *
                   kArenaAlignment;
@@ -276,10 +295,14 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   std::string functions;
   int64_t arenaBytes = 0;
   std::vector<std::string> workspaceTerms;
-  for (auto [func, kind] : {std::pair(forward, StepKind::Forward),
-                            std::pair(train, StepKind::Train),
-                            std::pair(accumulate, StepKind::Train),
-                            std::pair(eval, StepKind::Eval)}) {
+  SmallVector<std::pair<func::FuncOp, StepKind>> steps = {
+      {forward, StepKind::Forward}, {train, StepKind::Train},
+      {accumulate, StepKind::Train}, {eval, StepKind::Eval}};
+  SmallVector<func::FuncOp> stages = stageFunctions(module);
+  for (func::FuncOp stage : stages)
+    steps.push_back({stage, StepKind::Train});
+  std::string stageArenas;
+  for (auto [func, kind] : steps) {
     if (!func)
       continue;
     FailureOr<EmittedFunction> emitted = emitFunction(func, kind, program);
@@ -288,6 +311,23 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
     functions += "\n" + emitted->source;
     arenaBytes = std::max(arenaBytes, emitted->arenaBytes);
     llvm::append_range(workspaceTerms, emitted->workspaceTerms);
+    if (llvm::is_contained(stages, func))
+      stageArenas += (stageArenas.empty() ? "" : ", ") + std::to_string(emitted->arenaBytes);
+  }
+  // A pipeline: the stages' steps, and how the job is laid out.
+  auto pipeline = module->getAttrOfType<DictionaryAttr>("dtc.pipeline");
+  std::string pipelineTables, pipelineSpec = "    0, 1, 1, nullptr, nullptr, \"\",\n";
+  if (!stages.empty() && pipeline) {
+    std::string names;
+    for (func::FuncOp stage : stages)
+      names += (names.empty() ? "" : ", ") + stage.getSymName().str();
+    pipelineTables = "const dtcrt::StepFunction kStageSteps[] = {" + names + "};\n" +
+                     "const size_t kStageArenaBytes[] = {" + stageArenas + "};\n";
+    pipelineSpec = "    " + std::to_string(stages.size()) + ", " +
+                   std::to_string(options.dataParallel) + ", " +
+                   std::to_string(pipeline.getAs<IntegerAttr>("micro_batches").getInt()) +
+                   ", kStageSteps, kStageArenaBytes, " +
+                   quoted(pipeline.getAs<StringAttr>("schedule").getValue()) + ",\n";
   }
 
   std::string inputs, outputs;
@@ -298,8 +338,10 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
     outputs += "    " + tensorSpec(name ? name.getValue() : "output",
                                    forward.getResultTypes()[i]) + ",\n";
   }
-  std::string labels = train ? tensorSpec("labels", train.getArgumentTypes().back())
-                             : std::string("{\"labels\", dtcrt::DType::I64, 0, {}}");
+  func::FuncOp labelled = train ? train : eval;
+  std::string labels = labelled
+                           ? tensorSpec("labels", labelled.getArgumentTypes().back())
+                           : std::string("{\"labels\", dtcrt::DType::I64, 0, {}}");
   int64_t batch = forward.getNumArguments() &&
                           llvm::cast<RankedTensorType>(forward.getArgumentTypes()[0]).getRank()
                       ? llvm::cast<RankedTensorType>(forward.getArgumentTypes()[0]).getDimSize(0)
@@ -335,7 +377,8 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "  return bytes;\n}\n\n"
      << "const dtcrt::ParamSpec kParams[] = {\n" << paramTable << "};\n"
      << "const dtcrt::TensorSpec kInputs[] = {\n" << inputs << "};\n"
-     << "const dtcrt::TensorSpec kOutputs[] = {\n" << outputs << "};\n\n"
+     << "const dtcrt::TensorSpec kOutputs[] = {\n" << outputs << "};\n"
+     << pipelineTables << "\n"
      << "const dtcrt::ProgramSpec kProgram = {\n"
      << "    " << quoted(modelName) << ",\n"
      << "    " << quoted(options.compileCommand) << ",\n"
@@ -354,6 +397,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    " << (accumulate ? module->getAttrOfType<IntegerAttr>("dtc.accumulate_steps").getInt()
                               : 1)
      << ", " << (accumulate ? "accumulate_step" : "nullptr") << ",\n"
+     << pipelineSpec
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

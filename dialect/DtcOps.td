@@ -11,5 +11,6 @@ include "DtcShapeOps.td"
 include "DtcGradOps.td"
 include "DtcTrainingOps.td"
 include "DtcCollectiveOps.td"
+include "DtcPipelineOps.td"
 
 #endif // DTC_OPS_TD

@@ -34,16 +34,31 @@ struct DataParallelPass : dtc::impl::DataParallelBase<DataParallelPass> {
       module.emitError("--bucket-cap-mb must be positive");
       return signalPassFailure();
     }
-    auto train = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!train) {
+    // @train_step, or each stage's step of a pipeline (hybrid: each stage's
+    // gradients are averaged over its replicas).
+    SmallVector<func::FuncOp> steps;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.getSymName() == "train_step" ||
+          (func.getSymName().starts_with("stage") && func.getSymName().ends_with("_step")))
+        steps.push_back(func);
+    if (steps.empty()) {
       module.emitError("dtc-data-parallel needs @train_step (run dtc-differentiate first)");
       return signalPassFailure();
     }
+    for (func::FuncOp step : steps)
+      if (failed(reduceGradients(step)))
+        return signalPassFailure();
+    if (!module->hasAttr("dtc.strategy"))
+      module->setAttr("dtc.strategy", StringAttr::get(&getContext(), "ddp"));
+  }
+
+  LogicalResult reduceGradients(func::FuncOp train) {
     SmallVector<GradientOp> gradients(train.getOps<GradientOp>());
-    if (gradients.empty()) {
-      train.emitError("nothing to reduce: no weight has a gradient");
-      return signalPassFailure();
-    }
+    // A pipeline stage without weights (an activation, a view) has nothing to reduce.
+    if (gradients.empty())
+      return train.getSymName() == "train_step"
+                 ? train.emitError("nothing to reduce: no weight has a gradient")
+                 : success();
 
     // Buckets in backward order; the first one small, the rest up to the cap.
     const double mib = 1024.0 * 1024.0;
@@ -84,7 +99,7 @@ struct DataParallelPass : dtc::impl::DataParallelBase<DataParallelPass> {
         gradient.getGradMutable().assign(reduced);
       }
     }
-    module->setAttr("dtc.strategy", StringAttr::get(&getContext(), "ddp"));
+    return success();
   }
 };
 

@@ -131,9 +131,14 @@ LogicalResult Backward::differentiate(Operation *op, OpBuilder &b) {
   Operation *last = before == b.getBlock()->begin() ? nullptr : &*std::prev(before);
   if (failed(differentiable.buildVJP(b, resultGrads, operandGrads)))
     return failure();
+  // Pipelines: the backward ops run on the stage of the op they differentiate.
+  Attribute stage = op->getAttr("dtc.stage");
   for (Block::iterator it = last ? std::next(Block::iterator(last)) : b.getBlock()->begin();
-       it != b.getInsertionPoint(); ++it)
+       it != b.getInsertionPoint(); ++it) {
     it->setLoc(backwardLoc);
+    if (stage && !isa<ConstantOp>(*it))
+      it->setAttr("dtc.stage", stage);
+  }
   if (operandGrads.size() != op->getNumOperands())
     return op->emitOpError("VJP built ") << operandGrads.size() << " gradients for "
                                         << op->getNumOperands() << " operands";

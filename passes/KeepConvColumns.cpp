@@ -35,9 +35,14 @@ struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass>
   using KeepConvColumnsBase::KeepConvColumnsBase;
 
   void runOnOperation() override {
-    auto train = getOperation().lookupSymbol<func::FuncOp>("train_step");
-    if (!train)
-      return;
+    // Every function with a backward pass: @train_step, @accumulate_step,
+    // the stages' steps of a pipeline.
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (func.getSymName() != "forward" && func.getSymName() != "eval_step")
+        keepColumns(func);
+  }
+
+  void keepColumns(func::FuncOp train) {
     for (ConvOp conv : llvm::make_early_inc_range(train.getOps<ConvOp>())) {
       ConvBackwardFilterOp grad = findFilterGradient(conv);
       if (!grad)

@@ -91,7 +91,8 @@ def Differentiate : Pass<"dtc-differentiate", "mlir::ModuleOp"> {
     weight's gradient with `dtc.gradient @weight, %g` as soon as it is
     complete, so the gradient ops appear in the order backward produces
     them. Only values that depend on a trainable weight get gradients;
-    frozen weights and inputs get none.
+    frozen weights and inputs get none. In a partitioned step (pipelines)
+    each backward op gets the `dtc.stage` of the forward op it differentiates.
 
     After (MLP, abridged):
     ```mlir
@@ -196,6 +197,93 @@ def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   ];
 }
 
+def PartitionStages : Pass<"dtc-partition-stages", "mlir::ModuleOp"> {
+  let summary = "Assigns each forward op of @train_step to a pipeline stage";
+  let description = [{
+    `--strategy=pipeline|model`, after dtc-add-loss and before
+    dtc-differentiate (which gives each backward op the stage of the forward
+    op it differentiates). Stages are contiguous runs of the forward ops in
+    program order (ONNX's topological order), so activations only flow to
+    later stages. With `split-at` (comma-separated ONNX node names) each
+    named node begins a new stage. Otherwise `stages` stages are balanced by
+    the cost model (CostModel.h): the partition minimises the largest
+    predicted stage time, forward and backward compute plus the transfers
+    across the stage's cuts (a dynamic program over the cut positions).
+    Params and constants get no stage: every stage reads its own.
+
+    After (`stages=2`, MLP):
+    ```mlir
+    %4 = dtc.flatten %arg0 {dtc.stage = 0 : i64}
+    %5 = dtc.gemm %4, %0, %1 {dtc.stage = 0 : i64, transB = true}
+    %6 = dtc.relu %5 {dtc.stage = 1 : i64}
+    ```
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "number of stages (0: as many as split-at makes)">,
+    Option<"splitAt", "split-at", "std::string", /*default=*/"\"\"",
+           "comma-separated ONNX node names, each beginning a stage">
+  ];
+}
+
+def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
+  let summary = "Builds each stage's step: micro-batches, sends, receives, schedule";
+  let description = [{
+    After dtc-differentiate on a partitioned @train_step, replaces it with
+    one function per stage, `@stage<S>_step`, taking the whole batch
+    (`micro-batches` times the imported batch) and running the stage's part
+    of the forward and backward passes of every micro-batch in the order of
+    the schedule:
+    - `gpipe`: all forwards, then all backwards;
+    - `1f1b`: stage S runs min(N-1-S, M) forwards, then alternates one
+      forward and one backward, then drains the backwards, so at most N-S
+      micro-batches' activations are alive at once.
+    Each phase begins with `dtc.schedule_phase`. Values a stage needs from
+    another are sent right after they are computed (`dtc.send_start`) and
+    received right before their first use (`dtc.recv`), one tag per value
+    and receiving stage; a send is waited for (`dtc.send_wait`) before the
+    same value of the next micro-batch is sent, and at the end. Gradients
+    are summed over the micro-batches and scaled by 1/M (the gradient of
+    the whole batch's mean loss), then end in `dtc.gradient`; the last stage
+    returns the mean loss, the others 0. Each `dtc.param` gets the
+    `dtc.stage` that owns it; a weight or buffer used by two stages is an
+    error.
+
+    After (2 stages, 2 micro-batches, 1f1b), in @stage0_step:
+    ```mlir
+    dtc.schedule_phase {micro_batch = 0 : i64, phase = "forward"}
+    %x0 = dtc.micro_batch %arg0 {count = 2 : i64, index = 0 : i64}
+    %h0 = dtc.gemm %x0, %w, %b {transB = true}
+    %t0 = dtc.send_start %h0 {peer = 1 : i64, tag = 0 : i64}
+    dtc.schedule_phase {micro_batch = 1 : i64, phase = "forward"}
+    ...
+    dtc.schedule_phase {micro_batch = 0 : i64, phase = "backward"}
+    %dh0 = dtc.recv {peer = 1 : i64, tag = 1 : i64} : tensor<32x128xf32>
+    ```
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "micro-batches per step">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe or 1f1b">
+  ];
+}
+
+def VerifyPipeline : Pass<"dtc-verify-pipeline", "mlir::ModuleOp"> {
+  let summary = "Proves the stages' sends and receives match and cannot deadlock";
+  let description = [{
+    Runs the stage steps' communication against each other, op by op (a
+    send completes once its receive is posted, a receive once its send has
+    started): every receive must meet a send of the same size from the
+    stage it names, every send must be received, and no set of stages may
+    wait on each other forever. Any failure is a compile-time error naming
+    the stages and what each is waiting for. On success it records the
+    predicted step time (the cost model's timeline) as the module attribute
+    `dtc.predicted_step_seconds`.
+  }];
+}
+
 def VerifyCollectives : Pass<"dtc-verify-collectives", "mlir::ModuleOp"> {
   let summary = "Rejects communication that could deadlock, mismatch or race";
   let description = [{
@@ -218,7 +306,8 @@ def VerifyCollectives : Pass<"dtc-verify-collectives", "mlir::ModuleOp"> {
 def KeepConvColumns : Pass<"dtc-keep-conv-columns", "mlir::ModuleOp"> {
   let summary = "Builds a convolution's im2col matrix once for forward and filter gradient";
   let description = [{
-    In @train_step, a dtc.conv whose input also feeds a
+    In every step with a backward pass (@train_step, @accumulate_step, the
+    stages of a pipeline), a dtc.conv whose input also feeds a
     dtc.conv_backward_filter with the same window needs the same im2col
     column matrix twice. This pass makes it once (`dtc.conv_columns`) and
     has both read it (`dtc.conv_from_columns`,

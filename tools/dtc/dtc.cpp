@@ -16,6 +16,7 @@
 #include "dialect/DtcDialect.h"
 #include "importer/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "passes/PipelineSimulation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -25,6 +26,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -96,9 +98,34 @@ cl::opt<std::string> betas("betas", cl::desc("Adam betas as B1,B2 (default 0.9,0
 cl::opt<double> eps("eps", cl::desc("Adam epsilon (default 1e-8)"), cl::init(1e-8),
                     cl::cat(dtcCategory));
 cl::opt<std::string> strategy("strategy",
-                              cl::desc("Parallelism: none (one process) or ddp (data "
-                                       "parallel: gradients averaged over ranks)"),
+                              cl::desc("Parallelism: none (one process), ddp (data "
+                                       "parallel: gradients averaged over ranks), model "
+                                       "(layers split over --stages ranks, one batch at a "
+                                       "time) or pipeline (the same split fed with "
+                                       "micro-batches)"),
                               cl::init("none"), cl::cat(dtcCategory));
+cl::opt<int64_t> stages("stages", cl::desc("model/pipeline: number of stages (one rank each), "
+                                           "balanced by the cost model"),
+                        cl::init(0), cl::cat(dtcCategory));
+cl::opt<std::string> splitAt("split-at",
+                             cl::desc("model/pipeline: ONNX node names, comma-separated, "
+                                      "each beginning a new stage"),
+                             cl::value_desc("NODE,..."), cl::init(""), cl::cat(dtcCategory));
+cl::opt<std::string> microBatchesFlag(
+    "micro-batches",
+    cl::desc("pipeline: micro-batches per step, or auto (default: the cost model's "
+             "fastest divisor of --batch-size)"),
+    cl::init("auto"), cl::cat(dtcCategory));
+cl::opt<std::string> schedule("schedule", cl::desc("pipeline: gpipe or 1f1b (default)"),
+                              cl::init("1f1b"), cl::cat(dtcCategory));
+cl::opt<int64_t> dataParallel("dp", cl::desc("model/pipeline: data-parallel replicas of the "
+                                             "pipeline (hybrid; default 1)"),
+                              cl::init(1), cl::cat(dtcCategory));
+cl::opt<std::string> emitSchedule("emit-schedule",
+                                  cl::desc("model/pipeline: write the planned timeline of one "
+                                           "step as a Chrome trace (chrome://tracing, Perfetto)"),
+                                  cl::value_desc("FILE.json"), cl::init(""),
+                                  cl::cat(dtcCategory));
 cl::opt<double> bucketCapMb("bucket-cap-mb",
                             cl::desc("ddp: largest gradient bucket in MiB (default 25)"),
                             cl::init(25.0), cl::cat(dtcCategory));
@@ -116,6 +143,11 @@ bool parseBetas(double &beta1, double &beta2) {
   return !first.trim().getAsDouble(beta1) && !second.trim().getAsDouble(beta2);
 }
 
+bool isPipeline() { return strategy == "pipeline" || strategy == "model"; }
+
+/// Micro-batches per step (pipelines; resolved from --micro-batches in main).
+int64_t microBatches = 1;
+
 /// The passes between import and the chosen output.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   mlir::PassManager pm(module->getContext());
@@ -130,10 +162,18 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     }
     pm.addPass(dtc::createFreezeParams({freeze}));
     pm.addPass(dtc::createAddLoss({loss}));
-    pm.addPass(dtc::createDifferentiate());
-    pm.addPass(dtc::createAccumulateGradients({accumulate}));
-    if (strategy == "ddp")
-      pm.addPass(dtc::createDataParallel({bucketCapMb, /*firstBucketMb=*/1.0}));
+    if (isPipeline()) {
+      pm.addPass(dtc::createPartitionStages({stages, splitAt}));
+      pm.addPass(dtc::createDifferentiate());
+      pm.addPass(dtc::createSchedulePipeline({microBatches, schedule}));
+      if (dataParallel > 1)
+        pm.addPass(dtc::createDataParallel({bucketCapMb, /*firstBucketMb=*/1.0}));
+    } else {
+      pm.addPass(dtc::createDifferentiate());
+      pm.addPass(dtc::createAccumulateGradients({accumulate}));
+      if (strategy == "ddp")
+        pm.addPass(dtc::createDataParallel({bucketCapMb, /*firstBucketMb=*/1.0}));
+    }
     pm.addPass(dtc::createAddOptimizer(
         {optimizer, lr, momentum, dampening, weightDecay, nesterov, beta1, beta2, eps}));
     pm.addPass(mlir::createCanonicalizerPass());
@@ -141,7 +181,12 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   }
   pm.addPass(mlir::createCSEPass());
   pm.addPass(dtc::createVerifyCollectives());
-  return pm.run(module);
+  pm.addPass(dtc::createVerifyPipeline());
+  if (mlir::failed(pm.run(module)))
+    return mlir::failure();
+  if (strategy == "model")
+    module->setAttr("dtc.strategy", mlir::StringAttr::get(module->getContext(), "model"));
+  return mlir::success();
 }
 
 mlir::LogicalResult writeModule(mlir::ModuleOp module) {
@@ -161,6 +206,97 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module) {
   output->keep();
   return mlir::success();
 }
+/// --micro-batches=auto: each candidate and its predicted step time.
+std::vector<std::pair<int64_t, double>> autoCandidates;
+
+/// The pipeline's micro-batch count from --micro-batches (a number, or auto:
+/// every divisor of --batch-size from --stages up to 64 is compiled and
+/// simulated, and the fastest predicted one wins). Returns an error message;
+/// sets microBatches to 0 when a candidate failed to compile.
+std::optional<std::string> resolveMicroBatches(mlir::MLIRContext &context) {
+  if (dataParallel < 1)
+    return "--dp must be at least 1, got " + std::to_string(dataParallel);
+  if (accumulate != 1)
+    return std::string("--accumulate is for --strategy=none|ddp; a pipeline accumulates over "
+                       "its --micro-batches");
+  if (stages == 0 && splitAt.empty())
+    return "--strategy=" + strategy + " needs --stages=N or --split-at=NODE,...";
+  int64_t numStages = stages;
+  if (numStages == 0)
+    numStages = 1 + llvm::count(llvm::StringRef(splitAt).rtrim(','), ',');
+  if (strategy == "model") {
+    if (microBatchesFlag.getNumOccurrences() && microBatchesFlag != "1")
+      return std::string("--strategy=model runs one batch at a time; for micro-batches use "
+                         "--strategy=pipeline");
+    microBatches = 1;
+    return std::nullopt;
+  }
+  if (microBatchesFlag != "auto") {
+    if (llvm::StringRef(microBatchesFlag).getAsInteger(10, microBatches) || microBatches < 1)
+      return "--micro-batches must be a positive number or auto, got '" +
+             std::string(microBatchesFlag) + "'";
+    if (batchSize % microBatches != 0)
+      return "--micro-batches=" + std::to_string(microBatches) + " does not divide --batch-size=" +
+             std::to_string(batchSize) + " into equal micro-batches";
+    if (microBatches < numStages)
+      return "--micro-batches=" + std::to_string(microBatches) + " is fewer than the " +
+             std::to_string(numStages) + " stages: some stage would idle through every step; "
+             "use at least " + std::to_string(numStages) +
+             " micro-batches (or --strategy=model for no micro-batching)";
+    return std::nullopt;
+  }
+  for (int64_t m = numStages; m <= std::min<int64_t>(batchSize, 64); ++m) {
+    if (batchSize % m != 0)
+      continue;
+    dtc::ImportOptions options;
+    options.batchSize = batchSize / m;
+    mlir::OwningOpRef<mlir::ModuleOp> candidate =
+        dtc::importOnnxFile(context, inputPath, options);
+    microBatches = m;
+    if (!candidate || mlir::failed(runPipeline(*candidate))) {
+      microBatches = 0;
+      return std::nullopt;
+    }
+    auto predicted = (*candidate)->getAttrOfType<mlir::FloatAttr>("dtc.predicted_step_seconds");
+    autoCandidates.push_back({m, predicted ? predicted.getValueAsDouble() : 0.0});
+  }
+  if (autoCandidates.empty())
+    return "--batch-size=" + std::to_string(batchSize) + " cannot be split into at least " +
+           std::to_string(numStages) + " equal micro-batches (one per stage)";
+  microBatches = llvm::min_element(autoCandidates, [](auto &a, auto &b) {
+                   return a.second < b.second;
+                 })->first;
+  return std::nullopt;
+}
+
+/// --report: the candidates --micro-batches=auto weighed.
+void printAutoChoice(llvm::raw_ostream &os) {
+  if (autoCandidates.empty())
+    return;
+  os << "micro-batches=auto (predicted step time per candidate)\n";
+  for (auto [m, seconds] : autoCandidates)
+    os << llvm::format("  %3lld x %-5lld %9.3f ms%s\n", (long long)m,
+                       (long long)(batchSize / m), seconds * 1e3,
+                       m == microBatches ? "  <- chosen" : "");
+}
+
+/// --emit-schedule=FILE.json: the cost model's timeline of one step.
+mlir::LogicalResult writeSchedule(mlir::ModuleOp module) {
+  mlir::FailureOr<dtc::PipelineTimeline> timeline = dtc::simulatePipeline(module);
+  if (mlir::failed(timeline))
+    return mlir::failure();
+  std::string error;
+  auto output = mlir::openOutputFile(emitSchedule, &error);
+  if (!output) {
+    llvm::errs() << "dtc: error: --emit-schedule: cannot write '" << emitSchedule
+                 << "': " << error << "\n";
+    return mlir::failure();
+  }
+  dtc::writeChromeTrace(*timeline, output->os());
+  output->keep();
+  return mlir::success();
+}
+
 /// The command line, as recorded in the generated program (and part of its
 /// fingerprint): without the output file, which says nothing about what the
 /// program computes.
@@ -188,6 +324,7 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
   options.loss = loss;
   options.optimizer = optimizer;
   options.lr = lr;
+  options.dataParallel = dataParallel;
   mlir::Location loc = mlir::FileLineColLoc::get(module->getContext(), inputPath, 0, 0);
   std::string program = outputPath;
   if (program.empty())
@@ -245,17 +382,31 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
-  if (strategy != "none" && strategy != "ddp") {
+  if (strategy != "none" && strategy != "ddp" && !isPipeline()) {
     llvm::errs() << "dtc: error: --strategy=" << strategy
-                 << " is not supported (expected none or ddp)\n";
+                 << " is not supported (expected none, ddp, model or pipeline)\n";
     return 1;
   }
-  if (strategy == "ddp" && mode != Mode::Train) {
-    llvm::errs() << "dtc: error: --strategy=ddp needs --mode=train\n";
+  if (strategy != "none" && mode != Mode::Train) {
+    llvm::errs() << "dtc: error: --strategy=" << strategy << " needs --mode=train\n";
+    return 1;
+  }
+  if (isPipeline() && emit != Emit::Imported) {
+    std::optional<std::string> error = resolveMicroBatches(context);
+    if (error) {
+      llvm::errs() << "dtc: error: " << *error << "\n";
+      return 1;
+    }
+    if (microBatches == 0)
+      return 1;  // a candidate failed to compile; its error is printed
+  } else if (dataParallel != 1 || stages != 0 || !splitAt.empty() ||
+             microBatchesFlag.getNumOccurrences() || !emitSchedule.empty()) {
+    llvm::errs() << "dtc: error: --stages, --split-at, --micro-batches, --dp and "
+                    "--emit-schedule need --strategy=model or --strategy=pipeline\n";
     return 1;
   }
   dtc::ImportOptions options;
-  options.batchSize = batchSize;
+  options.batchSize = isPipeline() ? batchSize / microBatches : int64_t(batchSize);
   std::string binaryModel;
   options.binaryModel = &binaryModel;
   mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -264,8 +415,12 @@ int main(int argc, char **argv) {
     return 1;
   if (emit != Emit::Imported && mlir::failed(runPipeline(*module)))
     return 1;
-  if (report)
+  if (!emitSchedule.empty() && mlir::failed(writeSchedule(*module)))
+    return 1;
+  if (report) {
+    printAutoChoice(llvm::outs());
     return mlir::failed(dtc::printReport(*module, llvm::outs())) ? 1 : 0;
+  }
   if (emit == Emit::Imported || emit == Emit::Mlir)
     return mlir::failed(writeModule(*module)) || diagnostics.errorCount() ? 1 : 0;
   return mlir::failed(writeProgram(*module, binaryModel, argc, argv)) ? 1 : 0;

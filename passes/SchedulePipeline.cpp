@@ -1,0 +1,397 @@
+//===- SchedulePipeline.cpp - one step function per pipeline stage ------===//
+//
+// Turns a partitioned, differentiated @train_step (every op carries the
+// `dtc.stage` dtc-partition-stages and dtc-differentiate gave it) into
+// @stage<S>_step functions: the stage's forward and backward ops cloned
+// once per micro-batch in the order of the schedule, with the values other
+// stages need sent and the values it needs from them received. See
+// Passes.td for the rules.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialect/DtcDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_SCHEDULEPIPELINE
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+
+bool isFree(Operation *op) { return isa<ParamRefOp, ConstantOp>(op); }
+
+/// One piece of a stage's schedule: the forward or backward pass of one
+/// micro-batch.
+struct Phase {
+  bool backward;
+  int64_t microBatch;
+};
+
+/// The order in which stage `stage` of `stages` runs its phases.
+SmallVector<Phase> scheduleOf(StringRef schedule, int64_t stage, int64_t stages,
+                              int64_t microBatches) {
+  SmallVector<Phase> order;
+  if (schedule == "gpipe") {
+    for (int64_t m = 0; m < microBatches; ++m)
+      order.push_back({false, m});
+    for (int64_t m = 0; m < microBatches; ++m)
+      order.push_back({true, m});
+    return order;
+  }
+  // 1F1B: warm up with the forwards the later stages need to start, then
+  // one forward and one backward in turn, then drain the backwards.
+  int64_t warmup = std::min(stages - 1 - stage, microBatches);
+  int64_t forward = 0, backward = 0;
+  for (; forward < warmup; ++forward)
+    order.push_back({false, forward});
+  while (forward < microBatches) {
+    order.push_back({false, forward++});
+    order.push_back({true, backward++});
+  }
+  while (backward < microBatches)
+    order.push_back({true, backward++});
+  return order;
+}
+
+/// A value one stage computes and another reads.
+struct Edge {
+  int64_t from, to, tag;
+};
+
+class PipelineBuilder {
+public:
+  PipelineBuilder(ModuleOp module, func::FuncOp train, int64_t microBatches,
+                  StringRef schedule)
+      : module(module), train(train), microBatches(microBatches), schedule(schedule) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult assignStages();
+  LogicalResult assignParams();
+  void findEdges();
+  LogicalResult buildStage(int64_t stage);
+
+  /// The value `v` of micro-batch `m` inside the stage being built.
+  Value lookup(Value v, int64_t m);
+  void sendResults(Operation *original, Operation *clone, int64_t m);
+
+  ModuleOp module;
+  func::FuncOp train;
+  int64_t microBatches;
+  StringRef schedule;
+  int64_t numStages = 0;
+
+  llvm::DenseMap<Operation *, int64_t> stageOf;
+  llvm::DenseSet<Operation *> isBackward;
+  Operation *lossOp = nullptr;
+  /// Values read by another stage: (value, reading stage) -> edge.
+  llvm::MapVector<std::pair<Value, int64_t>, Edge> edges;
+
+  // The stage being built.
+  int64_t current = 0;
+  func::FuncOp stageFunc;
+  OpBuilder builder{module.getContext()};
+  std::vector<IRMapping> values;        // per micro-batch
+  llvm::DenseMap<Operation *, Value> freeValues;
+  llvm::DenseMap<std::pair<unsigned, int64_t>, Value> slices;
+  llvm::DenseMap<int64_t, std::pair<Value, Value>> pendingSends;   // tag -> (token, value)
+};
+
+LogicalResult PipelineBuilder::assignStages() {
+  auto ret = cast<func::ReturnOp>(train.front().getTerminator());
+  lossOp = ret.getOperand(0).getDefiningOp();
+  if (!lossOp || !lossOp->hasAttr("dtc.stage"))
+    return train.emitError("dtc-schedule-pipeline needs a partitioned @train_step "
+                           "(run dtc-partition-stages before dtc-differentiate)");
+  bool backward = false;
+  for (Operation &op : train.front().without_terminator()) {
+    if (backward)
+      isBackward.insert(&op);
+    if (&op == lossOp)
+      backward = true;
+    if (isFree(&op))
+      continue;
+    if (auto stage = op.getAttrOfType<IntegerAttr>("dtc.stage")) {
+      stageOf[&op] = stage.getInt();
+      numStages = std::max(numStages, stage.getInt() + 1);
+      continue;
+    }
+    if (!backward)
+      return op.emitOpError("has no dtc.stage: every forward op needs one");
+    // Ops autodiff added around the VJPs (sums of gradients, dtc.gradient):
+    // on the earliest stage that computes one of their operands, so
+    // gradients only flow towards earlier stages.
+    int64_t stage = -1;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp(); def && stageOf.count(def))
+        stage = stage < 0 ? stageOf[def] : std::min(stage, stageOf[def]);
+    stageOf[&op] = stage < 0 ? numStages - 1 : stage;
+  }
+  if (numStages < 2)
+    return train.emitError() << "a pipeline needs at least 2 stages, the partition has "
+                             << numStages;
+  return success();
+}
+
+LogicalResult PipelineBuilder::assignParams() {
+  SymbolTable symbols(module);
+  Builder b(module.getContext());
+  llvm::StringMap<int64_t> owner;
+  auto claim = [&](Operation *user, StringRef name) -> LogicalResult {
+    auto param = symbols.lookup<ParamOp>(name);
+    if (!param || param.getKind() == ParamKind::constant)
+      return success();
+    int64_t stage = stageOf.lookup(user);
+    auto [it, inserted] = owner.try_emplace(name, stage);
+    if (!inserted && it->second != stage)
+      return user->emitError() << "'" << name << "' is used by stages " << it->second
+                               << " and " << stage
+                               << "; a weight or buffer shared across stages (tied weights) "
+                                  "is not supported: choose --split-at points that keep "
+                                  "its users in one stage";
+    param->setAttr("dtc.stage", b.getI64IntegerAttr(stage));
+    return success();
+  };
+  for (Operation &op : train.front().without_terminator()) {
+    if (isFree(&op))
+      continue;
+    for (Value operand : op.getOperands())
+      if (auto ref = operand.getDefiningOp<ParamRefOp>())
+        if (failed(claim(&op, ref.getName())))
+          return failure();
+    if (auto gradient = dyn_cast<GradientOp>(op))
+      if (failed(claim(&op, gradient.getParam())))
+        return failure();
+    if (auto assign = dyn_cast<AssignOp>(op))
+      if (failed(claim(&op, assign.getName())))
+        return failure();
+  }
+  return success();
+}
+
+void PipelineBuilder::findEdges() {
+  for (Operation &op : train.front().without_terminator()) {
+    if (isFree(&op))
+      continue;
+    int64_t from = stageOf[&op];
+    for (Value result : op.getResults())
+      for (Operation *user : result.getUsers()) {
+        if (!stageOf.count(user) || stageOf[user] == from)
+          continue;
+        auto key = std::make_pair(result, stageOf[user]);
+        int64_t tag = edges.size();
+        if (!edges.count(key))
+          edges[key] = {from, stageOf[user], tag};
+      }
+  }
+}
+
+Value PipelineBuilder::lookup(Value v, int64_t m) {
+  if (Value mapped = values[m].lookupOrNull(v))
+    return mapped;
+  Location loc = v.getLoc();
+  if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
+    Value &slice = slices[{arg.getArgNumber(), m}];
+    if (!slice)
+      slice = builder.create<MicroBatchOp>(loc, stageFunc.getArgument(arg.getArgNumber()),
+                                           builder.getI64IntegerAttr(m),
+                                           builder.getI64IntegerAttr(microBatches));
+    return slice;
+  }
+  Operation *def = v.getDefiningOp();
+  if (isFree(def)) {
+    Value &copy = freeValues[def];
+    if (!copy) {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(&stageFunc.front());
+      copy = builder.clone(*def)->getResult(0);
+    }
+    return copy;
+  }
+  // Computed by another stage: received right before its first use. (Every
+  // value of this stage is computed before its uses: forwards precede the
+  // backward of the same micro-batch in every schedule.)
+  auto edgeIt = edges.find({v, current});
+  assert(edgeIt != edges.end() && "a value of another stage without an edge");
+  const Edge &edge = edgeIt->second;
+  Value received = builder.create<RecvOp>(loc, v.getType(), builder.getI64IntegerAttr(edge.from),
+                                          builder.getI64IntegerAttr(edge.tag));
+  values[m].map(v, received);
+  return received;
+}
+
+void PipelineBuilder::sendResults(Operation *original, Operation *clone, int64_t m) {
+  for (auto [result, copy] : llvm::zip(original->getResults(), clone->getResults()))
+    for (int64_t to = 0; to < numStages; ++to) {
+      auto it = edges.find({result, to});
+      if (it == edges.end())
+        continue;
+      const Edge &edge = it->second;
+      // One send per value in flight: the previous micro-batch's must be done.
+      if (auto pending = pendingSends.find(edge.tag); pending != pendingSends.end()) {
+        builder.create<SendWaitOp>(copy.getLoc(), pending->second.first,
+                                   pending->second.second);
+        pendingSends.erase(pending);
+      }
+      Value token = builder.create<SendStartOp>(copy.getLoc(), copy,
+                                                builder.getI64IntegerAttr(edge.to),
+                                                builder.getI64IntegerAttr(edge.tag));
+      pendingSends[edge.tag] = {token, copy};
+    }
+}
+
+LogicalResult PipelineBuilder::buildStage(int64_t stage) {
+  current = stage;
+  MLIRContext *ctx = module.getContext();
+  // The whole batch comes in: every argument has microBatches times the rows.
+  SmallVector<Type> argTypes;
+  for (Type type : train.getArgumentTypes()) {
+    auto tensor = llvm::cast<RankedTensorType>(type);
+    if (tensor.getRank() < 1)
+      return train.emitError("pipeline: every input must have a batch dimension, but one is ")
+             << tensor;
+    SmallVector<int64_t> shape(tensor.getShape());
+    shape[0] *= microBatches;
+    argTypes.push_back(RankedTensorType::get(shape, tensor.getElementType()));
+  }
+  Type lossType = train.getResultTypes()[0];
+  builder.setInsertionPoint(train);
+  stageFunc = builder.create<func::FuncOp>(train.getLoc(),
+                                           "stage" + std::to_string(stage) + "_step",
+                                           FunctionType::get(ctx, argTypes, {lossType}));
+  if (ArrayAttr argAttrs = train.getAllArgAttrs())
+    stageFunc.setAllArgAttrs(argAttrs);
+  stageFunc.setResultAttr(0, "dtc.name", StringAttr::get(ctx, "loss"));
+  stageFunc.setVisibility(train.getVisibility());
+  Block *body = stageFunc.addEntryBlock();
+  builder.setInsertionPointToEnd(body);
+  values.assign(microBatches, IRMapping());
+  freeValues.clear();
+  slices.clear();
+  pendingSends.clear();
+
+  SmallVector<Operation *> forwardOps, backwardOps;
+  for (Operation &op : train.front().without_terminator())
+    if (!isFree(&op) && stageOf[&op] == stage)
+      (isBackward.contains(&op) ? backwardOps : forwardOps).push_back(&op);
+
+  llvm::MapVector<StringAttr, Value> gradientSums;
+  Value lossSum;
+  for (Phase phase : scheduleOf(schedule, stage, numStages, microBatches)) {
+    int64_t m = phase.microBatch;
+    builder.create<SchedulePhaseOp>(train.getLoc(),
+                                    builder.getStringAttr(phase.backward ? "backward"
+                                                                         : "forward"),
+                                    builder.getI64IntegerAttr(m));
+    for (Operation *op : phase.backward ? backwardOps : forwardOps) {
+      if (auto gradient = dyn_cast<GradientOp>(op)) {
+        // Summed over the micro-batches; the mean goes to the optimizer.
+        Value g = lookup(gradient.getGrad(), m);
+        Value &sum = gradientSums[gradient.getParamAttr().getAttr()];
+        sum = sum ? builder.create<AddOp>(gradient.getLoc(), sum, g).getResult() : g;
+        if (m + 1 == microBatches) {
+          Value mean = sum;
+          if (microBatches > 1) {
+            auto type = llvm::cast<RankedTensorType>(sum.getType());
+            auto scalar = RankedTensorType::get({}, type.getElementType());
+            Value inverse = builder.create<ConstantOp>(
+                gradient.getLoc(),
+                DenseElementsAttr::get(scalar, builder.getFloatAttr(type.getElementType(),
+                                                                    1.0 / microBatches)));
+            mean = builder.create<MulOp>(gradient.getLoc(), sum, inverse);
+          }
+          builder.create<GradientOp>(gradient.getLoc(), gradient.getParamAttr(), mean);
+        }
+        continue;
+      }
+      for (Value operand : op->getOperands())
+        values[m].map(operand, lookup(operand, m));
+      Operation *clone = builder.clone(*op, values[m]);
+      clone->removeAttr("dtc.stage");
+      sendResults(op, clone, m);
+      if (op == lossOp) {
+        Value loss = clone->getResult(0);
+        lossSum = lossSum ? builder.create<AddOp>(op->getLoc(), lossSum, loss).getResult()
+                          : loss;
+      }
+    }
+  }
+  for (auto &[tag, pending] : pendingSends)
+    builder.create<SendWaitOp>(train.getLoc(), pending.first, pending.second);
+  auto lossTensor = llvm::cast<RankedTensorType>(lossType);
+  Value result;
+  if (lossSum && microBatches > 1) {
+    Value inverse = builder.create<ConstantOp>(
+        train.getLoc(), DenseElementsAttr::get(lossTensor, builder.getFloatAttr(
+                                                               lossTensor.getElementType(),
+                                                               1.0 / microBatches)));
+    result = builder.create<MulOp>(train.getLoc(), lossSum, inverse);
+  } else if (lossSum) {
+    result = lossSum;
+  } else {
+    // Only the last stage knows the loss.
+    result = builder.create<ConstantOp>(
+        train.getLoc(),
+        DenseElementsAttr::get(lossTensor, builder.getFloatAttr(lossTensor.getElementType(), 0.0)));
+  }
+  builder.create<func::ReturnOp>(train.getLoc(), result);
+  return success();
+}
+
+LogicalResult PipelineBuilder::run() {
+  if (failed(assignStages()) || failed(assignParams()))
+    return failure();
+  findEdges();
+  for (int64_t stage = 0; stage < numStages; ++stage)
+    if (failed(buildStage(stage)))
+      return failure();
+  return success();
+}
+
+struct SchedulePipelinePass : dtc::impl::SchedulePipelineBase<SchedulePipelinePass> {
+  using SchedulePipelineBase::SchedulePipelineBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (schedule != "gpipe" && schedule != "1f1b") {
+      module.emitError() << "--schedule: unknown schedule '" << schedule
+                         << "' (expected gpipe or 1f1b)";
+      return signalPassFailure();
+    }
+    if (microBatches < 1) {
+      module.emitError() << "--micro-batches must be at least 1, got " << microBatches;
+      return signalPassFailure();
+    }
+    auto train = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!train) {
+      module.emitError("dtc-schedule-pipeline needs @train_step (run dtc-differentiate first)");
+      return signalPassFailure();
+    }
+    PipelineBuilder pipeline(module, train, microBatches, schedule);
+    if (failed(pipeline.run()))
+      return signalPassFailure();
+    int64_t stages = 0;
+    for (auto func : module.getOps<func::FuncOp>())
+      stages += func.getSymName().starts_with("stage");
+    train.erase();
+    Builder b(&getContext());
+    module->setAttr("dtc.strategy", b.getStringAttr("pipeline"));
+    module->setAttr("dtc.pipeline",
+                    b.getDictionaryAttr({b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
+                                         b.getNamedAttr("micro_batches",
+                                                        b.getI64IntegerAttr(microBatches)),
+                                         b.getNamedAttr("schedule", b.getStringAttr(schedule))}));
+  }
+};
+
+} // namespace
