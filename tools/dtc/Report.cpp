@@ -3,6 +3,7 @@
 
 #include "dialect/DtcDialect.h"
 #include "passes/MemoryPlan.h"
+#include "passes/PipelineSimulation.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"
 
@@ -14,6 +15,85 @@ static std::string megabytes(int64_t bytes) {
   std::string text;
   llvm::raw_string_ostream(text) << llvm::format("%.2f MB", double(bytes) / 1e6);
   return text;
+}
+
+/// The ONNX node an op came from ("" if none).
+static StringRef nodeName(Operation *op) {
+  if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
+    return name.getName().strref();
+  return "";
+}
+
+/// The ops of micro-batch 0's forward pass on a stage: what the stage runs.
+static SmallVector<Operation *> forwardOps(func::FuncOp stage) {
+  SmallVector<Operation *> ops;
+  bool inside = false;
+  for (Operation &op : stage.front()) {
+    if (auto phase = dyn_cast<SchedulePhaseOp>(op)) {
+      inside = phase.getPhase() == "forward" && phase.getMicroBatch() == 0;
+      continue;
+    }
+    if (inside && !isa<ParamRefOp, ConstantOp, MicroBatchOp, SendStartOp, SendWaitOp, RecvOp>(op))
+      ops.push_back(&op);
+  }
+  return ops;
+}
+
+/// Per stage: its ops, params, planned activation memory and predicted time.
+static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
+  SmallVector<func::FuncOp> stages = stageFunctions(module);
+  auto pipeline = module->getAttrOfType<DictionaryAttr>("dtc.pipeline");
+  if (stages.empty() || !pipeline)
+    return success();
+  FailureOr<PipelineTimeline> timeline = simulatePipeline(module);
+  if (failed(timeline))
+    return failure();
+  int64_t micro = pipeline.getAs<IntegerAttr>("micro_batches").getInt();
+  int64_t rows = 0;
+  if (stages.front().getNumArguments())
+    rows = llvm::cast<RankedTensorType>(stages.front().getArgumentTypes()[0]).getDimSize(0);
+  os << "pipeline: " << stages.size() << " stages, " << micro << " micro-batches of "
+     << rows / micro << ", " << pipeline.getAs<StringAttr>("schedule").getValue()
+     << " schedule\n";
+  os << "  stage  ops  nodes                                        params  activations  "
+        "busy (pred.)\n";
+  llvm::StringMap<int64_t> paramStage;
+  SmallVector<int64_t> paramBytes(stages.size(), 0);
+  for (auto param : module.getOps<ParamOp>()) {
+    int64_t stage = -1;
+    if (auto attr = param->getAttrOfType<IntegerAttr>("dtc.stage"))
+      stage = attr.getInt();
+    else if (param.getKind() == ParamKind::optimizer_state)
+      stage = paramStage.lookup(param.getSymName().rsplit('.').first);
+    paramStage[param.getSymName()] = stage;
+    if (stage >= 0 && stage < int64_t(stages.size()))
+      paramBytes[stage] += tensorBytes(param.getType());
+  }
+  for (auto [s, stage] : llvm::enumerate(stages)) {
+    SmallVector<Operation *> ops = forwardOps(stage);
+    std::string nodes;
+    if (!ops.empty()) {
+      StringRef first, last;
+      for (Operation *op : ops)
+        if (!nodeName(op).empty()) {
+          first = first.empty() ? nodeName(op) : first;
+          last = nodeName(op);
+        }
+      nodes = (first + (first == last ? "" : " .. " + last)).str();
+    }
+    FailureOr<MemoryPlan> plan = MemoryPlan::compute(stage);
+    if (failed(plan))
+      return failure();
+    os << llvm::format("  %-5zu %4zu  %-40s %10s %12s %9.3f ms\n", s, ops.size(),
+                       nodes.c_str(), megabytes(paramBytes[s]).c_str(),
+                       megabytes(plan->peakBytes()).c_str(),
+                       timeline->busySeconds[s] * 1e3);
+  }
+  double busiest = *llvm::max_element(timeline->busySeconds);
+  os << llvm::format("  predicted step %.3f ms; the busiest stage computes %.0f%% of it\n",
+                     timeline->stepSeconds * 1e3,
+                     timeline->stepSeconds > 0 ? 100.0 * busiest / timeline->stepSeconds : 0.0);
+  return success();
 }
 
 LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
@@ -47,7 +127,7 @@ LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
   int64_t state = bytes[0] + bytes[1] + bytes[2] + bytes[3];
   os << "  arena           " << megabytes(peak) << "\n";
   os << "  total planned   " << megabytes(peak + state) << " (arena + parameters)\n";
-  return success();
+  return printPipeline(module, os);
 }
 
 } // namespace dtc
