@@ -72,6 +72,12 @@ void Logger::eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy)
   line(text);
 }
 
+void Logger::metricsLine(const std::string& json) {
+  if (!metrics_) return;
+  std::fprintf(metrics_, "%s\n", json.c_str());
+  std::fflush(metrics_);
+}
+
 void Logger::line(const std::string& text) {
   if (!print_) return;
   endProgress();

@@ -36,6 +36,7 @@ struct Options {
   bool resume = false;         // --resume (needs --checkpoint-dir)
   bool gradcheck = false;      // --gradcheck: finite differences vs. the compiled backward
   double timeoutSeconds = 300; // --timeout=S: a peer silent this long is an error
+  std::string trace;           // --trace=FILE.json: pipeline programs, steps 2-4 as a Chrome trace
   // Inference only.
   std::vector<std::string> inputs;  // --input=FILE.pb, repeatable
   std::string outputDir;            // --output-dir=DIR

@@ -9,6 +9,7 @@
 #include "runtime/train/GradCheck.h"
 #include "runtime/train/Inference.h"
 #include "runtime/train/Options.h"
+#include "runtime/train/Pipeline.h"
 #include "runtime/train/Trainer.h"
 
 #include <chrono>
@@ -33,7 +34,9 @@ void reportError(const char* message) {
 } // namespace
 
 int runProgram(const ProgramSpec& spec, int argc, char** argv) {
-  const ProgramMode mode = spec.trainStep ? ProgramMode::Train : ProgramMode::Inference;
+  const bool pipeline = spec.pipelineStages > 0;
+  const ProgramMode mode =
+      spec.trainStep || pipeline ? ProgramMode::Train : ProgramMode::Inference;
   try {
     Options opts = parseOptions(argc, argv, mode, std::getenv("OMP_NUM_THREADS"));
     if (opts.help) {
@@ -46,10 +49,16 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
     const RankInfo rank = rankInfoFromEnvironment();
     setProcessRank(rank.rank, rank.worldSize);
     if (mode == ProgramMode::Train && opts.gradcheck) {
+      if (pipeline)
+        fail("--gradcheck: not available for pipeline programs (check the model compiled "
+             "without --strategy=pipeline)");
       return runGradCheck(spec, opts) ? 0 : 1;
     } else if (mode == ProgramMode::Train) {
       const std::string strategy = spec.strategy ? spec.strategy : "none";
-      if (rank.worldSize > 1 && strategy != "ddp")
+      // A pipeline needs exactly its stages x replicas ranks: every rank
+      // knows the job's size, so each refuses before connecting.
+      if (pipeline) pipelinePlace(spec, rank.rank, rank.worldSize);
+      if (rank.worldSize > 1 && strategy != "ddp" && !pipeline)
         fail("this program was compiled for one process (--strategy=", strategy,
              ") but was started as rank ", rank.rank, " of ", rank.worldSize,
              " (", rank.source, "); compile it with dtc --strategy=ddp to train on several ranks");

@@ -8,6 +8,7 @@
 #include "runtime/support/Rank.h"
 #include "runtime/support/TensorInfo.h"
 #include "runtime/train/Logger.h"
+#include "runtime/train/Trace.h"
 
 #include <algorithm>
 #include <chrono>
@@ -35,14 +36,20 @@ int64_t countWeights(const ProgramSpec& spec) {
 
 Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
                  Communicator* comm)
-    : spec_(spec), opts_(opts), forceTty_(forceTty), comm_(comm), state_(spec.stateBytes),
-      arena_(spec.arenaBytes), workspace_(spec.workspaceBytes ? spec.workspaceBytes() : 0),
-      labels_(byteSize(spec.labels)) {
+    : spec_(spec), opts_(opts), forceTty_(forceTty), comm_(comm),
+      pipeline_(spec.pipelineStages > 0),
+      stepRows_(spec.batchSize * (pipeline_ ? std::max(1, spec.microBatches) : 1)),
+      state_(spec.stateBytes), arena_(spec.arenaBytes),
+      workspace_(spec.workspaceBytes ? spec.workspaceBytes() : 0),
+      labels_(byteSize(spec.labels) * static_cast<size_t>(stepRows_ / spec.batchSize)) {
+  // A pipeline step reads M micro-batches: the batch buffers hold M * b rows
+  // (evaluation uses the first b).
+  const size_t perStep = static_cast<size_t>(stepRows_ / spec.batchSize);
   for (int32_t i = 0; i < spec.numInputs; ++i) {
     if (spec.inputs[i].rank < 1 || spec.inputs[i].dims[0] != spec.batchSize)
       fail("internal: model input '", spec.inputs[i].name, "' does not lead with the batch size ",
            spec.batchSize);
-    inputs_.emplace_back(byteSize(spec.inputs[i]));
+    inputs_.emplace_back(byteSize(spec.inputs[i]) * perStep);
     inputPtrs_.push_back(inputs_.back().data());
   }
   for (int32_t i = 0; i < spec.numOutputs; ++i) {
@@ -51,10 +58,9 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   }
 }
 
-void Trainer::fillBatch(const Dataset& d, const int64_t* indices) {
-  for (size_t i = 0; i < inputs_.size(); ++i)
-    d.inputs[i].copyRows(indices, spec_.batchSize, inputs_[i].data());
-  d.labels.copyRows(indices, spec_.batchSize, labels_.data());
+void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows) {
+  for (size_t i = 0; i < inputs_.size(); ++i) d.inputs[i].copyRows(indices, rows, inputs_[i].data());
+  d.labels.copyRows(indices, rows, labels_.data());
 }
 
 StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t step) {
@@ -74,6 +80,21 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
   return ctx;
 }
 
+float Trainer::pipelineStep(double lr, int64_t step, StepTracer* trace) {
+  float stageLoss = 0;
+  StepContext ctx = context(&stageLoss, nullptr, lr, step);
+  ctx.comm = groups_.dataParallel.get();
+  ctx.pipe = groups_.pipe.get();
+  ctx.trace = trace;
+  spec_.stageSteps[place_.stage](ctx);
+  if (trace) trace->end();
+  // The last stage of each replica has its micro-batches' mean loss: the
+  // step's loss is their mean over the replicas, on every rank.
+  float v = place_.stage == place_.stages - 1 ? stageLoss : 0.0f;
+  if (comm_->size() > 1) comm_->allReduce(&v, 1, ReduceOp::Sum)->wait();
+  return v / static_cast<float>(place_.replicas);
+}
+
 void Trainer::agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos) {
   if (!comm_ || comm_->size() == 1) return;
   // Everything that decides when a rank communicates: ranks that disagree
@@ -82,7 +103,7 @@ void Trainer::agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos) {
     const char* flag;
     int64_t value;
   };
-  const Setting mine[] = {
+  std::vector<Setting> mine = {
       {"--log-every", opts_.logEvery},
       {"--max-steps", opts_.maxSteps},
       {"--epochs", opts_.epochs},
@@ -92,11 +113,17 @@ void Trainer::agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos) {
       {"--checkpoint-dir/--resume (start step)", pos.step},
       {"the training set's size (--data)", datasetSize},
   };
-  constexpr size_t n = sizeof(mine) / sizeof(mine[0]);
-  int64_t values[n];
+  if (pipeline_) {
+    // Pipeline ranks sync the stages before checkpoints and --save, together.
+    mine.push_back({"--checkpoint-dir (given or not)", opts_.checkpointDir.empty() ? 0 : 1});
+    mine.push_back({"--save (given or not)", opts_.save.empty() ? 0 : 1});
+    mine.push_back({"--trace (given or not)", opts_.trace.empty() ? 0 : 1});
+  }
+  const size_t n = mine.size();
+  std::vector<int64_t> values(n);
   for (size_t i = 0; i < n; ++i) values[i] = mine[i].value;
   std::vector<int64_t> all(n * comm_->size());
-  comm_->allGather(values, all.data(), sizeof values)->wait();
+  comm_->allGather(values.data(), all.data(), n * sizeof(int64_t))->wait();
   for (int r = 0; r < comm_->size(); ++r)
     for (size_t i = 0; i < n; ++i)
       if (all[r * n + i] != all[i])
@@ -123,7 +150,7 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   double lossSum = 0;
   double correctSum = 0;
   for (int64_t b = 0; b < batches; ++b) {
-    fillBatch(test, order.data() + b * spec_.batchSize);
+    fillBatch(test, order.data() + b * spec_.batchSize, spec_.batchSize);
     float loss = 0;
     int64_t correct = 0;
     StepContext ctx = context(&loss, &correct, 0.0, 0);
@@ -142,8 +169,20 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
 }
 
 TrainResult Trainer::run() {
-  if (!spec_.trainStep) fail("internal: Trainer on an inference-only program");
+  if (!spec_.trainStep && !pipeline_) fail("internal: Trainer on an inference-only program");
   const int rank = processRank(), world = worldSize();
+  if (!opts_.trace.empty() && !pipeline_)
+    fail("--trace=", opts_.trace, ": --trace needs a pipeline program (dtc --strategy=pipeline)");
+  if (pipeline_) {
+    place_ = pipelinePlace(spec_, rank, world);
+    if (spec_.accumulateSteps > 1)
+      fail("internal: a pipeline program that also accumulates gradients");
+    if (!comm_) {
+      if (world > 1) fail("internal: a pipeline job of ", world, " ranks without a communicator");
+      ownWorld_ = connectCpu(RankInfo{}, CommOptions{});
+      comm_ = ownWorld_.get();
+    }
+  }
   // Problems that would otherwise only show after training.
   if (!opts_.save.empty() && (!spec_.onnxBytes || spec_.onnxSize == 0))
     fail("--save=", opts_.save, ": this program embeds no ONNX model to write back");
@@ -159,7 +198,13 @@ TrainResult Trainer::run() {
                   (opts_.shuffleSet && opts_.shuffle != pos.shuffle);
     opts_.seed = pos.seed;  // synthetic data, dropout and the shuffle order follow the checkpoint
   }
-  Dataset train = loadDataset(spec_, opts_.data, Split::Train, opts_.seed, world);
+  // Data-parallel shards: the ranks, or a pipeline's replicas (the ranks of
+  // one replica read the same rows). Synthetic data is sized per shard.
+  const int shards = pipeline_ ? place_.replicas : world;
+  const int shard = pipeline_ ? place_.replica : rank;
+  const int64_t batchesPerStep = stepRows_ / spec_.batchSize;
+  Dataset train = loadDataset(spec_, opts_.data, Split::Train, opts_.seed,
+                              pipeline_ ? static_cast<int>(shards * batchesPerStep) : world);
   Dataset test;
   if (opts_.eval) test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, world);
 
@@ -184,44 +229,79 @@ TrainResult Trainer::run() {
   agreeOnSchedule(train.size(), pos);
   // Every rank starts from rank 0's state (weights and optimizer state).
   if (comm_ && comm_->size() > 1) comm_->broadcast(state_.data(), spec_.stateBytes, 0)->wait();
+  if (pipeline_) {
+    groups_ = makePipelineGroups(*comm_, place_);
+    // Connects what the groups' send/recv need before the first step.
+    groups_.pipe->barrier();
+    groups_.dataParallel->barrier();
+  }
 
-  DistributedSampler sampler(train.size(), spec_.batchSize, pos.shuffle, pos.seed, rank, world);
+  DistributedSampler sampler(train.size(), stepRows_, pos.shuffle, pos.seed, shard, shards);
   // With gradient accumulation an optimizer step takes `micro` batches.
-  const int64_t micro = std::max<int64_t>(1, spec_.accumulateSteps);
+  const int64_t micro = pipeline_ ? 1 : std::max<int64_t>(1, spec_.accumulateSteps);
   if (micro > 1 && !spec_.accumulateStep)
     fail("internal: the program accumulates ", micro, " micro-batches but has no accumulate step");
   const int64_t batches = sampler.batchesPerEpoch() / micro;
   if (batches == 0)
     fail("--data=", opts_.data, ": ", train.size(), " training samples make no full step of ",
-         micro, " x ", spec_.batchSize, " samples");
+         micro * batchesPerStep, " x ", spec_.batchSize, " samples",
+         pipeline_ && shards > 1 ? str(" on each of ", shards, " replicas") : "");
+  // Samples of one optimizer step over the whole job.
+  const int64_t samplesPerStep = micro * stepRows_ * shards;
   const double lr = opts_.lrSet ? opts_.lr : spec_.lr;
+  std::string layout;
+  if (pipeline_)
+    layout = str(", ", place_.stages, "-stage ", spec_.schedule ? spec_.schedule : "", " pipeline x ",
+                 place_.replicas, place_.replicas == 1 ? " replica, " : " replicas, ",
+                 place_.microBatches, " micro-batches of ", spec_.batchSize, " (",
+                 shards > 1 ? str(stepRows_, " per replica, ") : std::string(), samplesPerStep,
+                 " per step)");
+  else
+    layout = str(", batch ", spec_.batchSize,
+                 world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
+                                 " per step)")
+                           : std::string());
   log.line(str("training ", spec_.modelName ? spec_.modelName : "model", ": ", countWeights(spec_),
-               " parameters, batch ", spec_.batchSize,
-               world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
-                               " per step)")
-                         : std::string(),
-               ", ",
-               spec_.optimizer ? spec_.optimizer : "?", " lr ", lr, "; data ", train.description,
-               ", ", batches, " steps/epoch"));
+               " parameters", layout, ", ", spec_.optimizer ? spec_.optimizer : "?", " lr ", lr,
+               "; data ", train.description, ", ", batches, " steps/epoch"));
 
   TrainResult result;
   result.firstStep = pos.step + 1;
   int64_t lastCheckpointStep = opts_.resume ? pos.step : -1;
   int64_t lastEvalStep = -1;
+  int64_t syncedStep = pos.step;  // pipelines: every rank holds the whole state of this step
   double intervalSeconds = 0;
   int64_t intervalSteps = 0;
   bool stop = opts_.maxSteps > 0 && pos.step >= opts_.maxSteps;
+  Tracer tracer(rank);
 
+  // Pipelines: each rank updated only its stage's params; give every rank the
+  // whole state (collective: every rank calls it at the same points).
+  auto syncStagesIfNeeded = [&] {
+    if (!pipeline_ || syncedStep == pos.step) return;
+    syncStages(*comm_, spec_, state_.data());
+    syncedStep = pos.step;
+  };
   auto runEval = [&](int64_t epoch1) {
+    syncStagesIfNeeded();
     EvalResult e = evaluate(test, epoch1);
     log.eval(e.epoch, e.loss, e.accuracy, e.hasAccuracy);
     result.evals.push_back(e);
     lastEvalStep = pos.step;
   };
   auto checkpoint = [&] {
-    if (opts_.checkpointDir.empty() || !isLogRank() || lastCheckpointStep == pos.step) return;
-    log.line("checkpoint " + saveCheckpoint(opts_.checkpointDir, spec_, pos, state_.data()));
+    if (opts_.checkpointDir.empty() || lastCheckpointStep == pos.step) return;
+    syncStagesIfNeeded();
+    if (isLogRank())
+      log.line("checkpoint " + saveCheckpoint(opts_.checkpointDir, spec_, pos, state_.data()));
     lastCheckpointStep = pos.step;
+  };
+  // Pipelines, after the first step: the activation memory of each stage.
+  auto reportMemory = [&](size_t measured) {
+    const int64_t planned = static_cast<int64_t>(spec_.stageArenaBytes[place_.stage]);
+    result.memory = gatherStageMemory(*comm_, place_, planned, static_cast<int64_t>(measured));
+    for (const StageMemory& m : result.memory) log.line(stageMemoryLine(m));
+    log.metricsLine(stageMemoryJson(result.memory));
   };
 
   while (!stop && pos.epoch < opts_.epochs) {
@@ -231,34 +311,49 @@ TrainResult Trainer::run() {
         stop = true;
         break;
       }
+      const int64_t runStep = static_cast<int64_t>(result.losses.size()) + 1;
       const auto t0 = Clock::now();
-      // The step's loss is the mean over its micro-batches (as one batch
-      // `micro` times larger would give).
-      double lossSum = 0;
-      for (int64_t m = 0; m < micro; ++m) {
-        fillBatch(train, order.data() + (pos.batchInEpoch * micro + m) * spec_.batchSize);
-        float microLoss = NAN;
-        StepContext ctx = context(&microLoss, nullptr, lr, pos.step + 1);
-        (m + 1 < micro ? spec_.accumulateStep : spec_.trainStep)(ctx);
-        lossSum += microLoss;
+      float loss = NAN;
+      size_t arenaPeak = 0;
+      if (pipeline_) {
+        fillBatch(train, order.data() + pos.batchInEpoch * stepRows_, stepRows_);
+        if (runStep == 1) std::memset(arena_.data(), kArenaPattern, arena_.size());
+        // --trace: steps 2-4 of this run (step 1 warms up).
+        const bool traced = !opts_.trace.empty() && runStep >= 2 && runStep <= 4;
+        if (traced) tracer.setStep(pos.step + 1);
+        loss = pipelineStep(lr, pos.step + 1, traced ? &tracer : nullptr);
+        if (runStep == 1) arenaPeak = measuredArenaPeak(arena_.data(), arena_.size());
+      } else {
+        // The step's loss is the mean over its micro-batches (as one batch
+        // `micro` times larger would give).
+        double lossSum = 0;
+        for (int64_t m = 0; m < micro; ++m) {
+          fillBatch(train, order.data() + (pos.batchInEpoch * micro + m) * spec_.batchSize,
+                    spec_.batchSize);
+          float microLoss = NAN;
+          StepContext ctx = context(&microLoss, nullptr, lr, pos.step + 1);
+          (m + 1 < micro ? spec_.accumulateStep : spec_.trainStep)(ctx);
+          lossSum += microLoss;
+        }
+        loss = static_cast<float>(lossSum / static_cast<double>(micro));
       }
-      const float loss = static_cast<float>(lossSum / static_cast<double>(micro));
       const double dt = secondsSince(t0);
       ++pos.step;
       ++pos.batchInEpoch;
       if (!std::isfinite(loss))
         fail("step ", pos.step, " (epoch ", pos.epoch + 1, ", batch ", pos.batchInEpoch,
              "): the loss is ", loss, "; training diverged (try a lower --lr)");
+      if (pipeline_ && runStep == 1) reportMemory(arenaPeak);
       result.losses.push_back(loss);
       result.trainSeconds += dt;
       intervalSeconds += dt;
       ++intervalSteps;
       if (pos.step % opts_.logEvery == 0) {
-        // Logged losses are averaged over ranks (every rank logs the same steps).
-        const float logged = static_cast<float>(averageOverRanks(loss));
-        const double rate = intervalSeconds > 0
-                                ? intervalSteps * micro * spec_.batchSize * world / intervalSeconds
-                                : 0.0;
+        // Logged losses are averaged over ranks (every rank logs the same
+        // steps); a pipeline's loss already is.
+        const float logged = pipeline_ ? loss : static_cast<float>(averageOverRanks(loss));
+        const double rate =
+            intervalSeconds > 0 ? intervalSteps * samplesPerStep / intervalSeconds : 0.0;
         log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, logged, rate});
         intervalSeconds = 0;
         intervalSteps = 0;
@@ -279,18 +374,34 @@ TrainResult Trainer::run() {
   checkpoint();
   result.totalSteps = pos.step;
 
-  if (!opts_.save.empty() && isLogRank()) {
-    saveTrainedModel(spec_, state_.data(), opts_.save);
-    log.line("saved the trained model to " + opts_.save);
+  if (!opts_.save.empty()) {
+    syncStagesIfNeeded();
+    if (isLogRank()) {
+      saveTrainedModel(spec_, state_.data(), opts_.save);
+      log.line("saved the trained model to " + opts_.save);
+    }
+  }
+  if (!opts_.trace.empty()) {
+    const std::vector<TraceEvent> events = gatherTrace(*comm_, tracer.events());
+    if (isLogRank()) {
+      writeFileAtomic(opts_.trace, chromeTraceJson(events, place_.stages));
+      int64_t first = 0, last = 0;
+      for (const TraceEvent& e : events) {
+        first = first ? std::min(first, e.step) : e.step;
+        last = std::max(last, e.step);
+      }
+      log.line(events.empty()
+                   ? str("wrote an empty trace to ", opts_.trace, " (steps 2-4 did not run)")
+                   : str("wrote the trace of steps ", first, "-", last, " (", events.size(),
+                         " phases) to ", opts_.trace));
+    }
   }
   const int64_t ran = static_cast<int64_t>(result.losses.size());
   char summary[256];
   std::snprintf(summary, sizeof summary,
                 "done: %lld steps in %.2f s (%.0f samples/s), final loss %.4f",
                 static_cast<long long>(ran), result.trainSeconds,
-                result.trainSeconds > 0
-                    ? ran * micro * spec_.batchSize * world / result.trainSeconds
-                    : 0.0,
+                result.trainSeconds > 0 ? ran * samplesPerStep / result.trainSeconds : 0.0,
                 ran ? result.losses.back() : NAN);
   log.line(summary);
   return result;

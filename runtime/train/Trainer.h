@@ -3,6 +3,13 @@
 // 64-byte aligned), fills the batches from a Dataset in DistributedSampler
 // order, calls ProgramSpec::trainStep once per optimizer step, logs, runs
 // --eval after each epoch, checkpoints, resumes, and writes --save.
+//
+// Pipeline programs (ProgramSpec::pipelineStages = N > 0, see Pipeline.h):
+// rank r calls stageSteps[r % N] with M micro-batches of rows per step, the
+// replicas (r / N) shard the data like DDP ranks, the step's loss is the
+// last stages' mean, every rank gets the whole state ("stage sync") before
+// --eval, checkpoints and --save, the first step's activation memory is
+// reported per stage, and --trace records steps 2-4.
 #pragma once
 
 #include "runtime/Program.h"
@@ -11,8 +18,10 @@
 #include "runtime/support/AlignedBuffer.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Options.h"
+#include "runtime/train/Pipeline.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace dtcrt {
@@ -31,12 +40,16 @@ struct TrainResult {
   int64_t totalSteps = 0;      // optimizer steps done, including resumed ones
   double trainSeconds = 0;     // time in batch filling and train steps
   std::vector<EvalResult> evals;
+  // Pipeline programs: each stage's planned and measured activation memory
+  // (the first step of this run; on every rank).
+  std::vector<StageMemory> memory;
 };
 
 class Trainer {
 public:
   // `forceTty` is for tests (see Logger). Allocates the buffers; nothing runs yet.
-  // `comm` (may be null: one process) averages gradients and metrics.
+  // `comm` (may be null: one process) averages gradients and metrics; in a
+  // pipeline job it is the world the pipeline's groups are built from.
   Trainer(const ProgramSpec& spec, const Options& opts, int forceTty = -1,
           Communicator* comm = nullptr);
 
@@ -51,9 +64,12 @@ public:
   const char* state() const { return state_.data(); }
 
 private:
-  // Copies the batch `indices[0..batchSize)` of `d` into the input/label buffers.
-  void fillBatch(const Dataset& d, const int64_t* indices);
+  // Copies the samples `indices[0..rows)` of `d` into the input/label buffers.
+  void fillBatch(const Dataset& d, const int64_t* indices, int64_t rows);
   StepContext context(float* loss, int64_t* correct, double lr, int64_t step);
+  // Pipeline programs: one optimizer step of this rank's stage on the rows
+  // already in the batch buffers; returns the step's global mean loss.
+  float pipelineStep(double lr, int64_t step, StepTracer* trace);
 
   // Fails on every rank unless all ranks run the same schedule of steps,
   // logs and evaluations (the flags that decide when ranks communicate).
@@ -65,6 +81,12 @@ private:
   Options opts_;
   int forceTty_;
   Communicator* comm_;
+  // Pipeline programs only.
+  bool pipeline_;
+  int64_t stepRows_;               // rows of input per step: M * b, else b
+  PipelinePlace place_;
+  std::unique_ptr<Communicator> ownWorld_;  // when no `comm` was given
+  PipelineGroups groups_;
   AlignedBuffer state_, arena_, workspace_, labels_;
   std::vector<AlignedBuffer> inputs_, outputs_;
   std::vector<const void*> inputPtrs_;

@@ -44,7 +44,7 @@ TEST(TrainerOptions, AllFlags) {
   Options o = parse({"--data=/d", "--epochs=3", "--max-steps", "100", "--lr=0.05", "--seed=42",
                      "--shuffle=false", "--log-every=1", "--metrics=m.jsonl", "--eval",
                      "--save=out.onnx", "--checkpoint-dir=ck", "--resume", "--threads=4",
-                     "--quiet"});
+                     "--quiet", "--trace", "t.json"});
   EXPECT_EQ(o.data, "/d");
   EXPECT_EQ(o.epochs, 3);
   EXPECT_EQ(o.maxSteps, 100);
@@ -61,6 +61,9 @@ TEST(TrainerOptions, AllFlags) {
   EXPECT_TRUE(o.resume);
   EXPECT_EQ(o.threads, 4);
   EXPECT_TRUE(o.quiet);
+  EXPECT_EQ(o.trace, "t.json");
+  EXPECT_EQ(parse({"--data=synthetic", "--trace=x.json"}).trace, "x.json");
+  EXPECT_TRUE(parse({"--data=synthetic"}).trace.empty());
 }
 
 TEST(TrainerOptions, ThreadsDefaultFromOmpNumThreads) {
@@ -95,6 +98,10 @@ TEST(TrainerOptions, Errors) {
             std::string::npos);
   EXPECT_NE(parseError({"--data=synthetic", "--input=a.pb"}).find("--input: only inference-only"),
             std::string::npos);
+  EXPECT_EQ(parseError({"--data=synthetic", "--trace"}), "--trace: missing value");
+  EXPECT_NE(parseError({"--input=a.pb", "--trace=t.json"}, ProgramMode::Inference)
+                .find("--trace: this program is inference-only"),
+            std::string::npos);
 }
 
 TEST(TrainerOptions, InferenceMode) {
@@ -117,7 +124,7 @@ TEST(TrainerOptions, UsageMentionsFlags) {
   std::string u = usage("./train", ProgramMode::Train, "mnist_mlp");
   for (const char* flag : {"--data", "--epochs", "--max-steps", "--lr", "--seed", "--shuffle",
                            "--log-every", "--metrics", "--eval", "--save", "--checkpoint-dir",
-                           "--resume", "--threads", "--quiet", "--help"})
+                           "--resume", "--threads", "--quiet", "--help", "--trace=FILE.json"})
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   EXPECT_NE(usage("./f", ProgramMode::Inference, "m").find("--output-dir"), std::string::npos);
 }

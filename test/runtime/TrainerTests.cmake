@@ -1,6 +1,6 @@
 # Unit tests of the non-kernel runtime (dtcrt_trainer): options, data readers,
 # sampler, ONNX and TensorProto I/O, checkpoints, and the whole training loop
-# on hand-written fake programs. Include after runtime/TrainerSources.cmake:
+# on hand-written fake programs (a 2-stage pipeline on forked ranks too). Include after runtime/TrainerSources.cmake:
 #   include(${CMAKE_SOURCE_DIR}/test/runtime/TrainerTests.cmake)
 include_guard(GLOBAL)
 find_package(GTest REQUIRED)
@@ -18,12 +18,14 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestIo.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpoint.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestLoop.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestPipeline.cpp
 )
 # The tests build ONNX models with the protobuf API, like the io/ sources.
 target_compile_definitions(dtcrt_trainer_tests PRIVATE ONNX_ML=1 ONNX_NAMESPACE=onnx)
 target_link_libraries(dtcrt_trainer_tests PRIVATE dtcrt_trainer ${DTCRT_ONNX_PROTO_LIBRARY}
   protobuf::libprotobuf ZLIB::ZLIB GTest::gtest GTest::gtest_main)
-gtest_discover_tests(dtcrt_trainer_tests TEST_PREFIX "runtime.trainer." DISCOVERY_TIMEOUT 60)
+gtest_discover_tests(dtcrt_trainer_tests TEST_PREFIX "runtime.trainer." DISCOVERY_TIMEOUT 60
+                     PROPERTIES TIMEOUT 180)
 
 # A hand-written "generated program" linked like a real one, run through its
 # command line.
@@ -49,3 +51,23 @@ if(EXISTS /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz)
   set_tests_properties(runtime.trainer.cli.fashion-mnist PROPERTIES
     PASS_REGULAR_EXPRESSION "eval loss [0-9.]+ accuracy [6-9][0-9]\\.")
 endif()
+add_test(NAME runtime.trainer.cli.trace-needs-pipeline
+  COMMAND dtcrt_fake_program --data=synthetic --trace=t.json)
+set_tests_properties(runtime.trainer.cli.trace-needs-pipeline PROPERTIES
+  PASS_REGULAR_EXPRESSION "^error: --trace=t.json: --trace needs a pipeline program \\(dtc --strategy=pipeline\\)\n$")
+
+# A 2-stage pipeline started as one process, or as rank 0 of 3: the job-size
+# error at once (no rendezvous, no hang).
+add_executable(dtcrt_fake_pipeline ${DTCRT_TRAINER_TEST_DIR}/TrainerFakePipeline.cpp)
+target_link_libraries(dtcrt_fake_pipeline PRIVATE dtcrt_main dtcrt_trainer)
+add_test(NAME runtime.trainer.cli.pipeline-one-process
+  COMMAND dtcrt_fake_pipeline --data=synthetic)
+set_tests_properties(runtime.trainer.cli.pipeline-one-process PROPERTIES
+  TIMEOUT 20
+  PASS_REGULAR_EXPRESSION "^error: this program is a 2-stage pipeline with 1 data-parallel replica and needs 2 ranks, but the job has 1 \\(start it with dtcrun --nproc-per-node=2\\)\n$")
+add_test(NAME runtime.trainer.cli.pipeline-wrong-world
+  COMMAND ${CMAKE_COMMAND} -E env RANK=0 WORLD_SIZE=3 MASTER_PORT=1
+          $<TARGET_FILE:dtcrt_fake_pipeline> --data=synthetic)
+set_tests_properties(runtime.trainer.cli.pipeline-wrong-world PROPERTIES
+  TIMEOUT 20
+  PASS_REGULAR_EXPRESSION "^error: rank 0: this program is a 2-stage pipeline with 1 data-parallel replica and needs 2 ranks, but the job has 3 \\(start it with dtcrun --nproc-per-node=2\\)\n$")
