@@ -11,10 +11,12 @@ Models:
   toy       PyTorch DDP tutorial ToyModel        input  [N,10] float32
   lenet     LeNet-style CNN for MNIST            input  [N,1,28,28] float32
   gpt       small GPT-style decoder (opset 17)   tokens [N,16] int64
+  deepmlp   MLP, 6 hidden layers of 1024         input  [N,1,28,28] float32
   resnet18  torchvision resnet18, 10 classes     input  [N,3,32,32] float32
   resnet50  torchvision resnet50, 10 classes     input  [N,3,224,224] float32
 
-The ResNets are large and only written when named (or with ``all``).
+deepmlp (the pipeline benchmark's model) and the ResNets are large and only
+written when named (or with ``all``).
 
 Usage (Debian's python3 with python3-torch, python3-torchvision, python3-onnx):
   /usr/bin/python3 export_models.py [--out DIR] [--opset N] [names...]
@@ -54,6 +56,23 @@ class MnistMLP(nn.Module):
 
     def forward(self, x):
         return self.fc2(self.relu(self.fc1(self.flatten(x))))
+
+
+class DeepMLP(nn.Module):
+    """An MNIST MLP deep enough to split over devices: 6 hidden layers of 1024."""
+
+    def __init__(self, width=1024, depth=6):
+        super().__init__()
+        layers = [nn.Flatten()]
+        features = 784
+        for _ in range(depth):
+            layers += [nn.Linear(features, width), nn.ReLU()]
+            features = width
+        layers.append(nn.Linear(features, 10))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.layers(x)
 
 
 class ToyModel(nn.Module):
@@ -182,6 +201,7 @@ MODELS = {
     "toy": Spec(ToyModel, lambda: torch.randn(2, 10)),
     "lenet": Spec(LeNet, lambda: torch.randn(2, 1, 28, 28)),
     "gpt": Spec(GPT, lambda: torch.randint(0, 96, (2, 16)), "tokens", GPT_OPSET),
+    "deepmlp": Spec(DeepMLP, lambda: torch.randn(2, 1, 28, 28)),
     "resnet18": Spec(
         lambda: torchvision.models.resnet18(weights=None, num_classes=10),
         lambda: torch.randn(2, 3, 32, 32),

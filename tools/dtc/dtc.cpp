@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "DiagnosticPrinter.h"
 #include "Report.h"
+#include "Tune.h"
 #include "codegen/Codegen.h"
 #include "dialect/DtcDialect.h"
 #include "importer/OnnxImporter.h"
@@ -27,6 +28,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -121,6 +123,11 @@ cl::opt<std::string> schedule("schedule", cl::desc("pipeline: gpipe or 1f1b (def
 cl::opt<int64_t> dataParallel("dp", cl::desc("model/pipeline: data-parallel replicas of the "
                                              "pipeline (hybrid; default 1)"),
                               cl::init(1), cl::cat(dtcCategory));
+cl::opt<bool> tune("tune",
+                   cl::desc("pipeline, with --micro-batches=auto: time the best predicted "
+                            "candidates on this machine (under dtcrun, synthetic data) and "
+                            "keep the fastest"),
+                   cl::init(false), cl::cat(dtcCategory));
 cl::opt<std::string> emitSchedule("emit-schedule",
                                   cl::desc("model/pipeline: write the planned timeline of one "
                                            "step as a Chrome trace (chrome://tracing, Perfetto)"),
@@ -269,15 +276,79 @@ std::optional<std::string> resolveMicroBatches(mlir::MLIRContext &context) {
   return std::nullopt;
 }
 
+mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binaryModel,
+                                 int argc, char **argv, std::string program);
+
+void printAutoChoice(llvm::raw_ostream &os);
+
+/// --tune: the measured step time of the candidates timed (-1: not timed).
+std::vector<double> measuredSeconds;
+
+/// --tune: compiles the three best predicted candidates, times each on this
+/// machine and keeps the fastest measured.
+mlir::LogicalResult tuneMicroBatches(mlir::MLIRContext &context, int argc, char **argv) {
+  if (autoCandidates.empty()) {
+    llvm::errs() << "dtc: error: --tune needs --micro-batches=auto\n";
+    return mlir::failure();
+  }
+  std::vector<size_t> order(autoCandidates.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::sort(order, [](size_t a, size_t b) {
+    return autoCandidates[a].second < autoCandidates[b].second;
+  });
+  order.resize(std::min<size_t>(order.size(), 3));
+  measuredSeconds.assign(autoCandidates.size(), -1.0);
+  int64_t ranks = (stages ? int64_t(stages)
+                          : 1 + llvm::count(llvm::StringRef(splitAt).rtrim(','), ',')) *
+                  dataParallel;
+  double best = 0;
+  for (size_t i : order) {
+    microBatches = autoCandidates[i].first;
+    dtc::ImportOptions options;
+    options.batchSize = batchSize / microBatches;
+    std::string binaryModel;
+    options.binaryModel = &binaryModel;
+    mlir::OwningOpRef<mlir::ModuleOp> module = dtc::importOnnxFile(context, inputPath, options);
+    llvm::SmallString<128> program;
+    llvm::sys::fs::createTemporaryFile("dtc-tune", "", program);
+    if (!module || mlir::failed(runPipeline(*module)) ||
+        mlir::failed(writeProgram(*module, binaryModel, argc, argv, program.str().str())))
+      return mlir::failure();
+    llvm::Expected<double> seconds =
+        dtc::measureStepSeconds(argv[0], program.str().str(), ranks, batchSize * dataParallel);
+    llvm::sys::fs::remove(program);
+    if (!seconds) {
+      llvm::errs() << "dtc: error: " << llvm::toString(seconds.takeError()) << "\n";
+      return mlir::failure();
+    }
+    measuredSeconds[i] = *seconds;
+    if (best == 0 || *seconds < best)
+      best = *seconds;
+  }
+  for (size_t i : order)
+    if (measuredSeconds[i] == best)
+      microBatches = autoCandidates[i].first;
+  if (!report)
+    printAutoChoice(llvm::outs());
+  return mlir::success();
+}
+
 /// --report: the candidates --micro-batches=auto weighed.
 void printAutoChoice(llvm::raw_ostream &os) {
   if (autoCandidates.empty())
     return;
-  os << "micro-batches=auto (predicted step time per candidate)\n";
-  for (auto [m, seconds] : autoCandidates)
-    os << llvm::format("  %3lld x %-5lld %9.3f ms%s\n", (long long)m,
-                       (long long)(batchSize / m), seconds * 1e3,
-                       m == microBatches ? "  <- chosen" : "");
+  os << "micro-batches=auto (predicted step time per candidate"
+     << (measuredSeconds.empty() ? "" : "; measured by --tune") << ")\n";
+  for (auto [i, candidate] : llvm::enumerate(autoCandidates)) {
+    auto [m, seconds] = candidate;
+    std::string measured;
+    if (i < measuredSeconds.size() && measuredSeconds[i] >= 0)
+      measured = llvm::formatv("  measured {0:f3} ms", measuredSeconds[i] * 1e3).str();
+    os << llvm::format("  %3lld x %-5lld %9.3f ms", (long long)m, (long long)(batchSize / m),
+                       seconds * 1e3)
+       << measured << (m == microBatches ? "  <- chosen" : "") << "\n";
+  }
 }
 
 /// --emit-schedule=FILE.json: the cost model's timeline of one step.
@@ -317,7 +388,7 @@ std::string commandLine(int argc, char **argv) {
 
 /// --emit=cpp writes the source; the default compiles it into a program.
 mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binaryModel,
-                                 int argc, char **argv) {
+                                 int argc, char **argv, std::string program) {
   dtc::CodegenOptions options;
   options.modelPath = inputPath;
   options.compileCommand = commandLine(argc, argv);
@@ -326,9 +397,6 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
   options.lr = lr;
   options.dataParallel = dataParallel;
   mlir::Location loc = mlir::FileLineColLoc::get(module->getContext(), inputPath, 0, 0);
-  std::string program = outputPath;
-  if (program.empty())
-    program = llvm::sys::path::stem(inputPath).str();
   // A model in ONNX text syntax is embedded as the binary ModelProto the
   // runtime reads, written beside the output.
   if (!binaryModel.empty()) {
@@ -399,6 +467,8 @@ int main(int argc, char **argv) {
     }
     if (microBatches == 0)
       return 1;  // a candidate failed to compile; its error is printed
+    if (tune && mlir::failed(tuneMicroBatches(context, argc, argv)))
+      return 1;
   } else if (dataParallel != 1 || stages != 0 || !splitAt.empty() ||
              microBatchesFlag.getNumOccurrences() || !emitSchedule.empty()) {
     llvm::errs() << "dtc: error: --stages, --split-at, --micro-batches, --dp and "
@@ -423,5 +493,8 @@ int main(int argc, char **argv) {
   }
   if (emit == Emit::Imported || emit == Emit::Mlir)
     return mlir::failed(writeModule(*module)) || diagnostics.errorCount() ? 1 : 0;
-  return mlir::failed(writeProgram(*module, binaryModel, argc, argv)) ? 1 : 0;
+  std::string program = outputPath;
+  if (program.empty())
+    program = llvm::sys::path::stem(inputPath).str();
+  return mlir::failed(writeProgram(*module, binaryModel, argc, argv, program)) ? 1 : 0;
 }
