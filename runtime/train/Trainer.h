@@ -85,12 +85,14 @@ private:
   bool pipeline_;
   int64_t stepRows_;               // rows of input per step: M * b, else b
   PipelinePlace place_;
-  std::unique_ptr<Communicator> ownWorld_;  // when no `comm` was given
-  PipelineGroups groups_;
   AlignedBuffer state_, arena_, workspace_, labels_;
   std::vector<AlignedBuffer> inputs_, outputs_;
   std::vector<const void*> inputPtrs_;
   std::vector<void*> outputPtrs_;
+  // Last, so they go first: a group's operation in flight (after an error)
+  // ends before the buffers it reads are freed.
+  std::unique_ptr<Communicator> ownWorld_;  // when no `comm` was given
+  PipelineGroups groups_;
 };
 
 } // namespace dtcrt
