@@ -71,3 +71,7 @@ add_test(NAME runtime.trainer.cli.pipeline-wrong-world
 set_tests_properties(runtime.trainer.cli.pipeline-wrong-world PROPERTIES
   TIMEOUT 20
   PASS_REGULAR_EXPRESSION "^error: rank 0: this program is a 2-stage pipeline with 1 data-parallel replica and needs 2 ranks, but the job has 3 \\(start it with dtcrun --nproc-per-node=2\\)\n$")
+add_test(NAME runtime.trainer.cli.pipeline-gradcheck
+  COMMAND dtcrt_fake_pipeline --data=synthetic --gradcheck)
+set_tests_properties(runtime.trainer.cli.pipeline-gradcheck PROPERTIES
+  PASS_REGULAR_EXPRESSION "^error: --gradcheck: not available for pipeline programs")
