@@ -143,3 +143,40 @@ func.func @train_step(%x: tensor<4xf32>, %t: tensor<4xf32>) -> tensor<f32> {
   %1 = dtc.mse_loss %0, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// Pipelines: each backward op gets the `dtc.stage` of the forward op it
+// differentiates (the VJP of the stage-0 GEMM runs on stage 0, those of the
+// stage-1 ops on stage 1). Ops autodiff adds around the VJPs get none
+// (dtc-schedule-pipeline places them): the seed constant, the sum of the
+// two gradients of %0 (read by the relu and the add of stage 1) and the
+// dtc.gradient ops.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[PRE:.*]] = dtc.gemm %arg0, %{{.*}} {dtc.stage = 0 : i64, transB = true}
+// CHECK-NEXT: %[[H:.*]] = dtc.relu %[[PRE]] {dtc.stage = 1 : i64}
+// CHECK-NEXT: %[[SUM:.*]] = dtc.add %[[PRE]], %[[H]] {dtc.stage = 1 : i64}
+// CHECK-NEXT: %[[LOGITS:.*]] = dtc.gemm %[[SUM]], %{{.*}} {dtc.stage = 1 : i64, transB = true}
+// CHECK-NEXT: dtc.softmax_cross_entropy %[[LOGITS]], %arg1 {dtc.stage = 1 : i64}
+// CHECK-NEXT: %[[ONE:.*]] = dtc.constant dense<1.000000e+00> : tensor<f32>{{$}}
+// CHECK-NEXT: %[[DLOGITS:.*]] = dtc.softmax_cross_entropy_grad %[[LOGITS]], %arg1, %[[ONE]] {dtc.stage = 1 : i64}
+// CHECK-NEXT: %[[DSUM:.*]] = dtc.gemm %[[DLOGITS]], %{{.*}} {dtc.stage = 1 : i64}
+// CHECK-NEXT: %[[DW2:.*]] = dtc.gemm %[[DLOGITS]], %[[SUM]] {dtc.stage = 1 : i64, transA = true}
+// CHECK-NEXT: dtc.gradient @w2, %[[DW2]] : tensor<3x4xf32>{{$}}
+// CHECK-NEXT: %[[DRELU:.*]] = dtc.relu_grad %[[PRE]], %[[DSUM]] {dtc.stage = 1 : i64}
+// CHECK-NEXT: %[[DPRE:.*]] = dtc.add %[[DSUM]], %[[DRELU]] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>{{$}}
+// CHECK-NEXT: %[[DW1:.*]] = dtc.gemm %[[DPRE]], %arg0 {dtc.stage = 0 : i64, transA = true}
+// CHECK-NEXT: dtc.gradient @w1, %[[DW1]] : tensor<4x6xf32>{{$}}
+// CHECK-NEXT: return
+dtc.param weight @w1 : tensor<4x6xf32> = dense<0.1> : tensor<4x6xf32>
+dtc.param weight @w2 : tensor<3x4xf32> = dense<0.2> : tensor<3x4xf32>
+func.func @train_step(%x: tensor<2x6xf32>, %labels: tensor<2xi64>) -> tensor<f32> {
+  %w1 = dtc.param_ref @w1 : tensor<4x6xf32>
+  %w2 = dtc.param_ref @w2 : tensor<3x4xf32>
+  %0 = dtc.gemm %x, %w1 {dtc.stage = 0 : i64, transB = true} : (tensor<2x6xf32>, tensor<4x6xf32>) -> tensor<2x4xf32>
+  %1 = dtc.relu %0 {dtc.stage = 1 : i64} : tensor<2x4xf32>
+  %2 = dtc.add %0, %1 {dtc.stage = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %3 = dtc.gemm %2, %w2 {dtc.stage = 1 : i64, transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  %4 = dtc.softmax_cross_entropy %3, %labels {dtc.stage = 1 : i64} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+  return %4 : tensor<f32>
+}
