@@ -19,7 +19,9 @@ LogicalResult emitGemm(Operation *op, FunctionEmitter &fn) {
   int64_t k = fn.dims(a)[gemm.getTransA() ? 0 : 1];
   double beta = c ? gemm.getBeta().convertToDouble() : 0.0;
   bool biasRows = c && beta == 1.0 && fn.dims(c) == ArrayRef<int64_t>{n};
-  if (c && !biasRows)
+  // C is copied (broadcast) into the output, unless the output is C's own
+  // storage (a sum accumulated in place).
+  if (c && !biasRows && fn.ptr(c) != fn.ptr(y))
     fn.line("cpu::expand(" + fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +
             fn.ptr(y) + ", " + fn.shape(y) + ", 2);");
   fn.line("cpu::gemm(" + flag(gemm.getTransA()) + ", " + flag(gemm.getTransB()) + ", " +

@@ -46,6 +46,21 @@ struct Interval {
   int64_t offset = -1;
 };
 
+/// The C of a GEMM that may be overwritten by its result: same type, read
+/// by nothing else, stored in the arena in its own right (not a view).
+Value accumulatedInPlace(Operation *op) {
+  auto gemm = dyn_cast<GemmOp>(op);
+  if (!gemm || !gemm.getC())
+    return {};
+  Value c = gemm.getC();
+  if (c.getType() != gemm.getType() || !c.hasOneUse() || llvm::isa<BlockArgument>(c))
+    return {};
+  Operation *def = c.getDefiningOp();
+  if (MemoryPlan::isView(def) || isa<ParamRefOp, ConstantOp, AllReduceWaitOp>(def))
+    return {};
+  return c;
+}
+
 int64_t alignUp(int64_t n) {
   return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 }
@@ -70,6 +85,11 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func) {
       // The averaged gradients are the started ones, reduced in place.
       for (auto [reduced, grad] : llvm::zip(wait.getReduced(), wait.getGrads()))
         plan.roots[reduced] = plan.storageRoot(grad);
+    } else if (Value acc = accumulatedInPlace(&op);
+               acc && intervalOf.count(plan.storageRoot(acc))) {
+      // A GEMM adding its product into a sum nobody else reads: in place
+      // (a chain of them shares the first one's storage).
+      plan.roots[op.getResult(0)] = plan.storageRoot(acc);
     } else if (isa<ParamRefOp>(op)) {
       plan.placements[op.getResult(0)] = {Storage::Param, 0, 0, &op};
     } else if (isa<ConstantOp>(op)) {

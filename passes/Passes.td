@@ -270,6 +270,41 @@ def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
   ];
 }
 
+def FoldGradientSums : Pass<"dtc-fold-gradient-sums", "mlir::ModuleOp"> {
+  let summary = "Sums of GEMM products accumulate in the GEMM (beta = 1, in place)";
+  let description = [{
+    A weight's gradient over several micro-batches (pipelines) is a chain of
+    sums of GEMMs. Separately, every sum reads two weight-sized tensors and
+    writes a third, and the final scaling by 1/M reads and writes it again.
+    This pass folds `acc + gemm(A, B)` (the GEMM used only there) into
+    `gemm(A, B, acc) {beta = 1}`, which the memory planner computes in place
+    in acc's storage, and `gemm(...) * s` (a one-element constant) into the
+    GEMM's alpha and beta.
+
+    Before:
+    ```mlir
+    %g1 = dtc.gemm %dy1, %x1 {transA = true}
+    %sum = dtc.add %g0, %g1
+    %mean = dtc.mul %sum, %half
+    ```
+    After:
+    ```mlir
+    %mean = dtc.gemm %dy1, %x1, %g0 {alpha = 5.0e-01, beta = 5.0e-01, transA = true}
+    ```
+    With `batch` (GPipe schedules, which keep every micro-batch's
+    activations until the backward passes anyway), a whole sum of weight
+    gradients `(dy0^T x0 + dy1^T x1 + ...) * s` becomes one GEMM over the
+    concatenated micro-batches, `gemm(concat(dy), concat(x)) {transA, alpha = s}`,
+    computed once after the last micro-batch: its reduction is M times
+    longer, so it reads and writes the weight-sized result once instead of M
+    times. The micro-batches' dy and x then stay alive until that GEMM.
+  }];
+  let options = [
+    Option<"batch", "batch", "bool", /*default=*/"false",
+           "one GEMM over all micro-batches for each weight gradient">
+  ];
+}
+
 def VerifyPipeline : Pass<"dtc-verify-pipeline", "mlir::ModuleOp"> {
   let summary = "Proves the stages' sends and receives match and cannot deadlock";
   let description = [{

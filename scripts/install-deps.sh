@@ -14,7 +14,7 @@ packages=(
   libopenblas-dev libgloo-dev libgtest-dev
   # references and data for the tests: PyTorch (CPU), ONNX, Fashion-MNIST,
   # ONNX's backend node tests
-  python3 python3-numpy python3-torch python3-torchvision python3-onnx
+  python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib
   dataset-fashion-mnist libonnx-testdata
 )
 

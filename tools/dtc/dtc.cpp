@@ -173,6 +173,9 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
       pm.addPass(dtc::createPartitionStages({stages, splitAt}));
       pm.addPass(dtc::createDifferentiate());
       pm.addPass(dtc::createSchedulePipeline({microBatches, schedule}));
+      // GPipe keeps all micro-batches' activations until backward anyway:
+      // it can afford one weight-gradient GEMM over all of them.
+      pm.addPass(dtc::createFoldGradientSums({/*batch=*/schedule == "gpipe"}));
       if (dataParallel > 1)
         pm.addPass(dtc::createDataParallel({bucketCapMb, /*firstBucketMb=*/1.0}));
     } else {
