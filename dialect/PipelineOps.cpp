@@ -7,8 +7,13 @@ using namespace dtc;
 LogicalResult MicroBatchOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                              Adaptor adaptor, SmallVectorImpl<Type> &types) {
   auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
-  int64_t count = adaptor.getCount();
-  if (input.getRank() < 1 || count < 1 || input.getDimSize(0) % count != 0)
+  int64_t count = adaptor.getCountAttr().getInt();
+  if (input.getRank() < 1)
+    return emitOptionalError(loc, "dtc.micro_batch: the input ", input,
+                             " has no batch dimension to split");
+  if (count < 1)
+    return emitOptionalError(loc, "dtc.micro_batch: count must be at least 1, got ", count);
+  if (input.getDimSize(0) % count != 0)
     return emitOptionalError(loc, "dtc.micro_batch: ", count,
                              " micro-batches do not divide the first dimension of ", input);
   SmallVector<int64_t> shape(input.getShape());
@@ -18,13 +23,15 @@ LogicalResult MicroBatchOp::inferReturnTypes(MLIRContext *, std::optional<Locati
 }
 
 LogicalResult MicroBatchOp::verify() {
-  if (getIndex() < 0 || getIndex() >= getCount())
-    return emitOpError("index ") << getIndex() << " is outside [0, " << getCount() << ")";
+  // The I64Attr getters are unsigned: read the attributes' signed values.
+  int64_t index = getIndexAttr().getInt(), count = getCountAttr().getInt();
+  if (index < 0 || index >= count)
+    return emitOpError("index ") << index << " is outside [0, " << count << ")";
   return success();
 }
 
 LogicalResult SendStartOp::verify() {
-  if (getPeer() < 0 || getTag() < 0)
+  if (getPeerAttr().getInt() < 0 || getTagAttr().getInt() < 0)
     return emitOpError("peer and tag must be non-negative");
   if (!getToken().hasOneUse() || !isa<SendWaitOp>(*getToken().getUsers().begin()))
     return emitOpError("must be waited for exactly once, by a dtc.send_wait");
@@ -46,7 +53,7 @@ LogicalResult SchedulePhaseOp::verify() {
   if (getPhase() != "forward" && getPhase() != "backward")
     return emitOpError("phase must be \"forward\" or \"backward\", got \"")
            << getPhase() << "\"";
-  if (getMicroBatch() < 0)
+  if (getMicroBatchAttr().getInt() < 0)
     return emitOpError("micro_batch must be non-negative");
   return success();
 }

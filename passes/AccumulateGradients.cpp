@@ -43,7 +43,7 @@ struct AccumulateGradientsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (steps < 1) {
-      module.emitError() << "--accumulate must be at least 1, got " << steps;
+      module.emitError() << "--accumulate must be at least 1, got " << int64_t(steps);
       return signalPassFailure();
     }
     if (steps == 1)

@@ -15,6 +15,7 @@
 #include "dialect/DtcDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <limits>
 
@@ -109,8 +110,9 @@ struct PartitionStagesPass : dtc::impl::PartitionStagesBase<PartitionStagesPass>
       auto it = llvm::find_if(ops, [&](Operation *op) { return nodeName(op) == name; });
       if (it == ops.end()) {
         std::string known;
+        llvm::StringSet<> listed;
         for (Operation *op : ops)
-          if (!nodeName(op).empty() && !StringRef(known).contains(nodeName(op)))
+          if (!nodeName(op).empty() && listed.insert(nodeName(op)).second)
             known += (known.empty() ? "" : ", ") + nodeName(op).str();
         return train.emitError() << "--split-at: the model has no ONNX node named '" << name
                                  << "' (its nodes: " << known << ")";
@@ -125,6 +127,8 @@ struct PartitionStagesPass : dtc::impl::PartitionStagesBase<PartitionStagesPass>
                                     "list the nodes in the model's order";
       cuts.push_back(cut);
     }
+    if (cuts.empty())
+      return train.emitError() << "--split-at='" << splitAt << "' names no node";
     return cuts;
   }
 
@@ -148,17 +152,17 @@ struct PartitionStagesPass : dtc::impl::PartitionStagesBase<PartitionStagesPass>
       cuts = *named;
       if (stages != 0 && int64_t(cuts.size()) + 1 != stages) {
         train.emitError() << "--split-at names " << cuts.size() << " split points, which make "
-                          << cuts.size() + 1 << " stages, but --stages=" << stages;
+                          << cuts.size() + 1 << " stages, but --stages=" << int64_t(stages);
         return signalPassFailure();
       }
     } else {
       if (stages < 2) {
-        train.emitError() << "--stages must be at least 2, got " << stages;
+        train.emitError() << "--stages must be at least 2, got " << int64_t(stages);
         return signalPassFailure();
       }
       if (int64_t(ops.size()) < stages) {
         train.emitError() << "the model has " << ops.size()
-                          << " ops to split but --stages=" << stages
+                          << " ops to split but --stages=" << int64_t(stages)
                           << " needs at least one per stage";
         return signalPassFailure();
       }

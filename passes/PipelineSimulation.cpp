@@ -171,6 +171,30 @@ FailureOr<PipelineTimeline> Simulation::run() {
       }
     if (progress)
       continue;
+    // A stage waiting on a stage that has finished: a message count mismatch.
+    for (auto [s, run] : llvm::enumerate(runs)) {
+      if (run.done())
+        continue;
+      Operation *op = run.ops[run.next];
+      if (auto wait = dyn_cast<SendWaitOp>(op)) {
+        int64_t peer = wait.getStart().getPeerAttr().getInt();
+        Channel channel{int64_t(s), peer, wait.getStart().getTagAttr().getInt()};
+        if (runs[peer].done())
+          return funcs[s].emitError()
+                 << "stage " << s << " sends " << channels[channel].size() << " messages on tag "
+                 << std::get<2>(channel) << " to stage " << peer << ", which receives "
+                 << received[channel];
+      }
+      if (auto recv = dyn_cast<RecvOp>(op)) {
+        int64_t peer = recv.getPeerAttr().getInt();
+        Channel channel{peer, int64_t(s), recv.getTagAttr().getInt()};
+        if (runs[peer].done())
+          return funcs[s].emitError()
+                 << "stage " << s << " receives " << received[channel] + 1
+                 << " messages on tag " << std::get<2>(channel) << " from stage " << peer
+                 << ", which sends " << channels[channel].size();
+      }
+    }
     InFlightDiagnostic error =
         funcs.front()->getParentOp()->emitError(
             "the pipeline stages would deadlock: each waits for another");

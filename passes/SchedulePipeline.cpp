@@ -369,7 +369,7 @@ struct SchedulePipelinePass : dtc::impl::SchedulePipelineBase<SchedulePipelinePa
       return signalPassFailure();
     }
     if (microBatches < 1) {
-      module.emitError() << "--micro-batches must be at least 1, got " << microBatches;
+      module.emitError() << "--micro-batches must be at least 1, got " << int64_t(microBatches);
       return signalPassFailure();
     }
     auto train = module.lookupSymbol<func::FuncOp>("train_step");

@@ -3,6 +3,7 @@
 #include "passes/Passes.h"
 
 #include "dialect/DtcDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace dtc {
@@ -18,7 +19,19 @@ namespace {
 struct VerifyPipelinePass : dtc::impl::VerifyPipelineBase<VerifyPipelinePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (stageFunctions(module).empty())
+    size_t stages = stageFunctions(module).size();
+    // Stage functions are numbered from 0 without gaps.
+    for (auto func : module.getOps<func::FuncOp>()) {
+      StringRef name = func.getSymName();
+      unsigned index;
+      if (name.consume_front("stage") && name.consume_back("_step") &&
+          !name.getAsInteger(10, index) && index >= stages) {
+        func.emitError() << "@" << func.getSymName() << " has no @stage" << stages
+                         << "_step before it: stage functions are numbered from 0 without gaps";
+        return signalPassFailure();
+      }
+    }
+    if (stages == 0)
       return;
     FailureOr<PipelineTimeline> timeline = simulatePipeline(module);
     if (failed(timeline))

@@ -1,16 +1,6 @@
-// KNOWN BUG (XFAIL until fixed; then delete the XFAIL line): negative
-// attributes of the pipeline ops. The verifiers in dialect/PipelineOps.cpp
-// test `getPeer() < 0`, `getTag() < 0`, `getMicroBatch() < 0` and
-// `getIndex() < 0`, but ODS's I64Attr getters return uint64_t, so those
-// comparisons are always false:
-//  - dtc.send_start with peer = -1 or tag = -1 is accepted (expected:
-//    "peer and tag must be non-negative");
-//  - dtc.schedule_phase with micro_batch = -1 is accepted (expected:
-//    "micro_batch must be non-negative");
-//  - dtc.micro_batch with index = -1 is rejected, but as
-//    "index 18446744073709551615 is outside [0, 4)".
-// The cases below are written as the verifiers intend.
-// XFAIL: *
+// Negative attributes of the pipeline ops are rejected with their signed
+// value (ODS's I64Attr getters are unsigned; the verifiers read the
+// attributes' signed values).
 // RUN: dtc-opt %s -split-input-file -verify-diagnostics
 
 func.func @send_negative_peer(%x: tensor<8x4xf32>) {

@@ -219,6 +219,16 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module) {
 /// --micro-batches=auto: each candidate and its predicted step time.
 std::vector<std::pair<int64_t, double>> autoCandidates;
 
+/// The number of stages --stages or --split-at asks for (each named node
+/// begins a stage after the first).
+int64_t stagesFromFlags() {
+  if (stages != 0)
+    return stages;
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::StringRef(splitAt).split(names, ',', -1, /*KeepEmpty=*/false);
+  return 1 + int64_t(names.size());
+}
+
 /// The pipeline's micro-batch count from --micro-batches (a number, or auto:
 /// every divisor of --batch-size from --stages up to 64 is compiled and
 /// simulated, and the fastest predicted one wins). Returns an error message;
@@ -231,9 +241,7 @@ std::optional<std::string> resolveMicroBatches(mlir::MLIRContext &context) {
                        "its --micro-batches");
   if (stages == 0 && splitAt.empty())
     return "--strategy=" + strategy + " needs --stages=N or --split-at=NODE,...";
-  int64_t numStages = stages;
-  if (numStages == 0)
-    numStages = 1 + llvm::count(llvm::StringRef(splitAt).rtrim(','), ',');
+  int64_t numStages = stagesFromFlags();
   if (strategy == "model") {
     if (microBatchesFlag.getNumOccurrences() && microBatchesFlag != "1")
       return std::string("--strategy=model runs one batch at a time; for micro-batches use "
@@ -302,9 +310,7 @@ mlir::LogicalResult tuneMicroBatches(mlir::MLIRContext &context, int argc, char 
   });
   order.resize(std::min<size_t>(order.size(), 3));
   measuredSeconds.assign(autoCandidates.size(), -1.0);
-  int64_t ranks = (stages ? int64_t(stages)
-                          : 1 + llvm::count(llvm::StringRef(splitAt).rtrim(','), ',')) *
-                  dataParallel;
+  int64_t ranks = stagesFromFlags() * dataParallel;
   double best = 0;
   for (size_t i : order) {
     microBatches = autoCandidates[i].first;
@@ -445,6 +451,8 @@ int main(int argc, char **argv) {
                               "dtc: compiles an ONNX model into a training program\n");
 
   mlir::MLIRContext context;
+  // Errors are one line naming the ONNX node, not a dump of the function.
+  context.printOpOnDiagnostic(false);
   context.loadDialect<dtc::DtcDialect, mlir::func::FuncDialect>();
   dtc::DiagnosticPrinter diagnostics(context, llvm::errs());
 
@@ -462,8 +470,9 @@ int main(int argc, char **argv) {
     llvm::errs() << "dtc: error: --strategy=" << strategy << " needs --mode=train\n";
     return 1;
   }
-  if (isPipeline() && emit != Emit::Imported) {
-    std::optional<std::string> error = resolveMicroBatches(context);
+  if (isPipeline()) {
+    std::optional<std::string> error =
+        emit == Emit::Imported ? std::nullopt : resolveMicroBatches(context);
     if (error) {
       llvm::errs() << "dtc: error: " << *error << "\n";
       return 1;
@@ -473,13 +482,15 @@ int main(int argc, char **argv) {
     if (tune && mlir::failed(tuneMicroBatches(context, argc, argv)))
       return 1;
   } else if (dataParallel != 1 || stages != 0 || !splitAt.empty() ||
-             microBatchesFlag.getNumOccurrences() || !emitSchedule.empty()) {
-    llvm::errs() << "dtc: error: --stages, --split-at, --micro-batches, --dp and "
-                    "--emit-schedule need --strategy=model or --strategy=pipeline\n";
+             microBatchesFlag.getNumOccurrences() || schedule.getNumOccurrences() ||
+             !emitSchedule.empty() || tune) {
+    llvm::errs() << "dtc: error: --stages, --split-at, --micro-batches, --schedule, --dp, "
+                    "--tune and --emit-schedule need --strategy=model or --strategy=pipeline\n";
     return 1;
   }
   dtc::ImportOptions options;
-  options.batchSize = isPipeline() ? batchSize / microBatches : int64_t(batchSize);
+  options.batchSize =
+      isPipeline() && emit != Emit::Imported ? batchSize / microBatches : int64_t(batchSize);
   std::string binaryModel;
   options.binaryModel = &binaryModel;
   mlir::OwningOpRef<mlir::ModuleOp> module =

@@ -1,19 +1,6 @@
-// KNOWN BUGS of dtc-partition-stages' messages (XFAIL until fixed; then
-// delete the XFAIL line). Written as the messages should read.
-//
-// 1. The value of --stages is printed as a character, not a number: the
-//    pass streams its `Option<int64_t> stages` into the diagnostic, which
-//    picks the `char` overload. `stages=1` prints "got \x01", `stages=8`
-//    prints "--stages=\x08", `stages=3` prints "--stages=\x03" (the dtc
-//    driver shows the same bytes: `dtc mlp.onnx --strategy=pipeline
-//    --stages=9 --micro-batches=16` says "--stages=<TAB> needs ...").
-//    Expected: the decimal number.
-// 2. The list of nodes in the unknown-name error leaves out a node whose
-//    name is a substring of a node listed before it (the de-duplication
-//    uses StringRef::contains on the joined list): here '/Relu' exists
-//    (split-at=/Relu works) but is missing after '/block/Relu'.
-//
-// XFAIL: *
+// dtc-partition-stages' messages print numbers as numbers (an int64 option
+// once streamed as a character) and list every node of the model when a
+// --split-at name is unknown, including names contained in other names.
 // RUN: not dtc-opt %s -dtc-partition-stages=stages=1 2>&1 | FileCheck %s --check-prefix=ONE
 // RUN: not dtc-opt %s -dtc-partition-stages=stages=8 2>&1 | FileCheck %s --check-prefix=MANY
 // RUN: not dtc-opt %s "-dtc-partition-stages=split-at=/Relu stages=3" 2>&1 | FileCheck %s --check-prefix=COUNT

@@ -1,14 +1,7 @@
-// KNOWN BUG of dtc-verify-pipeline (XFAIL until fixed; then delete the
-// XFAIL line): a send that the other stage never receives is reported as a
-// deadlock, "the pipeline stages would deadlock: each waits for another",
-// with one note, "stage 0 waits at the dtc.send_wait of a send to stage 1
-// (tag 0)", although stage 1 has finished and waits for nothing. The
-// simulation blocks at the send's dtc.send_wait (every dtc.send_start must
-// have one: the dialect's verifier) before it reaches its check of
-// unreceived messages, whose message ("stage 0 sends 1 messages on tag 0 to
-// stage 1, which receives 0") is therefore never printed. Written as that
-// message intends.
-// XFAIL: *
+// dtc-verify-pipeline: a send the other stage never receives, or a receive
+// the other stage never sends, is reported as the message count mismatch it
+// is (the stage waiting at it waits on a stage that has finished), not as a
+// deadlock.
 // RUN: dtc-opt %s -split-input-file -dtc-verify-pipeline -verify-diagnostics
 
 module {
@@ -40,6 +33,21 @@ module {
   }
   func.func @stage1_step(%x: tensor<2x4xf32>) -> tensor<f32> {
     %h = dtc.recv {peer = 0 : i64, tag = 0 : i64} : tensor<2x4xf32>
+    %zero = dtc.constant dense<0.0> : tensor<f32>
+    return %zero : tensor<f32>
+  }
+}
+
+// -----
+
+// A stage function after a gap in the numbering would be ignored: refused.
+module {
+  func.func @stage0_step(%x: tensor<2x4xf32>) -> tensor<f32> {
+    %zero = dtc.constant dense<0.0> : tensor<f32>
+    return %zero : tensor<f32>
+  }
+  // expected-error@+1 {{@stage2_step has no @stage1_step before it: stage functions are numbered from 0 without gaps}}
+  func.func @stage2_step(%x: tensor<2x4xf32>) -> tensor<f32> {
     %zero = dtc.constant dense<0.0> : tensor<f32>
     return %zero : tensor<f32>
   }
