@@ -23,9 +23,12 @@ lit_status=${PIPESTATUS[0]}
 unit_total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$unit_log" | tail -1)
 unit_failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$unit_log" | tail -1)
 unit_total=${unit_total:-0}; unit_failed=${unit_failed:-0}
-# lit: "  Passed: 42 (100.00%)", "  Failed: 1 (...)"
-lit_count() { sed -nE "s/^ *$1: +([0-9]+).*/\1/p" "$lit_log" | head -1; }
-lit_passed=$(lit_count Passed); lit_failed=$(lit_count Failed)
+# lit: "  Passed: 42 (100.00%)", "  Failed: 1 (...)"; labels are padded
+# ("  Passed           : 42") when a longer one such as "Expectedly Failed" shows.
+lit_count() { sed -nE "s/^ *$1 *: +([0-9]+).*/\1/p" "$lit_log" | head -1; }
+lit_ok=$(lit_count Passed); lit_xfail=$(lit_count "Expectedly Failed")
+lit_passed=$(( ${lit_ok:-0} + ${lit_xfail:-0} ))
+lit_failed=$(lit_count Failed)
 lit_unexpected=$(lit_count "Unexpectedly Passed")
 passed=$(( unit_total - unit_failed + ${lit_passed:-0} ))
 failed=$(( unit_failed + ${lit_failed:-0} + ${lit_unexpected:-0} ))
