@@ -10,8 +10,14 @@ stages by dtc's cost model. Configurations, all measured in this run:
 
   one process   dtc, no split, 1 rank (the single-device baseline)
   PyTorch       the same module in PyTorch eager, 1 thread (for reference)
-  sequential    dtc --strategy=model --stages=2: stage 1 waits while stage 0
-                works and vice versa (the tutorial's first experiment)
+  sequential    dtc --strategy=model --stages=2 --send-early=false: stage 1
+                waits while stage 0 works and vice versa, one stage busy at a
+                time (the tutorial's first experiment, and what autograd does
+                in PyTorch's version of it)
+  model split   dtc --strategy=model --stages=2 (the default --send-early):
+                still one micro-batch, but stage 1 sends its input gradient
+                before computing its weight gradients, so stage 0's backward
+                overlaps them
   pipeline M    dtc --strategy=pipeline --stages=2 --micro-batches=M, for a
                 sweep of M (GPipe and 1F1B)
   auto          the M dtc's --micro-batches=auto picks from its cost model
@@ -105,7 +111,7 @@ def torch_step_seconds(batch, steps):
     return statistics.median(times[2:])
 
 
-def plot(rows, auto_m, path):
+def plot(rows, auto_m, batch, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -117,6 +123,8 @@ def plot(rows, auto_m, path):
             colors.append("tab:green" if f"M={auto_m} " in label + " " else "tab:blue")
         elif label.startswith("sequential"):
             colors.append("tab:red")
+        elif label.startswith("model"):
+            colors.append("tab:orange")
         else:
             colors.append("tab:gray")
     fig, ax = plt.subplots(figsize=(10, 4.8))
@@ -128,7 +136,7 @@ def plot(rows, auto_m, path):
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
     ax.set_ylabel("step time (ms), lower is better")
-    ax.set_title("deepmlp, batch 256, 2 CPU ranks: sequential split vs pipelined "
+    ax.set_title(f"deepmlp, batch {batch}, 2 CPU ranks: sequential split vs pipelined "
                  "(green: --micro-batches=auto)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -154,9 +162,12 @@ def main():
                   flush=True)
         add("PyTorch, 1 process", torch_step_seconds(batch, steps))
         add("dtc, 1 process", dtc_config(args.build, model, work, "one", [], 1, steps, batch, 0))
-        add("sequential split", dtc_config(args.build, model, work, "model",
-                                           ["--strategy=model", "--stages=2"], 2, steps, batch,
-                                           port))
+        add("sequential split", dtc_config(args.build, model, work, "sequential",
+                                           ["--strategy=model", "--stages=2",
+                                            "--send-early=false"], 2, steps, batch, port))
+        port += 2
+        add("model split", dtc_config(args.build, model, work, "model",
+                                      ["--strategy=model", "--stages=2"], 2, steps, batch, port))
         for schedule in ("gpipe", "1f1b"):
             for m in [int(v) for v in args.sweep.split(",")]:
                 if batch % m:
@@ -167,6 +178,7 @@ def main():
                                ["--strategy=pipeline", "--stages=2", f"--micro-batches={m}",
                                 f"--schedule={schedule}"], 2, steps, batch, port))
     sequential = dict(rows)["sequential split"]
+    model_split = dict(rows)["model split"]
     one = dict(rows)["dtc, 1 process"]
     best = min((r for r in rows if r[0].startswith("pipeline")), key=lambda r: r[1])
     auto = dict(rows).get(f"pipeline 1f1b M={auto_m}")
@@ -179,15 +191,17 @@ def main():
         f"Model: deepmlp (784 -> 6 x 1024 -> 10), batch {batch}, SGD, synthetic data; "
         f"step time = median over steps 3..{steps}; each rank 1 thread on its own core.",
         "",
-        "| configuration | step time (ms) | samples/s | vs sequential split | vs dtc 1 process |",
-        "|---|---:|---:|---:|---:|",
+        "| configuration | step time (ms) | samples/s | vs sequential split | vs model split "
+        "| vs dtc 1 process |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for label, seconds in rows:
         lines.append(f"| {label} | {seconds * 1e3:.1f} | {batch / seconds:.0f} | "
-                     f"{sequential / seconds:.2f}x | {one / seconds:.2f}x |")
+                     f"{sequential / seconds:.2f}x | {model_split / seconds:.2f}x | {one / seconds:.2f}x |")
     lines += [
         "",
-        f"Best pipelined: {best[0]}, {sequential / best[1]:.2f}x faster than the sequential split.",
+        f"Best pipelined: {best[0]}, {sequential / best[1]:.2f}x faster than the sequential split "
+        f"and {model_split / best[1]:.2f}x faster than dtc's model split.",
         f"--micro-batches=auto chose M={auto_m}"
         + (f" (1f1b: {auto * 1e3:.1f} ms, {sequential / auto:.2f}x the sequential split)."
            if auto else "."),
@@ -201,7 +215,7 @@ def main():
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
-    plot(rows, auto_m, args.out + ".png")
+    plot(rows, auto_m, batch, args.out + ".png")
     print("\n".join(lines[-len(lines) + 8:][:len(rows) + 4]))
     print(f"wrote {args.out}.md and {args.out}.png")
 

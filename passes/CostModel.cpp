@@ -85,10 +85,23 @@ double estimateBytes(Operation *op) {
   return bytes;
 }
 
+/// GEMM kernels lose efficiency when any dimension is small (packing and
+/// edge handling are amortised over less work): m / (m + h) of the peak for
+/// the smallest of M, N, K.
+double gemmEfficiency(GemmOp gemm, const MachineModel &machine) {
+  ArrayRef<int64_t> a = tensorOf(gemm.getA()).getShape();
+  ArrayRef<int64_t> c = tensorOf(gemm.getOutput()).getShape();
+  double k = double(gemm.getTransA() ? a[0] : a[1]);
+  double smallest = std::min({double(c[0]), double(c[1]), k});
+  return smallest / (smallest + machine.gemmHalfDimension);
+}
+
 double estimateSeconds(Operation *op, const MachineModel &machine) {
   if (isFree(op))
     return 0.0;
   double rate = isConvLike(op) ? machine.convFlopsPerSecond : machine.flopsPerSecond;
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    rate *= gemmEfficiency(gemm, machine);
   return machine.opSeconds +
          std::max(estimateFlops(op) / rate, estimateBytes(op) / machine.bytesPerSecond);
 }

@@ -5,9 +5,11 @@
 // traffic at the machine's bandwidth; a transfer between stages takes a
 // latency plus its bytes at the link's bandwidth. The pipeline partitioner
 // balances stages with it, --micro-batches=auto ranks candidates with it,
-// and --report / --emit-schedule print what it predicts. The defaults
-// describe one core of a current x86 CPU and loopback TCP; they are
-// estimates, not measurements.
+// and --report / --emit-schedule print what it predicts. The GEMM rate was
+// measured on one core of this project's 2-core AMD EPYC machine with the
+// other core busy too (OpenBLAS sgemm, 1024x1024 weights: 90-100 GFLOP/s
+// from 64 rows up, ~75 at 32 rows, modelled as an efficiency m / (m + 8) of
+// the smallest GEMM dimension m); the other rates are estimates.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_PASSES_COSTMODEL_H
@@ -18,7 +20,8 @@
 namespace dtc {
 
 struct MachineModel {
-  double flopsPerSecond = 40e9;        // dense GEMM on one core (AVX-512)
+  double flopsPerSecond = 95e9;        // large dense GEMM on one core (measured)
+  double gemmHalfDimension = 8;        // efficiency m / (m + this) for min dim m
   double convFlopsPerSecond = 15e9;    // im2col convolutions, less efficient
   double bytesPerSecond = 8e9;         // memory-bound kernels
   double opSeconds = 1e-6;             // dispatch overhead of one kernel

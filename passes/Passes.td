@@ -305,6 +305,40 @@ def FoldGradientSums : Pass<"dtc-fold-gradient-sums", "mlir::ModuleOp"> {
   ];
 }
 
+def SendEarly : Pass<"dtc-send-early", "mlir::ModuleOp"> {
+  let summary = "In each pipeline phase, sends go before work their peer does not wait for";
+  let description = [{
+    A stage's backward phase computes two kinds of values: the input
+    gradient its previous stage is waiting for, and its own weight gradients
+    (and, on the last micro-batch, the optimizer updates and all-reduces),
+    which nobody waits for. Left in autodiff's order the weight-gradient
+    GEMMs sit between the input-gradient GEMMs and delay the send, and the
+    previous stage idles; on the last micro-batch it idles through the whole
+    weight-gradient and update work of this stage. This pass keeps, in each
+    phase (from one `dtc.schedule_phase` to the next), the ops a
+    `dtc.send_start` depends on before it and moves every other op after
+    it, in their order. Point-to-point ops and phase markers never move, so
+    the communication order (what dtc-verify-pipeline checks) is unchanged.
+
+    Before:
+    ```mlir
+    %dx1 = dtc.gemm %dy, %w1
+    %dw2 = dtc.gemm %dy2, %x2 {transA = true}
+    dtc.sgd_update @w2, %dw2
+    %dx = dtc.gemm %dx1, %w0
+    %t = dtc.send_start %dx {peer = 0, tag = 1}
+    ```
+    After:
+    ```mlir
+    %dx1 = dtc.gemm %dy, %w1
+    %dx = dtc.gemm %dx1, %w0
+    %t = dtc.send_start %dx {peer = 0, tag = 1}
+    %dw2 = dtc.gemm %dy2, %x2 {transA = true}
+    dtc.sgd_update @w2, %dw2
+    ```
+  }];
+}
+
 def VerifyPipeline : Pass<"dtc-verify-pipeline", "mlir::ModuleOp"> {
   let summary = "Proves the stages' sends and receives match and cannot deadlock";
   let description = [{

@@ -128,6 +128,12 @@ cl::opt<bool> tune("tune",
                             "candidates on this machine (under dtcrun, synthetic data) and "
                             "keep the fastest"),
                    cl::init(false), cl::cat(dtcCategory));
+cl::opt<bool> sendEarly("send-early",
+                        cl::desc("model/pipeline: in every phase, compute and send what the "
+                                 "neighbouring stage waits for before this stage's weight "
+                                 "gradients and updates (default true; false keeps autodiff's "
+                                 "order: one stage busy at a time)"),
+                        cl::init(true), cl::cat(dtcCategory));
 cl::opt<std::string> emitSchedule("emit-schedule",
                                   cl::desc("model/pipeline: write the planned timeline of one "
                                            "step as a Chrome trace (chrome://tracing, Perfetto)"),
@@ -190,6 +196,9 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     pm.addPass(dtc::createKeepConvColumns());
   }
   pm.addPass(mlir::createCSEPass());
+  // What a neighbouring stage waits for is computed first in every phase.
+  if (mode == Mode::Train && isPipeline() && sendEarly)
+    pm.addPass(dtc::createSendEarly());
   pm.addPass(dtc::createVerifyCollectives());
   pm.addPass(dtc::createVerifyPipeline());
   if (mlir::failed(pm.run(module)))
