@@ -1,0 +1,389 @@
+// CUDA conv, pooling, normalization, softmax, loss, shape and optimizer
+// kernels against the CPU kernels on random data. Skipped when no CUDA
+// device is visible.
+#include "CudaKernelTestUtil.h"
+
+namespace dtcrt_cuda_test {
+namespace {
+
+using cpu::Conv2dParams;
+using cpu::Pool2dParams;
+
+TEST_F(CudaKernel, Conv2d) {
+  const Conv2dParams cases[] = {
+      {2, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   // same padding
+      {2, 4, 10, 8, 6, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 2},  // stride 2, groups 2
+      {1, 3, 11, 11, 5, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1}, // dilation 2
+      {2, 8, 6, 6, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   // pointwise
+      {2, 3, 8, 7, 4, 3, 2, 1, 2, 0, 1, 1, 0, 1, 1, 1},   // asymmetric padding (direct)
+      {2, 6, 7, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6},   // depthwise
+  };
+  for (const Conv2dParams& p : cases) {
+    const int64_t OH = cpu::conv2d_out_h(p), OW = cpu::conv2d_out_w(p);
+    const int64_t nx = p.N * p.C * p.H * p.W, nw = p.K * (p.C / p.groups) * p.R * p.S,
+                  ny = p.N * p.K * OH * OW;
+    const Vec x = rng.vec(nx), w = rng.vec(nw), bias = rng.vec(p.K), dy = rng.vec(ny);
+    Vec ws((size_t)std::max({cpu::conv2d_forward_workspace(p),
+                             cpu::conv2d_backward_data_workspace(p),
+                             cpu::conv2d_backward_filter_workspace(p), (int64_t)1}));
+    Vec y(ny), dx(nx), dw(nw), db(p.K);
+    cpu::conv2d_forward(p, x.data(), w.data(), bias.data(), y.data(), ws.data());
+    cpu::conv2d_backward_data(p, dy.data(), w.data(), dx.data(), ws.data());
+    cpu::conv2d_backward_filter(p, x.data(), dy.data(), dw.data(), ws.data());
+    cpu::conv2d_backward_bias(p, dy.data(), db.data());
+    DevF gx(x), gw(w), gb(bias), gdy(dy), gy(ny), gdx(nx), gdw(nw), gdb(p.K);
+    gpu::conv2d_forward(ctx, p, gx, gw, gb, gy);
+    gpu::conv2d_backward_data(ctx, p, gdy, gw, gdx);
+    gpu::conv2d_backward_filter(ctx, p, gx, gdy, gdw);
+    gpu::conv2d_backward_bias(p, gdy, gdb, s);
+    const std::string tag = " (K=" + std::to_string(p.K) + " groups=" + std::to_string(p.groups) +
+                            " padT=" + std::to_string(p.padT) + ")";
+    expectNear(gy.get(), y, "conv2d_forward" + tag, 1e-4, 1e-4);
+    expectNear(gdx.get(), dx, "conv2d_backward_data" + tag, 1e-4, 1e-4);
+    expectNear(gdw.get(), dw, "conv2d_backward_filter" + tag, 1e-4, 1e-4);
+    expectNear(gdb.get(), db, "conv2d_backward_bias" + tag, 1e-4, 1e-4);
+  }
+}
+
+TEST_F(CudaKernel, Pooling) {
+  const Pool2dParams cases[] = {
+      {2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false},
+      {2, 3, 9, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true},
+      {1, 2, 10, 10, 3, 2, 1, 2, 1, 0, 1, 1, 2, 1, false, false},
+      {1, 2, 7, 7, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, true, false},
+  };
+  for (const Pool2dParams& p : cases) {
+    const int64_t OH = cpu::pool2d_out_h(p), OW = cpu::pool2d_out_w(p);
+    const int64_t nx = p.N * p.C * p.H * p.W, ny = p.N * p.C * OH * OW;
+    const Vec x = rng.distinct(nx, 0.01f), dy = rng.vec(ny);
+    Vec y(ny), dx(nx);
+    std::vector<int32_t> idx(ny);
+    DevF gx(x), gdy(dy), gy(ny), gdx(nx), gdx2(nx);
+    Dev<int32_t> gidx((size_t)ny);
+    cpu::max_pool2d(p, x.data(), y.data(), idx.data());
+    gpu::max_pool2d(p, gx, gy, gidx, s);
+    expectNear(gy.get(), y, "max_pool2d", 0, 0);
+    EXPECT_EQ(gidx.get(), idx);
+    cpu::max_pool2d_backward(p, dy.data(), idx.data(), dx.data());
+    gpu::max_pool2d_backward(p, gdy, gidx, gdx, s);
+    expectNear(gdx.get(), dx, "max_pool2d_backward", 1e-6, 1e-6);
+    gpu::max_pool2d_scatter(gdy, gidx, p.N * p.C, OH * OW, p.H * p.W, gdx2, s);
+    expectNear(gdx2.get(), dx, "max_pool2d_scatter", 1e-6, 1e-6);
+    cpu::avg_pool2d(p, x.data(), y.data());
+    gpu::avg_pool2d(p, gx, gy, s);
+    expectNear(gy.get(), y, "avg_pool2d", 1e-5, 1e-6);
+    cpu::avg_pool2d_backward(p, dy.data(), dx.data());
+    gpu::avg_pool2d_backward(p, gdy, gdx, s);
+    expectNear(gdx.get(), dx, "avg_pool2d_backward", 1e-5, 1e-6);
+  }
+  const int64_t N = 3, C = 5, HW = 49;
+  const Vec x = rng.vec(N * C * HW), dy = rng.vec(N * C);
+  Vec y(N * C), dx(N * C * HW);
+  cpu::global_avg_pool(x.data(), y.data(), N, C, HW);
+  cpu::global_avg_pool_backward(dy.data(), dx.data(), N, C, HW);
+  DevF gx(x), gdy(dy), gy(N * C), gdx(N * C * HW);
+  gpu::global_avg_pool(gx, gy, N, C, HW, s);
+  gpu::global_avg_pool_backward(gdy, gdx, N, C, HW, s);
+  expectNear(gy.get(), y, "global_avg_pool", 1e-5, 1e-6);
+  expectNear(gdx.get(), dx, "global_avg_pool_backward", 1e-6, 0);
+}
+
+TEST_F(CudaKernel, BatchNorm) {
+  for (int64_t HW : {1, 37}) {
+    const int64_t N = 6, C = 5, n = N * C * HW;
+    const Vec x = rng.vec(n, -2, 3), scale = rng.vec(C), bias = rng.vec(C), dy = rng.vec(n),
+              rm0 = rng.vec(C), rv0 = rng.vec(C, 0.5f, 1.5f);
+    Vec y(n), mean(C), inv(C), rm = rm0, rv = rv0, dx(n), dscale(C), dbias(C), yi(n);
+    cpu::batch_norm_train_forward(x.data(), N, C, HW, scale.data(), bias.data(), 1e-5f, 0.9f,
+                                  y.data(), mean.data(), inv.data(), rm.data(), rv.data());
+    cpu::batch_norm_backward(x.data(), dy.data(), N, C, HW, scale.data(), mean.data(), inv.data(),
+                             dx.data(), dscale.data(), dbias.data());
+    cpu::batch_norm_inference(x.data(), N, C, HW, scale.data(), bias.data(), rm0.data(),
+                              rv0.data(), 1e-5f, yi.data());
+    DevF gx(x), gs(scale), gb(bias), gdy(dy), grm(rm0), grv(rv0), gy(n), gm(C), gi(C), gdx(n),
+        gds(C), gdb(C), gyi(n), grm0(rm0), grv0(rv0);
+    gpu::batch_norm_train_forward(gx, N, C, HW, gs, gb, 1e-5f, 0.9f, gy, gm, gi, grm, grv, s);
+    gpu::batch_norm_backward(gx, gdy, N, C, HW, gs, gm, gi, gdx, gds, gdb, s);
+    gpu::batch_norm_inference(gx, N, C, HW, gs, gb, grm0, grv0, 1e-5f, gyi, s);
+    expectNear(gy.get(), y, "batch_norm y", 1e-4, 1e-5);
+    expectNear(gm.get(), mean, "batch_norm mean", 1e-4, 1e-6);
+    expectNear(gi.get(), inv, "batch_norm invstd", 1e-4, 1e-6);
+    expectNear(grm.get(), rm, "batch_norm running mean", 1e-4, 1e-6);
+    expectNear(grv.get(), rv, "batch_norm running var", 1e-4, 1e-6);
+    expectNear(gdx.get(), dx, "batch_norm dx", 1e-4, 1e-5);
+    expectNear(gds.get(), dscale, "batch_norm dscale", 1e-4, 1e-5);
+    expectNear(gdb.get(), dbias, "batch_norm dbias", 1e-4, 1e-5);
+    expectNear(gyi.get(), yi, "batch_norm_inference", 1e-5, 1e-6);
+  }
+}
+
+TEST_F(CudaKernel, LayerNorm) {
+  for (int64_t D : {7, 64, 768, 3000}) {
+    const int64_t rows = 33, n = rows * D;
+    const Vec x = rng.vec(n, -2, 2), scale = rng.vec(D), bias = rng.vec(D), dy = rng.vec(n);
+    for (bool affine : {true, false}) {
+      const float* sc = affine ? scale.data() : nullptr;
+      const float* bi = affine ? bias.data() : nullptr;
+      Vec y(n), mean(rows), inv(rows), dx(n), ds(D), db(D);
+      cpu::layer_norm(x.data(), rows, D, sc, bi, 1e-5f, y.data(), mean.data(), inv.data());
+      cpu::layer_norm_backward(x.data(), dy.data(), rows, D, sc, mean.data(), inv.data(),
+                               dx.data(), ds.data(), db.data());
+      DevF gx(x), gs(scale), gb(bias), gdy(dy), gy(n), gm(rows), gi(rows), gdx(n), gds(D), gdb(D);
+      gpu::layer_norm(gx, rows, D, affine ? gs.ptr : nullptr, affine ? gb.ptr : nullptr, 1e-5f, gy,
+                      gm, gi, s);
+      gpu::layer_norm_backward(gx, gdy, rows, D, affine ? gs.ptr : nullptr, gm, gi, gdx, gds, gdb,
+                               s);
+      const std::string tag = " D=" + std::to_string(D);
+      expectNear(gy.get(), y, "layer_norm" + tag, 1e-4, 1e-5);
+      expectNear(gm.get(), mean, "layer_norm mean" + tag, 1e-4, 1e-6);
+      expectNear(gi.get(), inv, "layer_norm invstd" + tag, 1e-4, 1e-6);
+      expectNear(gdx.get(), dx, "layer_norm dx" + tag, 1e-4, 1e-5);
+      expectNear(gds.get(), ds, "layer_norm dscale" + tag, 1e-4, 1e-4);
+      expectNear(gdb.get(), db, "layer_norm dbias" + tag, 1e-4, 1e-4);
+    }
+  }
+}
+
+TEST_F(CudaKernel, Softmax) {
+  for (int64_t cols : {10, 1000, 5000}) {
+    const int64_t rows = 17, n = rows * cols;
+    const Vec x = rng.vec(n, -5, 5), dy = rng.vec(n);
+    Vec y(n), ly(n), dx(n), ldx(n);
+    cpu::softmax(x.data(), y.data(), rows, cols);
+    cpu::log_softmax(x.data(), ly.data(), rows, cols);
+    cpu::softmax_backward(y.data(), dy.data(), dx.data(), rows, cols);
+    cpu::log_softmax_backward(ly.data(), dy.data(), ldx.data(), rows, cols);
+    DevF gx(x), gdy(dy), gy(n), gly(n), gdx(n), gldx(n);
+    gpu::softmax(gx, gy, rows, cols, s);
+    gpu::log_softmax(gx, gly, rows, cols, s);
+    gpu::softmax_backward(gy, gdy, gdx, rows, cols, s);
+    gpu::log_softmax_backward(gly, gdy, gldx, rows, cols, s);
+    const std::string tag = " cols=" + std::to_string(cols);
+    expectNear(gy.get(), y, "softmax" + tag, 1e-5, 1e-7);
+    expectNear(gly.get(), ly, "log_softmax" + tag, 1e-5, 1e-5);
+    expectNear(gdx.get(), dx, "softmax_backward" + tag, 1e-4, 1e-6);
+    expectNear(gldx.get(), ldx, "log_softmax_backward" + tag, 1e-4, 1e-5);
+  }
+  const int64_t outer = 3, axis = 7, inner = 11, n = outer * axis * inner;
+  const Vec x = rng.vec(n, -5, 5), dy = rng.vec(n);
+  Vec y(n), ly(n), dx(n), ldx(n);
+  cpu::softmax_inner(x.data(), y.data(), outer, axis, inner);
+  cpu::log_softmax_inner(x.data(), ly.data(), outer, axis, inner);
+  cpu::softmax_inner_backward(y.data(), dy.data(), dx.data(), outer, axis, inner);
+  cpu::log_softmax_inner_backward(ly.data(), dy.data(), ldx.data(), outer, axis, inner);
+  DevF gx(x), gdy(dy), gy(n), gly(n), gdx(n), gldx(n);
+  gpu::softmax_inner(gx, gy, outer, axis, inner, s);
+  gpu::log_softmax_inner(gx, gly, outer, axis, inner, s);
+  gpu::softmax_inner_backward(gy, gdy, gdx, outer, axis, inner, s);
+  gpu::log_softmax_inner_backward(gly, gdy, gldx, outer, axis, inner, s);
+  expectNear(gy.get(), y, "softmax_inner", 1e-5, 1e-7);
+  expectNear(gly.get(), ly, "log_softmax_inner", 1e-5, 1e-5);
+  expectNear(gdx.get(), dx, "softmax_inner_backward", 1e-4, 1e-6);
+  expectNear(gldx.get(), ldx, "log_softmax_inner_backward", 1e-4, 1e-5);
+}
+
+TEST_F(CudaKernel, Losses) {
+  for (int64_t C : {10, 3000}) {
+    const int64_t N = 37;
+    const Vec logits = rng.vec(N * C, -4, 4);
+    std::vector<int64_t> labels(N);
+    for (auto& l : labels) l = rng.integer(0, C - 1);
+    labels[3] = cpu::kIgnoreIndex;
+    labels[10] = cpu::kIgnoreIndex;
+    const float loss = cpu::softmax_cross_entropy(logits.data(), labels.data(), N, C);
+    Vec grad(N * C);
+    cpu::softmax_cross_entropy_backward(logits.data(), labels.data(), N, C, 0.5f, grad.data());
+    const int64_t correct = cpu::accuracy_count(logits.data(), labels.data(), N, C);
+    DevF gl(logits), gloss(1), ggrad(N * C), gloss2(1);
+    Dev<int64_t> glab(labels), gcount((size_t)1);
+    Dev<char> ws(gpu::softmax_cross_entropy_workspace_bytes(N));
+    gpu::softmax_cross_entropy(gl, glab, N, C, gloss, ws, s);
+    gpu::softmax_cross_entropy_backward(gl, glab, N, C, 0.5f, ggrad, ws, s);
+    gpu::accuracy_count(gl, glab, N, C, gcount, s);
+    const std::string tag = " C=" + std::to_string(C);
+    expectNear(gloss.get(), {loss}, "softmax_cross_entropy" + tag, 1e-5, 0);
+    expectNear(ggrad.get(), grad, "softmax_cross_entropy_backward" + tag, 1e-4, 1e-7);
+    EXPECT_EQ(gcount.scalar(), correct) << "accuracy_count" << tag;
+    // Fused, in place.
+    gpu::softmax_cross_entropy_with_grad(gl, glab, N, C, 0.5f, gl, gloss2, ws, s);
+    expectNear(gloss2.get(), {loss}, "softmax_cross_entropy_with_grad loss" + tag, 1e-5, 0);
+    expectNear(gl.get(), grad, "softmax_cross_entropy_with_grad in place" + tag, 1e-4, 1e-7);
+  }
+  {  // every row ignored: NaN
+    const std::vector<int64_t> labels(4, cpu::kIgnoreIndex);
+    DevF gl(rng.vec(12)), gloss(1);
+    Dev<int64_t> glab(labels);
+    Dev<char> ws(gpu::softmax_cross_entropy_workspace_bytes(4));
+    gpu::softmax_cross_entropy(gl, glab, 4, 3, gloss, ws, s);
+    EXPECT_TRUE(std::isnan(gloss.scalar()));
+  }
+  const int64_t n = 100003;
+  const Vec pred = rng.vec(n), target = rng.vec(n);
+  const float mse = cpu::mse_loss(pred.data(), target.data(), n);
+  Vec dpred(n);
+  cpu::mse_loss_backward(pred.data(), target.data(), n, 2.0f, dpred.data());
+  DevF gp(pred), gt(target), gloss(1), gdp(n);
+  Dev<char> ws(gpu::mse_loss_workspace_bytes(n));
+  gpu::mse_loss(gp, gt, n, gloss, ws, s);
+  gpu::mse_loss_backward(gp, gt, n, 2.0f, gdp, s);
+  expectNear(gloss.get(), {mse}, "mse_loss", 1e-5, 0);
+  expectNear(gdp.get(), dpred, "mse_loss_backward", 1e-6, 0);
+}
+
+TEST_F(CudaKernel, ShapeOps) {
+  {  // transpose
+    const Shape sh = {3, 4, 5, 6};
+    const int64_t perm[4] = {2, 0, 3, 1};
+    const Vec x = rng.vec(360);
+    Vec y(360);
+    cpu::transpose(x.data(), sh.data(), 4, perm, y.data());
+    DevF gx(x), gy(360);
+    gpu::transpose(gx, sh.data(), 4, perm, gy, s);
+    expectNear(gy.get(), y, "transpose", 0, 0);
+  }
+  {  // slice with negative steps, and its backward
+    const Shape xs = {6, 7, 8}, ys = {3, 2, 8};
+    const int64_t starts[3] = {5, 1, 0}, steps[3] = {-2, 3, 1};
+    const Vec x = rng.vec(336), dy = rng.vec(48);
+    Vec y(48), dx(336);
+    cpu::slice(x.data(), xs.data(), 3, starts, steps, y.data(), ys.data());
+    cpu::slice_backward(dy.data(), ys.data(), 3, starts, steps, dx.data(), xs.data());
+    DevF gx(x), gy(48), gdy(dy), gdx(336);
+    gpu::slice(gx, xs.data(), 3, starts, steps, gy, ys.data(), s);
+    gpu::slice_backward(gdy, ys.data(), 3, starts, steps, gdx, xs.data(), s);
+    expectNear(gy.get(), y, "slice", 0, 0);
+    expectNear(gdx.get(), dx, "slice_backward", 0, 0);
+  }
+  {  // concat and split along the middle axis
+    const Shape out = {4, 9, 5};
+    const int64_t sizes[3] = {2, 3, 4};
+    const Vec a = rng.vec(40), b = rng.vec(60), c = rng.vec(80);
+    const float* xs[3] = {a.data(), b.data(), c.data()};
+    Vec y(180);
+    cpu::concat(xs, sizes, 3, y.data(), out.data(), 3, 1);
+    DevF ga(a), gb(b), gc(c), gy(180), sa(40), sb(60), sc(80);
+    const float* gxs[3] = {ga.ptr, gb.ptr, gc.ptr};
+    gpu::concat(gxs, sizes, 3, gy, out.data(), 3, 1, s);
+    expectNear(gy.get(), y, "concat", 0, 0);
+    float* gys[3] = {sa.ptr, sb.ptr, sc.ptr};
+    gpu::split(gy, out.data(), 3, 1, sizes, 3, gys, s);
+    expectNear(sa.get(), a, "split 0", 0, 0);
+    expectNear(sb.get(), b, "split 1", 0, 0);
+    expectNear(sc.get(), c, "split 2", 0, 0);
+  }
+  {  // gather (negative and repeated indices) and its backward
+    const Shape ds = {3, 10, 4};
+    const std::vector<int64_t> idx = {0, 9, -1, 3, 3, 5};
+    const Vec data = rng.vec(120), dy = rng.vec(3 * 6 * 4);
+    Vec y(72), dd(120);
+    cpu::gather(data.data(), ds.data(), 3, 1, idx.data(), 6, y.data());
+    cpu::gather_backward(dy.data(), idx.data(), 6, ds.data(), 3, 1, dd.data());
+    DevF gd(data), gy(72), gdy(dy), gdd(120);
+    Dev<int64_t> gi(idx);
+    gpu::gather(gd, ds.data(), 3, 1, gi, 6, gy, s);
+    gpu::gather_backward(gdy, gi, 6, ds.data(), 3, 1, gdd, s);
+    expectNear(gy.get(), y, "gather", 0, 0);
+    expectNear(gdd.get(), dd, "gather_backward", 1e-6, 1e-7);
+  }
+  {  // expand
+    const Shape xs = {3, 1, 5}, ys = {2, 3, 4, 5};
+    const Vec x = rng.vec(15);
+    Vec y(120);
+    cpu::expand(x.data(), xs.data(), 3, y.data(), ys.data(), 4);
+    DevF gx(x), gy(120);
+    gpu::expand(gx, xs.data(), 3, gy, ys.data(), 4, s);
+    expectNear(gy.get(), y, "expand", 0, 0);
+  }
+}
+
+TEST_F(CudaKernel, Optimizers) {
+  const int64_t n = 5000;
+  const Vec p0 = rng.vec(n), g = rng.vec(n), b0 = rng.vec(n), m0 = rng.vec(n),
+            v0 = rng.vec(n, 0, 1);
+  for (int variant = 0; variant < 4; ++variant) {
+    const double momentum = variant == 0 ? 0.0 : 0.9;
+    const bool nesterov = variant == 3, first = variant == 1;
+    Vec p = p0, b = b0;
+    cpu::sgd_update(p.data(), g.data(), b.data(), n, 0.1, momentum, 0.1, 1e-2, nesterov, first);
+    DevF gp(p0), gg(g), gb(b0);
+    gpu::sgd_update(gp, gg, gb, n, 0.1, momentum, 0.1, 1e-2, nesterov, first, s);
+    expectNear(gp.get(), p, "sgd param", 1e-6, 1e-7);
+    expectNear(gb.get(), b, "sgd momentum", 1e-6, 1e-7);
+  }
+  for (bool decoupled : {false, true}) {
+    Vec p = p0, m = m0, v = v0;
+    cpu::adam_update(p.data(), g.data(), m.data(), v.data(), n, 1e-3, 0.9, 0.999, 1e-8, 1e-2,
+                     decoupled, 3);
+    DevF gp(p0), gg(g), gm(m0), gv(v0);
+    gpu::adam_update(gp, gg, gm, gv, n, 1e-3, 0.9, 0.999, 1e-8, 1e-2, decoupled, 3, s);
+    expectNear(gp.get(), p, "adam param", 1e-6, 1e-7);
+    expectNear(gm.get(), m, "adam m", 1e-6, 1e-7);
+    expectNear(gv.get(), v, "adam v", 1e-6, 1e-7);
+  }
+}
+
+TEST_F(CudaKernel, MultiTensorOptimizers) {
+  const std::vector<int64_t> sizes = {5, 0, 4096, 1, 9000, 3};
+  int64_t total = 0;
+  for (int64_t k : sizes) total += k;
+  const Vec p0 = rng.vec(total), g = rng.vec(total), b0 = rng.vec(total), v0 = rng.vec(total, 0, 1);
+  // SGD with momentum, later step, nesterov.
+  {
+    Vec p = p0, b = b0;
+    cpu::sgd_update(p.data(), g.data(), b.data(), total, 0.05, 0.9, 0.0, 1e-3, true, false);
+    DevF gp(p0), gg(g), gb(b0);
+    std::vector<gpu::SgdSegment> segs;
+    int64_t at = 0;
+    for (int64_t k : sizes) {
+      segs.push_back({gp.ptr + at, gg.ptr + at, gb.ptr + at, k, 0});
+      at += k;
+    }
+    EXPECT_EQ(gpu::layout_segments(segs.data(), (int)segs.size()), total);
+    Dev<char> table(segs.size() * sizeof(gpu::SgdSegment));
+    cudaOk(cudaMemcpy(table.ptr, segs.data(), table.n, cudaMemcpyHostToDevice), "upload");
+    gpu::multi_tensor_sgd_update(reinterpret_cast<const gpu::SgdSegment*>(table.ptr),
+                                 (int)segs.size(), total, 0.05, 0.9, 0.0, 1e-3, true, false, s);
+    expectNear(gp.get(), p, "multi_tensor_sgd param", 1e-6, 1e-7);
+    expectNear(gb.get(), b, "multi_tensor_sgd momentum", 1e-6, 1e-7);
+  }
+  {
+    Vec p = p0, m = b0, v = v0;
+    cpu::adam_update(p.data(), g.data(), m.data(), v.data(), total, 1e-3, 0.9, 0.99, 1e-8, 0.01,
+                     true, 5);
+    DevF gp(p0), gg(g), gm(b0), gv(v0);
+    std::vector<gpu::AdamSegment> segs;
+    int64_t at = 0;
+    for (int64_t k : sizes) {
+      segs.push_back({gp.ptr + at, gg.ptr + at, gm.ptr + at, gv.ptr + at, k, 0});
+      at += k;
+    }
+    EXPECT_EQ(gpu::layout_segments(segs.data(), (int)segs.size()), total);
+    Dev<char> table(segs.size() * sizeof(gpu::AdamSegment));
+    cudaOk(cudaMemcpy(table.ptr, segs.data(), table.n, cudaMemcpyHostToDevice), "upload");
+    gpu::multi_tensor_adam_update(reinterpret_cast<const gpu::AdamSegment*>(table.ptr),
+                                  (int)segs.size(), total, 1e-3, 0.9, 0.99, 1e-8, 0.01, true, 5,
+                                  s);
+    expectNear(gp.get(), p, "multi_tensor_adam param", 1e-6, 1e-7);
+    expectNear(gm.get(), m, "multi_tensor_adam m", 1e-6, 1e-7);
+    expectNear(gv.get(), v, "multi_tensor_adam v", 1e-6, 1e-7);
+  }
+}
+
+TEST_F(CudaKernel, ContextAndArena) {
+  EXPECT_GE(ctx.device, 0);
+  EXPECT_NE(ctx.lt, nullptr);
+  EXPECT_NE(ctx.dnn, nullptr);
+  void* arena = gpu::arena_alloc(size_t(256) << 20);
+  ASSERT_NE(arena, nullptr);
+  EXPECT_GE(gpu::memory_peak_bytes(), size_t(256) << 20);
+  gpu::arena_free(arena);
+  gpu::Context moved = std::move(ctx);
+  EXPECT_EQ(ctx.stream, nullptr);
+  EXPECT_NE(moved.stream, nullptr);
+  // A second context on the same rank binds the same device.
+  gpu::Context other = gpu::Context::create(gpu::deviceCount());
+  EXPECT_EQ(other.device, 0);
+}
+
+}  // namespace
+}  // namespace dtcrt_cuda_test
