@@ -26,6 +26,8 @@ struct CodegenOptions {
   double lr = 0.01;
   /// Pipelines: data-parallel replicas of the pipeline (--dp).
   int64_t dataParallel = 1;
+  /// "cpu" (C++ calling runtime/cpu) or "cuda" (runtime/cuda on the GPU).
+  std::string target = "cpu";
 };
 
 /// Writes the C++ source of the program for `module` (after the training
@@ -34,9 +36,13 @@ mlir::LogicalResult emitCpp(mlir::ModuleOp module, const CodegenOptions &options
                             llvm::raw_ostream &os);
 
 /// Compiles `cppPath` with the host compiler and links it with the runtime
-/// into the executable `outputPath`. Reports failures as errors at `loc`.
+/// (and, for `cuda`, the CUDA runtime and its libraries) into the executable
+/// `outputPath`. Reports failures as errors at `loc`.
 mlir::LogicalResult compileProgram(mlir::Location loc, const std::string &cppPath,
-                                   const std::string &outputPath);
+                                   const std::string &outputPath, bool cuda = false);
+
+/// Whether this dtc was built with the CUDA runtime (--target=cuda binaries).
+bool cudaRuntimeAvailable();
 
 } // namespace dtc
 

@@ -26,23 +26,32 @@ LogicalResult emitAllReduceStart(Operation *op, FunctionEmitter &fn) {
     expected += (tensorBytes(grad.getType()) + kArenaAlignment - 1) / kArenaAlignment *
                 kArenaAlignment;
   }
-  fn.line("std::unique_ptr<dtcrt::Work> " + workName(start.getBucket()) +
-          " = ctx.comm->allReduce(" + fn.ptr(grads.front()) + ", " +
-          std::to_string((end - first.offset) / 4) + ", dtcrt::ReduceOp::Mean);  // " +
-          std::to_string(grads.size()) + " gradients");
+  std::string count = std::to_string((end - first.offset) / 4);
+  std::string what = "  // " + std::to_string(grads.size()) + " gradients";
+  if (fn.cuda())  // on the communication stream, after the kernels queued so far
+    fn.line("std::unique_ptr<dtcrt::Work> " + workName(start.getBucket()) +
+            " = all_reduce_after(ctx.comm, " + fn.ptr(grads.front()) + ", " + count +
+            ", stream);" + what);
+  else
+    fn.line("std::unique_ptr<dtcrt::Work> " + workName(start.getBucket()) +
+            " = ctx.comm->allReduce(" + fn.ptr(grads.front()) + ", " + count +
+            ", dtcrt::ReduceOp::Mean);" + what);
   return success();
 }
 
 LogicalResult emitAllReduceWait(Operation *op, FunctionEmitter &fn) {
   auto wait = cast<AllReduceWaitOp>(op);
-  fn.line(workName(wait.getStart().getBucket()) + "->wait();");
+  if (fn.cuda())  // the compute stream waits on the device, not the host
+    fn.line("wait_on_stream(*" + workName(wait.getStart().getBucket()) + ", stream);");
+  else
+    fn.line(workName(wait.getStart().getBucket()) + "->wait();");
   return success();
 }
 
 LogicalResult emitCopy(Operation *op, FunctionEmitter &fn) {
   auto copy = cast<CopyOp>(op);
-  fn.line("std::memcpy(" + fn.ptr(copy.getOutput()) + ", " + fn.ptr(copy.getInput()) + ", " +
-          std::to_string(tensorBytes(copy.getOutput().getType())) + ");");
+  fn.copyBytes(fn.ptr(copy.getOutput()), fn.ptr(copy.getInput()),
+               tensorBytes(copy.getOutput().getType()));
   return success();
 }
 

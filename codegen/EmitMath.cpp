@@ -2,6 +2,7 @@
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
 
 using namespace mlir;
 
@@ -18,43 +19,41 @@ LogicalResult emitBroadcastBinary(Operation *op, FunctionEmitter &fn) {
   if (cppElementType(a.getType()) != "float")
     return codegenError(op) << "the CPU kernels support only float32 operands, got "
                             << a.getType();
-  std::string kernel = "cpu::" + op->getName().stripDialect().str();
-  fn.line(kernel + "(" + fn.ptr(a) + ", " + fn.shape(a) + ", " + num(fn.rank(a)) + ", " +
-          fn.ptr(b) + ", " + fn.shape(b) + ", " + num(fn.rank(b)) + ", " + fn.ptr(y) +
-          ", " + fn.shape(y) + ", " + num(fn.rank(y)) + ");");
+  fn.kernel(op->getName().stripDialect(),
+            fn.ptr(a) + ", " + fn.shape(a) + ", " + num(fn.rank(a)) + ", " + fn.ptr(b) + ", " +
+                fn.shape(b) + ", " + num(fn.rank(b)) + ", " + fn.ptr(y) + ", " + fn.shape(y) +
+                ", " + num(fn.rank(y)));
   return success();
 }
 
 /// y = KERNEL(x, y, n)
 LogicalResult emitUnary(Operation *op, FunctionEmitter &fn) {
   Value x = op->getOperand(0), y = op->getResult(0);
-  fn.line("cpu::" + op->getName().stripDialect().str() + "(" + fn.ptr(x) + ", " + fn.ptr(y) + ", " +
-          num(fn.numel(y)) + ");");
+  fn.kernel(op->getName().stripDialect(), fn.ptr(x) + ", " + fn.ptr(y) + ", " + num(fn.numel(y)));
   return success();
 }
 
 LogicalResult emitGelu(Operation *op, FunctionEmitter &fn) {
   auto gelu = cast<GeluOp>(op);
-  fn.line("cpu::gelu(" + fn.ptr(gelu.getInput()) + ", " + fn.ptr(gelu.getOutput()) + ", " +
+  fn.kernel("gelu", fn.ptr(gelu.getInput()) + ", " + fn.ptr(gelu.getOutput()) + ", " +
           num(fn.numel(gelu.getOutput())) + ", /*approximate=*/" +
-          (gelu.getApproximate() == "tanh" ? "true" : "false") + ");");
+          (gelu.getApproximate() == "tanh" ? "true" : "false"));
   return success();
 }
 
 /// dx = KERNEL_grad(value, dy, dx, n)
 LogicalResult emitPointwiseGrad(Operation *op, FunctionEmitter &fn) {
   Value value = op->getOperand(0), dy = op->getOperand(1), dx = op->getResult(0);
-  fn.line("cpu::" + op->getName().stripDialect().str() + "(" + fn.ptr(value) + ", " + fn.ptr(dy) +
-          ", " + fn.ptr(dx) + ", " + num(fn.numel(dx)) + ");");
+  fn.kernel(op->getName().stripDialect(),
+            fn.ptr(value) + ", " + fn.ptr(dy) + ", " + fn.ptr(dx) + ", " + num(fn.numel(dx)));
   return success();
 }
 
 LogicalResult emitGeluGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<GeluGradOp>(op);
-  fn.line("cpu::gelu_grad(" + fn.ptr(grad.getValue()) + ", " + fn.ptr(grad.getGrad()) + ", " +
+  fn.kernel("gelu_grad", fn.ptr(grad.getValue()) + ", " + fn.ptr(grad.getGrad()) + ", " +
           fn.ptr(grad.getOutput()) + ", " + num(fn.numel(grad.getOutput())) +
-          ", /*approximate=*/" + (grad.getApproximate() == "tanh" ? "true" : "false") +
-          ");");
+          ", /*approximate=*/" + (grad.getApproximate() == "tanh" ? "true" : "false"));
   return success();
 }
 
@@ -65,11 +64,13 @@ LogicalResult emitCast(Operation *op, FunctionEmitter &fn) {
   std::string x = fn.ptr(cast.getInput()), y = fn.ptr(cast.getOutput());
   std::string n = num(fn.numel(cast.getOutput()));
   if (from == to)
-    fn.line("std::memcpy(" + y + ", " + x + ", " + n + " * sizeof(" + to.str() + "));");
+    fn.copyBytes(y, x, tensorBytes(cast.getOutput().getType()));
   else if (from == "float" && to == "int64_t")
-    fn.line("cpu::cast_f32_to_i64(" + x + ", " + y + ", " + n + ");");
+    fn.kernel("cast_f32_to_i64", x + ", " + y + ", " + n);
   else if (from == "int64_t" && to == "float")
-    fn.line("cpu::cast_i64_to_f32(" + x + ", " + y + ", " + n + ");");
+    fn.kernel("cast_i64_to_f32", x + ", " + y + ", " + n);
+  else if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no cast from " << from << " to " << to;
   else if (to == "uint8_t")  // to bool: nonzero is true (a plain conversion wraps)
     fn.line("for (int64_t i = 0; i < " + n + "; ++i) " + y + "[i] = " + x + "[i] != 0;");
   else
@@ -84,35 +85,35 @@ LogicalResult emitWhere(Operation *op, FunctionEmitter &fn) {
     return codegenError(op) << "the CPU kernels support only float32 values, got "
                             << where.getX().getType();
   Value c = where.getCondition(), x = where.getX(), z = where.getY(), y = where.getOutput();
-  fn.line("cpu::where(" + fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +
+  fn.kernel("where", fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +
           fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " + fn.ptr(z) + ", " +
           fn.shape(z) + ", " + num(fn.rank(z)) + ", " + fn.ptr(y) + ", " + fn.shape(y) +
-          ", " + num(fn.rank(y)) + ");");
+          ", " + num(fn.rank(y)));
   return success();
 }
 
 LogicalResult emitDropout(Operation *op, FunctionEmitter &fn) {
   auto dropout = cast<DropoutOp>(op);
-  fn.line("cpu::dropout(" + fn.ptr(dropout.getInput()) + ", " + fn.ptr(dropout.getOutput()) +
+  fn.kernel("dropout", fn.ptr(dropout.getInput()) + ", " + fn.ptr(dropout.getOutput()) +
           ", " + fn.ptr(dropout.getMask()) + ", " + num(fn.numel(dropout.getOutput())) +
           ", " + floatLiteral(dropout.getRatio().convertToDouble()) + ", ctx.seed + " +
-          num(dropout.getSeed()) + "u, uint64_t(ctx.step));");
+          num(dropout.getSeed()) + "u, uint64_t(ctx.step)");
   return success();
 }
 
 LogicalResult emitDropoutGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<DropoutGradOp>(op);
-  fn.line("cpu::dropout_grad(" + fn.ptr(grad.getMask()) + ", " + fn.ptr(grad.getGrad()) + ", " +
+  fn.kernel("dropout_grad", fn.ptr(grad.getMask()) + ", " + fn.ptr(grad.getGrad()) + ", " +
           fn.ptr(grad.getOutput()) + ", " + num(fn.numel(grad.getOutput())) + ", " +
-          floatLiteral(grad.getRatio().convertToDouble()) + ");");
+          floatLiteral(grad.getRatio().convertToDouble()));
   return success();
 }
 
 LogicalResult emitReduceToShape(Operation *op, FunctionEmitter &fn) {
   auto reduce = cast<ReduceToShapeOp>(op);
   Value dy = reduce.getInput(), dx = reduce.getOutput();
-  fn.line("cpu::reduce_to_shape(" + fn.ptr(dy) + ", " + fn.shape(dy) + ", " + num(fn.rank(dy)) +
-          ", " + fn.ptr(dx) + ", " + fn.shape(dx) + ", " + num(fn.rank(dx)) + ");");
+  fn.kernel("reduce_to_shape", fn.ptr(dy) + ", " + fn.shape(dy) + ", " + num(fn.rank(dy)) +
+          ", " + fn.ptr(dx) + ", " + fn.shape(dx) + ", " + num(fn.rank(dx)));
   return success();
 }
 

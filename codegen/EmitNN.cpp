@@ -22,16 +22,16 @@ LogicalResult emitGemm(Operation *op, FunctionEmitter &fn) {
   // C is copied (broadcast) into the output, unless the output is C's own
   // storage (a sum accumulated in place).
   if (c && !biasRows && fn.ptr(c) != fn.ptr(y))
-    fn.line("cpu::expand(" + fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +
-            fn.ptr(y) + ", " + fn.shape(y) + ", 2);");
-  fn.line("cpu::gemm(" + flag(gemm.getTransA()) + ", " + flag(gemm.getTransB()) + ", " +
+    fn.kernel("expand", fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +
+            fn.ptr(y) + ", " + fn.shape(y) + ", 2");
+  fn.libraryKernel("gemm", flag(gemm.getTransA()) + ", " + flag(gemm.getTransB()) + ", " +
           num(m) + ", " + num(n) + ", " + num(k) + ", " +
           floatLiteral(gemm.getAlpha().convertToDouble()) + ", " + fn.ptr(a) + ", " +
           num(fn.dims(a)[1]) + ", " + fn.ptr(b) + ", " + num(fn.dims(b)[1]) + ", " +
-          floatLiteral(biasRows ? 0.0 : beta) + ", " + fn.ptr(y) + ", " + num(n) + ");");
+          floatLiteral(biasRows ? 0.0 : beta) + ", " + fn.ptr(y) + ", " + num(n));
   if (biasRows)
-    fn.line("cpu::add_bias_rows(" + fn.ptr(y) + ", " + fn.ptr(c) + ", " + num(m) + ", " +
-            num(n) + ");");
+    fn.kernel("add_bias_rows", fn.ptr(y) + ", " + fn.ptr(c) + ", " + num(m) + ", " +
+            num(n));
   return success();
 }
 
@@ -48,11 +48,17 @@ LogicalResult emitMatMul(Operation *op, FunctionEmitter &fn) {
     bShape.push_back(1);
     yShape.push_back(1);
   }
-  fn.line("cpu::batched_matmul(" + fn.ptr(a) + ", " + fn.shape(aShape) + ", " +
+  fn.libraryKernel("batched_matmul", fn.ptr(a) + ", " + fn.shape(aShape) + ", " +
           num(aShape.size()) + ", false, " + fn.ptr(b) + ", " + fn.shape(bShape) + ", " +
           num(bShape.size()) + ", false, " + fn.ptr(y) + ", " + fn.shape(yShape) + ", " +
-          num(yShape.size()) + ");");
+          num(yShape.size()));
   return success();
+}
+
+/// The im2col forms of convolution exist only on the CPU (dtc does not
+/// create them for --target=cuda).
+LogicalResult cpuOnly(Operation *op) {
+  return codegenError(op) << "this op has no CUDA kernel (CPU-only)";
 }
 
 /// A namespace-scope Conv2dParams for an input of `x` dims and weight dims.
@@ -72,11 +78,16 @@ LogicalResult emitConv(Operation *op, FunctionEmitter &fn) {
   std::string p = convParams(fn, fn.dims(conv.getInput()), fn.dims(conv.getWeight()),
                              conv.getStrides(), conv.getPads(), conv.getDilations(),
                              conv.getGroup());
-  fn.workspaceTerms.push_back("4 * cpu::conv2d_forward_workspace(" + p + ")");
-  fn.line("cpu::conv2d_forward(" + p + ", " + fn.ptr(conv.getInput()) + ", " +
+  std::string operands = p + ", " + fn.ptr(conv.getInput()) + ", " +
           fn.ptr(conv.getWeight()) + ", " +
           (conv.getBias() ? fn.ptr(conv.getBias()) : std::string("nullptr")) + ", " +
-          fn.ptr(conv.getOutput()) + ", ctx.workspace);");
+          fn.ptr(conv.getOutput());
+  if (fn.cuda()) {
+    fn.libraryKernel("conv2d_forward", operands);
+  } else {
+    fn.workspaceTerms.push_back("4 * cpu::conv2d_forward_workspace(" + p + ")");
+    fn.kernel("conv2d_forward", operands + ", ctx.workspace");
+  }
   return success();
 }
 
@@ -85,9 +96,14 @@ LogicalResult emitConvBackwardData(Operation *op, FunctionEmitter &fn) {
   std::string p = convParams(fn, grad.getInputShape(), fn.dims(grad.getWeight()),
                              grad.getStrides(), grad.getPads(), grad.getDilations(),
                              grad.getGroup());
-  fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_data_workspace(" + p + ")");
-  fn.line("cpu::conv2d_backward_data(" + p + ", " + fn.ptr(grad.getGrad()) + ", " +
-          fn.ptr(grad.getWeight()) + ", " + fn.ptr(grad.getOutput()) + ", ctx.workspace);");
+  std::string operands = p + ", " + fn.ptr(grad.getGrad()) + ", " +
+          fn.ptr(grad.getWeight()) + ", " + fn.ptr(grad.getOutput());
+  if (fn.cuda()) {
+    fn.libraryKernel("conv2d_backward_data", operands);
+  } else {
+    fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_data_workspace(" + p + ")");
+    fn.kernel("conv2d_backward_data", operands + ", ctx.workspace");
+  }
   return success();
 }
 
@@ -96,44 +112,55 @@ LogicalResult emitConvBackwardFilter(Operation *op, FunctionEmitter &fn) {
   std::string p = convParams(fn, fn.dims(grad.getInput()), grad.getWeightShape(),
                              grad.getStrides(), grad.getPads(), grad.getDilations(),
                              grad.getGroup());
-  fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_filter_workspace(" + p + ")");
-  fn.line("cpu::conv2d_backward_filter(" + p + ", " + fn.ptr(grad.getInput()) + ", " +
-          fn.ptr(grad.getGrad()) + ", " + fn.ptr(grad.getOutput()) + ", ctx.workspace);");
+  std::string operands = p + ", " + fn.ptr(grad.getInput()) + ", " +
+          fn.ptr(grad.getGrad()) + ", " + fn.ptr(grad.getOutput());
+  if (fn.cuda()) {
+    fn.libraryKernel("conv2d_backward_filter", operands);
+  } else {
+    fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_filter_workspace(" + p + ")");
+    fn.kernel("conv2d_backward_filter", operands + ", ctx.workspace");
+  }
   return success();
 }
 
 LogicalResult emitConvColumns(Operation *op, FunctionEmitter &fn) {
+  if (fn.cuda())
+    return cpuOnly(op);
   auto cols = cast<ConvColumnsOp>(op);
   std::string p = convParams(fn, fn.dims(cols.getInput()), cols.getWeightShape(),
                              cols.getStrides(), cols.getPads(), cols.getDilations(),
                              cols.getGroup());
-  fn.line("cpu::conv2d_im2col(" + p + ", " + fn.ptr(cols.getInput()) + ", " +
-          fn.ptr(cols.getColumns()) + ");");
+  fn.kernel("conv2d_im2col", p + ", " + fn.ptr(cols.getInput()) + ", " +
+          fn.ptr(cols.getColumns()));
   return success();
 }
 
 LogicalResult emitConvFromColumns(Operation *op, FunctionEmitter &fn) {
+  if (fn.cuda())
+    return cpuOnly(op);
   auto conv = cast<ConvFromColumnsOp>(op);
   std::string p = convParams(fn, fn.dims(conv.getInput()), fn.dims(conv.getWeight()),
                              conv.getStrides(), conv.getPads(), conv.getDilations(),
                              conv.getGroup());
   fn.workspaceTerms.push_back("4 * cpu::conv2d_forward_workspace(" + p + ")");
-  fn.line("cpu::conv2d_forward_columns(" + p + ", " + fn.ptr(conv.getInput()) + ", " +
+  fn.kernel("conv2d_forward_columns", p + ", " + fn.ptr(conv.getInput()) + ", " +
           fn.ptr(conv.getColumns()) + ", " + fn.ptr(conv.getWeight()) + ", " +
           (conv.getBias() ? fn.ptr(conv.getBias()) : std::string("nullptr")) + ", " +
-          fn.ptr(conv.getOutput()) + ", ctx.workspace);");
+          fn.ptr(conv.getOutput()) + ", ctx.workspace");
   return success();
 }
 
 LogicalResult emitConvBackwardFilterFromColumns(Operation *op, FunctionEmitter &fn) {
+  if (fn.cuda())
+    return cpuOnly(op);
   auto grad = cast<ConvBackwardFilterFromColumnsOp>(op);
   std::string p = convParams(fn, fn.dims(grad.getInput()), grad.getWeightShape(),
                              grad.getStrides(), grad.getPads(), grad.getDilations(),
                              grad.getGroup());
   fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_filter_workspace(" + p + ")");
-  fn.line("cpu::conv2d_backward_filter_columns(" + p + ", " + fn.ptr(grad.getInput()) +
+  fn.kernel("conv2d_backward_filter_columns", p + ", " + fn.ptr(grad.getInput()) +
           ", " + fn.ptr(grad.getColumns()) + ", " + fn.ptr(grad.getGrad()) + ", " +
-          fn.ptr(grad.getOutput()) + ", ctx.workspace);");
+          fn.ptr(grad.getOutput()) + ", ctx.workspace");
   return success();
 }
 
@@ -155,19 +182,18 @@ LogicalResult emitMaxPool(Operation *op, FunctionEmitter &fn) {
                              pool.getStrides(), pool.getPads(), pool.getDilations(),
                              pool.getCeilMode(), false);
   // The argmax indices are written only when a backward pass reads them.
-  fn.line("cpu::max_pool2d(" + p + ", " + fn.ptr(pool.getInput()) + ", " +
+  fn.kernel("max_pool2d", p + ", " + fn.ptr(pool.getInput()) + ", " +
           fn.ptr(pool.getOutput()) + ", " +
-          (pool.getIndices().use_empty() ? std::string("nullptr") : fn.ptr(pool.getIndices())) +
-          ");");
+          (pool.getIndices().use_empty() ? std::string("nullptr") : fn.ptr(pool.getIndices())));
   return success();
 }
 
 LogicalResult emitMaxPoolGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<MaxPoolGradOp>(op);
   ArrayRef<int64_t> x = grad.getInputShape(), y = fn.dims(grad.getGrad());
-  fn.line("cpu::max_pool2d_scatter(" + fn.ptr(grad.getGrad()) + ", " +
+  fn.kernel("max_pool2d_scatter", fn.ptr(grad.getGrad()) + ", " +
           fn.ptr(grad.getIndices()) + ", " + num(x[0] * x[1]) + ", " + num(y[2] * y[3]) +
-          ", " + num(x[2] * x[3]) + ", " + fn.ptr(grad.getOutput()) + ");");
+          ", " + num(x[2] * x[3]) + ", " + fn.ptr(grad.getOutput()));
   return success();
 }
 
@@ -177,8 +203,8 @@ LogicalResult emitAveragePool(Operation *op, FunctionEmitter &fn) {
   std::string p = poolParams(fn, fn.dims(pool.getInput()), pool.getKernelShape(),
                              pool.getStrides(), pool.getPads(), unit, pool.getCeilMode(),
                              pool.getCountIncludePad());
-  fn.line("cpu::avg_pool2d(" + p + ", " + fn.ptr(pool.getInput()) + ", " +
-          fn.ptr(pool.getOutput()) + ");");
+  fn.kernel("avg_pool2d", p + ", " + fn.ptr(pool.getInput()) + ", " +
+          fn.ptr(pool.getOutput()));
   return success();
 }
 
@@ -188,17 +214,17 @@ LogicalResult emitAveragePoolGrad(Operation *op, FunctionEmitter &fn) {
   std::string p = poolParams(fn, grad.getInputShape(), grad.getKernelShape(),
                              grad.getStrides(), grad.getPads(), unit, grad.getCeilMode(),
                              grad.getCountIncludePad());
-  fn.line("cpu::avg_pool2d_backward(" + p + ", " + fn.ptr(grad.getGrad()) + ", " +
-          fn.ptr(grad.getOutput()) + ");");
+  fn.kernel("avg_pool2d_backward", p + ", " + fn.ptr(grad.getGrad()) + ", " +
+          fn.ptr(grad.getOutput()));
   return success();
 }
 
 LogicalResult emitGlobalAveragePool(Operation *op, FunctionEmitter &fn) {
   auto pool = cast<GlobalAveragePoolOp>(op);
   ArrayRef<int64_t> x = fn.dims(pool.getInput());
-  fn.line("cpu::global_avg_pool(" + fn.ptr(pool.getInput()) + ", " +
+  fn.kernel("global_avg_pool", fn.ptr(pool.getInput()) + ", " +
           fn.ptr(pool.getOutput()) + ", " + num(x[0]) + ", " + num(x[1]) + ", " +
-          num(numElements(x.drop_front(2))) + ");");
+          num(numElements(x.drop_front(2))));
   return success();
 }
 
@@ -212,37 +238,35 @@ LogicalResult emitBatchNorm(Operation *op, FunctionEmitter &fn) {
   auto bn = cast<BatchNormOp>(op);
   int64_t channels = fn.dims(bn.getInput())[1];
   // The running statistics are updated in place in copies: the results.
-  fn.line("std::memcpy(" + fn.ptr(bn.getNewRunningMean()) + ", " +
-          fn.ptr(bn.getRunningMean()) + ", " + num(4 * channels) + ");");
-  fn.line("std::memcpy(" + fn.ptr(bn.getNewRunningVar()) + ", " +
-          fn.ptr(bn.getRunningVar()) + ", " + num(4 * channels) + ");");
-  fn.line("cpu::batch_norm_train_forward(" + fn.ptr(bn.getInput()) + ", " +
+  fn.copyBytes(fn.ptr(bn.getNewRunningMean()), fn.ptr(bn.getRunningMean()), 4 * channels);
+  fn.copyBytes(fn.ptr(bn.getNewRunningVar()), fn.ptr(bn.getRunningVar()), 4 * channels);
+  fn.kernel("batch_norm_train_forward", fn.ptr(bn.getInput()) + ", " +
           nchw(fn, bn.getInput()) + ", " + fn.ptr(bn.getScale()) + ", " +
           fn.ptr(bn.getBias()) + ", " + floatLiteral(bn.getEpsilon().convertToDouble()) +
           ", " + floatLiteral(bn.getMomentum().convertToDouble()) + ", " +
           fn.ptr(bn.getOutput()) + ", " + fn.ptr(bn.getSavedMean()) + ", " +
           fn.ptr(bn.getSavedInvStd()) + ", " + fn.ptr(bn.getNewRunningMean()) + ", " +
-          fn.ptr(bn.getNewRunningVar()) + ");");
+          fn.ptr(bn.getNewRunningVar()));
   return success();
 }
 
 LogicalResult emitBatchNormInference(Operation *op, FunctionEmitter &fn) {
   auto bn = cast<BatchNormInferenceOp>(op);
-  fn.line("cpu::batch_norm_inference(" + fn.ptr(bn.getInput()) + ", " +
+  fn.kernel("batch_norm_inference", fn.ptr(bn.getInput()) + ", " +
           nchw(fn, bn.getInput()) + ", " + fn.ptr(bn.getScale()) + ", " +
           fn.ptr(bn.getBias()) + ", " + fn.ptr(bn.getMean()) + ", " + fn.ptr(bn.getVar()) +
           ", " + floatLiteral(bn.getEpsilon().convertToDouble()) + ", " +
-          fn.ptr(bn.getOutput()) + ");");
+          fn.ptr(bn.getOutput()));
   return success();
 }
 
 LogicalResult emitBatchNormGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<BatchNormGradOp>(op);
-  fn.line("cpu::batch_norm_backward(" + fn.ptr(grad.getInput()) + ", " +
+  fn.kernel("batch_norm_backward", fn.ptr(grad.getInput()) + ", " +
           fn.ptr(grad.getGrad()) + ", " + nchw(fn, grad.getInput()) + ", " +
           fn.ptr(grad.getScale()) + ", " + fn.ptr(grad.getSavedMean()) + ", " +
           fn.ptr(grad.getSavedInvStd()) + ", " + fn.ptr(grad.getInputGrad()) + ", " +
-          fn.ptr(grad.getScaleGrad()) + ", " + fn.ptr(grad.getBiasGrad()) + ");");
+          fn.ptr(grad.getScaleGrad()) + ", " + fn.ptr(grad.getBiasGrad()));
   return success();
 }
 
@@ -264,11 +288,11 @@ LogicalResult emitLayerNorm(Operation *op, FunctionEmitter &fn) {
   int64_t rows, cols;
   if (failed(layerNormRows(op, fn, ln.getInput(), ln.getScale(), ln.getAxis(), rows, cols)))
     return failure();
-  fn.line("cpu::layer_norm(" + fn.ptr(ln.getInput()) + ", " + num(rows) + ", " + num(cols) +
+  fn.kernel("layer_norm", fn.ptr(ln.getInput()) + ", " + num(rows) + ", " + num(cols) +
           ", " + fn.ptr(ln.getScale()) + ", " +
           (ln.getBias() ? fn.ptr(ln.getBias()) : std::string("nullptr")) + ", " +
           floatLiteral(ln.getEpsilon().convertToDouble()) + ", " + fn.ptr(ln.getOutput()) +
-          ", " + fn.ptr(ln.getSavedMean()) + ", " + fn.ptr(ln.getSavedInvStd()) + ");");
+          ", " + fn.ptr(ln.getSavedMean()) + ", " + fn.ptr(ln.getSavedInvStd()));
   return success();
 }
 
@@ -278,11 +302,11 @@ LogicalResult emitLayerNormGrad(Operation *op, FunctionEmitter &fn) {
   if (failed(layerNormRows(op, fn, grad.getInput(), grad.getScale(), grad.getAxis(), rows,
                            cols)))
     return failure();
-  fn.line("cpu::layer_norm_backward(" + fn.ptr(grad.getInput()) + ", " +
+  fn.kernel("layer_norm_backward", fn.ptr(grad.getInput()) + ", " +
           fn.ptr(grad.getGrad()) + ", " + num(rows) + ", " + num(cols) + ", " +
           fn.ptr(grad.getScale()) + ", " + fn.ptr(grad.getSavedMean()) + ", " +
           fn.ptr(grad.getSavedInvStd()) + ", " + fn.ptr(grad.getInputGrad()) + ", " +
-          fn.ptr(grad.getScaleGrad()) + ", " + fn.ptr(grad.getBiasGrad()) + ");");
+          fn.ptr(grad.getScaleGrad()) + ", " + fn.ptr(grad.getBiasGrad()));
   return success();
 }
 
@@ -307,14 +331,14 @@ LogicalResult emitSoftmaxFamily(Operation *op, FunctionEmitter &fn) {
   Value y = op->getResult(0);
   int64_t outer, size, inner;
   splitAtAxis(fn.dims(y), softmax.getAxis(), outer, size, inner);
-  std::string kernel = std::string("cpu::") + (isLog ? "log_softmax" : "softmax") +
+  std::string kernel = std::string(isLog ? "log_softmax" : "softmax") +
                        (inner == 1 ? "" : "_inner") + (isGrad ? "_backward" : "");
   std::string operands;
   for (Value v : op->getOperands())
     operands += fn.ptr(v) + ", ";
   std::string extents = inner == 1 ? num(outer) + ", " + num(size)
                                    : num(outer) + ", " + num(size) + ", " + num(inner);
-  fn.line(kernel + "(" + operands + fn.ptr(y) + ", " + extents + ");");
+  fn.kernel(kernel, operands + fn.ptr(y) + ", " + extents);
   return success();
 }
 
@@ -332,12 +356,12 @@ LogicalResult emitReduce(Operation *op, FunctionEmitter &fn) {
     kept.assign(kept.size(), 1);
   for (int64_t axis : reduce.getAxes())
     kept[*normalizeAxis(axis, kept.size())] = 1;
-  fn.line("cpu::reduce_to_shape(" + fn.ptr(x) + ", " + fn.shape(x) + ", " +
+  fn.kernel("reduce_to_shape", fn.ptr(x) + ", " + fn.shape(x) + ", " +
           num(fn.rank(x)) + ", " + fn.ptr(y) + ", " + fn.shape(kept) + ", " +
-          num(kept.size()) + ");");
+          num(kept.size()));
   if (std::is_same_v<OpT, ReduceMeanOp>)
-    fn.line("cpu::scale(" + fn.ptr(y) + ", " + fn.ptr(y) + ", " + num(fn.numel(y)) + ", " +
-            floatLiteral(double(fn.numel(y)) / double(fn.numel(x))) + ");");
+    fn.kernel("scale", fn.ptr(y) + ", " + fn.ptr(y) + ", " + num(fn.numel(y)) + ", " +
+            floatLiteral(double(fn.numel(y)) / double(fn.numel(x))));
   return success();
 }
 

@@ -15,9 +15,10 @@ std::string num(int64_t v) { return std::to_string(v); }
 LogicalResult emitMicroBatch(Operation *op, FunctionEmitter &fn) {
   auto slice = cast<MicroBatchOp>(op);
   int64_t bytes = tensorBytes(slice.getOutput().getType());
-  fn.line("std::memcpy(" + fn.ptr(slice.getOutput()) + ", " + fn.ptr(slice.getInput()) +
-          " + " + num(slice.getIndex() * fn.numel(slice.getOutput())) + ", " + num(bytes) +
-          ");");
+  fn.copyBytes(fn.ptr(slice.getOutput()),
+               fn.ptr(slice.getInput()) + " + " +
+                   num(slice.getIndex() * fn.numel(slice.getOutput())),
+               bytes);
   return success();
 }
 

@@ -23,8 +23,8 @@ LogicalResult emitTranspose(Operation *op, FunctionEmitter &fn) {
   Value x = transpose.getInput();
   if (failed(requireFloat(op, x)))
     return failure();
-  fn.line("cpu::transpose(" + fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) +
-          ", " + fn.shape(transpose.getPerm()) + ", " + fn.ptr(transpose.getOutput()) + ");");
+  fn.kernel("transpose", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) +
+          ", " + fn.shape(transpose.getPerm()) + ", " + fn.ptr(transpose.getOutput()));
   return success();
 }
 
@@ -33,8 +33,8 @@ LogicalResult emitExpand(Operation *op, FunctionEmitter &fn) {
   Value x = expand.getInput(), y = expand.getOutput();
   if (failed(requireFloat(op, x)))
     return failure();
-  fn.line("cpu::expand(" + fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
-          fn.ptr(y) + ", " + fn.shape(y) + ", " + num(fn.rank(y)) + ");");
+  fn.kernel("expand", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
+          fn.ptr(y) + ", " + fn.shape(y) + ", " + num(fn.rank(y)));
   return success();
 }
 
@@ -62,9 +62,9 @@ LogicalResult emitConcat(Operation *op, FunctionEmitter &fn) {
   int64_t axis = *normalizeAxis(concat.getAxis(), fn.rank(y));
   fn.line("{");
   fn.line("  const float* const inputs[] = " + pointerList(fn, concat.getInputs()) + ";");
-  fn.line("  cpu::concat(inputs, " + axisSizes(fn, concat.getInputs(), axis) + ", " +
-          num(concat.getInputs().size()) + ", " + fn.ptr(y) + ", " + fn.shape(y) + ", " +
-          num(fn.rank(y)) + ", " + num(axis) + ");");
+  fn.kernel("concat", "inputs, " + axisSizes(fn, concat.getInputs(), axis) + ", " +
+                          num(concat.getInputs().size()) + ", " + fn.ptr(y) + ", " +
+                          fn.shape(y) + ", " + num(fn.rank(y)) + ", " + num(axis));
   fn.line("}");
   return success();
 }
@@ -77,9 +77,9 @@ LogicalResult emitSplit(Operation *op, FunctionEmitter &fn) {
   int64_t axis = *normalizeAxis(split.getAxis(), fn.rank(x));
   fn.line("{");
   fn.line("  float* const outputs[] = " + pointerList(fn, split.getOutputs()) + ";");
-  fn.line("  cpu::split(" + fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
-          num(axis) + ", " + fn.shape(split.getSizes()) + ", " +
-          num(split.getOutputs().size()) + ", outputs);");
+  fn.kernel("split", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
+                         num(axis) + ", " + fn.shape(split.getSizes()) + ", " +
+                         num(split.getOutputs().size()) + ", outputs");
   fn.line("}");
   return success();
 }
@@ -104,9 +104,8 @@ LogicalResult emitSlice(Operation *op, FunctionEmitter &fn) {
     return failure();
   SmallVector<int64_t> starts, steps;
   fullSlice(fn.dims(x), slice.getAxes(), slice.getStarts(), slice.getSteps(), starts, steps);
-  fn.line("cpu::slice(" + fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
-          fn.shape(starts) + ", " + fn.shape(steps) + ", " + fn.ptr(y) + ", " + fn.shape(y) +
-          ");");
+  fn.kernel("slice", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
+          fn.shape(starts) + ", " + fn.shape(steps) + ", " + fn.ptr(y) + ", " + fn.shape(y));
   return success();
 }
 
@@ -116,9 +115,9 @@ LogicalResult emitSliceGrad(Operation *op, FunctionEmitter &fn) {
   SmallVector<int64_t> starts, steps;
   fullSlice(grad.getInputShape(), grad.getAxes(), grad.getStarts(), grad.getSteps(), starts,
             steps);
-  fn.line("cpu::slice_backward(" + fn.ptr(dy) + ", " + fn.shape(dy) + ", " +
+  fn.kernel("slice_backward", fn.ptr(dy) + ", " + fn.shape(dy) + ", " +
           num(fn.rank(dy)) + ", " + fn.shape(starts) + ", " + fn.shape(steps) + ", " +
-          fn.ptr(dx) + ", " + fn.shape(dx) + ");");
+          fn.ptr(dx) + ", " + fn.shape(dx));
   return success();
 }
 
@@ -130,9 +129,9 @@ LogicalResult emitGather(Operation *op, FunctionEmitter &fn) {
   if (cppElementType(indices.getType()) != "int64_t")
     return codegenError(op) << "gather indices must be int64";
   int64_t axis = *normalizeAxis(gather.getAxis(), fn.rank(data));
-  fn.line("cpu::gather(" + fn.ptr(data) + ", " + fn.shape(data) + ", " + num(fn.rank(data)) +
+  fn.kernel("gather", fn.ptr(data) + ", " + fn.shape(data) + ", " + num(fn.rank(data)) +
           ", " + num(axis) + ", " + fn.ptr(indices) + ", " + num(fn.numel(indices)) + ", " +
-          fn.ptr(gather.getOutput()) + ");");
+          fn.ptr(gather.getOutput()));
   return success();
 }
 
@@ -143,9 +142,9 @@ LogicalResult emitGatherGrad(Operation *op, FunctionEmitter &fn) {
     return codegenError(op) << "gather indices must be int64";
   ArrayRef<int64_t> dataShape = grad.getDataShape();
   int64_t axis = *normalizeAxis(grad.getAxis(), dataShape.size());
-  fn.line("cpu::gather_backward(" + fn.ptr(grad.getGrad()) + ", " + fn.ptr(indices) + ", " +
+  fn.kernel("gather_backward", fn.ptr(grad.getGrad()) + ", " + fn.ptr(indices) + ", " +
           num(fn.numel(indices)) + ", " + fn.shape(dataShape) + ", " +
-          num(dataShape.size()) + ", " + num(axis) + ", " + fn.ptr(grad.getOutput()) + ");");
+          num(dataShape.size()) + ", " + num(axis) + ", " + fn.ptr(grad.getOutput()));
   return success();
 }
 

@@ -13,6 +13,17 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
+/// The value of a constant holding one float, if `v` is one.
+std::optional<double> scalarConstant(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense || dense.getNumElements() != 1 || !llvm::isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return (*dense.getValues<APFloat>().begin()).convertToDouble();
+}
+
 std::string real(double v) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.17g", v);
@@ -30,9 +41,17 @@ LogicalResult emitCrossEntropy(Operation *op, FunctionEmitter &fn) {
   auto ce = cast<SoftmaxCrossEntropyOp>(op);
   int64_t rows, classes;
   rowsAndClasses(fn, ce.getLogits(), rows, classes);
-  fn.line(fn.ptr(ce.getLoss()) + "[0] = cpu::softmax_cross_entropy(" +
-          fn.ptr(ce.getLogits()) + ", " + fn.ptr(ce.getLabels()) + ", " + num(rows) + ", " +
-          num(classes) + ");");
+  std::string operands = fn.ptr(ce.getLogits()) + ", " + fn.ptr(ce.getLabels()) + ", " +
+                         num(rows) + ", " + num(classes);
+  if (fn.cuda()) {
+    // The loss stays on the device (written by the kernel, no host sync).
+    fn.workspaceTerms.push_back("cuda::softmax_cross_entropy_workspace_bytes(" + num(rows) +
+                                ")");
+    fn.kernel("softmax_cross_entropy",
+              operands + ", " + fn.ptr(ce.getLoss()) + ", ctx.workspace");
+  } else {
+    fn.line(fn.ptr(ce.getLoss()) + "[0] = cpu::softmax_cross_entropy(" + operands + ");");
+  }
   return success();
 }
 
@@ -40,16 +59,38 @@ LogicalResult emitCrossEntropyGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<SoftmaxCrossEntropyGradOp>(op);
   int64_t rows, classes;
   rowsAndClasses(fn, grad.getLogits(), rows, classes);
-  fn.line("cpu::softmax_cross_entropy_backward(" + fn.ptr(grad.getLogits()) + ", " +
-          fn.ptr(grad.getLabels()) + ", " + num(rows) + ", " + num(classes) + ", " +
-          fn.ptr(grad.getGrad()) + "[0], " + fn.ptr(grad.getOutput()) + ");");
+  // The upstream gradient of the loss (a scalar): a host value. On CUDA it
+  // must be a compile-time constant (it is: autodiff's seed, 1 / micro-batches).
+  std::string dloss = fn.ptr(grad.getGrad()) + "[0]";
+  if (fn.cuda()) {
+    std::optional<double> seed = scalarConstant(grad.getGrad());
+    if (!seed)
+      return codegenError(op) << "on CUDA the loss gradient must be a constant";
+    dloss = floatLiteral(*seed);
+  }
+  std::string operands = fn.ptr(grad.getLogits()) + ", " + fn.ptr(grad.getLabels()) + ", " +
+                         num(rows) + ", " + num(classes) + ", " + dloss + ", " +
+                         fn.ptr(grad.getOutput());
+  if (fn.cuda()) {
+    fn.workspaceTerms.push_back("cuda::softmax_cross_entropy_workspace_bytes(" + num(rows) +
+                                ")");
+    operands += ", ctx.workspace";
+  }
+  fn.kernel("softmax_cross_entropy_backward", operands);
   return success();
 }
 
 LogicalResult emitMseLoss(Operation *op, FunctionEmitter &fn) {
   auto mse = cast<MseLossOp>(op);
-  fn.line(fn.ptr(mse.getLoss()) + "[0] = cpu::mse_loss(" + fn.ptr(mse.getPrediction()) +
-          ", " + fn.ptr(mse.getTarget()) + ", " + num(fn.numel(mse.getPrediction())) + ");");
+  std::string operands = fn.ptr(mse.getPrediction()) + ", " + fn.ptr(mse.getTarget()) + ", " +
+                         num(fn.numel(mse.getPrediction()));
+  if (fn.cuda()) {
+    fn.workspaceTerms.push_back("cuda::mse_loss_workspace_bytes(" +
+                                num(fn.numel(mse.getPrediction())) + ")");
+    fn.kernel("mse_loss", operands + ", " + fn.ptr(mse.getLoss()) + ", ctx.workspace");
+  } else {
+    fn.line(fn.ptr(mse.getLoss()) + "[0] = cpu::mse_loss(" + operands + ");");
+  }
   return success();
 }
 
@@ -57,48 +98,127 @@ LogicalResult emitCountCorrect(Operation *op, FunctionEmitter &fn) {
   auto count = cast<CountCorrectOp>(op);
   int64_t rows, classes;
   rowsAndClasses(fn, count.getLogits(), rows, classes);
-  fn.line(fn.ptr(count.getCount()) + "[0] = cpu::accuracy_count(" +
-          fn.ptr(count.getLogits()) + ", " + fn.ptr(count.getLabels()) + ", " + num(rows) +
-          ", " + num(classes) + ");");
+  std::string operands = fn.ptr(count.getLogits()) + ", " + fn.ptr(count.getLabels()) + ", " +
+                         num(rows) + ", " + num(classes);
+  if (fn.cuda())
+    fn.kernel("accuracy_count", operands + ", " + fn.ptr(count.getCount()));
+  else
+    fn.line(fn.ptr(count.getCount()) + "[0] = cpu::accuracy_count(" + operands + ");");
   return success();
 }
 
 LogicalResult emitAssign(Operation *op, FunctionEmitter &fn) {
   auto assign = cast<AssignOp>(op);
-  fn.line("std::memcpy(" + fn.paramPointer(assign.getName()) + ", " +
-          fn.ptr(assign.getValue()) + ", " +
-          num(tensorBytes(assign.getValue().getType())) + ");");
+  fn.copyBytes(fn.paramPointer(assign.getName()), fn.ptr(assign.getValue()),
+               tensorBytes(assign.getValue().getType()));
   return success();
 }
 
 LogicalResult emitSgdUpdate(Operation *op, FunctionEmitter &fn) {
   auto sgd = cast<SgdUpdateOp>(op);
   auto buffer = sgd.getMomentumBufferAttr();
-  fn.line("cpu::sgd_update(" + fn.paramPointer(sgd.getParam()) + ", " +
+  fn.kernel("sgd_update", fn.paramPointer(sgd.getParam()) + ", " +
           fn.ptr(sgd.getGrad()) + ", " +
           (buffer ? fn.paramPointer(buffer.getValue()) : std::string("nullptr")) + ", " +
           num(fn.numel(sgd.getGrad())) + ", ctx.lr, " +
           real(sgd.getMomentum().convertToDouble()) + ", " +
           real(sgd.getDampening().convertToDouble()) + ", " +
           real(sgd.getWeightDecay().convertToDouble()) + ", " +
-          (sgd.getNesterov() ? "true" : "false") + ", ctx.step == 1);");
+          (sgd.getNesterov() ? "true" : "false") + ", ctx.step == 1");
   return success();
 }
 
 LogicalResult emitAdamUpdate(Operation *op, FunctionEmitter &fn) {
   auto adam = cast<AdamUpdateOp>(op);
-  fn.line("cpu::adam_update(" + fn.paramPointer(adam.getParam()) + ", " +
+  fn.kernel("adam_update", fn.paramPointer(adam.getParam()) + ", " +
           fn.ptr(adam.getGrad()) + ", " + fn.paramPointer(adam.getExpAvg()) + ", " +
           fn.paramPointer(adam.getExpAvgSq()) + ", " + num(fn.numel(adam.getGrad())) +
           ", ctx.lr, " + real(adam.getBeta1().convertToDouble()) + ", " +
           real(adam.getBeta2().convertToDouble()) + ", " +
           real(adam.getEps().convertToDouble()) + ", " +
           real(adam.getWeightDecay().convertToDouble()) + ", " +
-          (adam.getDecoupled() ? "true" : "false") + ", ctx.step);");
+          (adam.getDecoupled() ? "true" : "false") + ", ctx.step");
   return success();
 }
 
+/// The hyperparameters a multi-tensor kernel shares (its per-segment data
+/// is the pointers and sizes).
+std::string sharedHyperparameters(Operation *op) {
+  if (auto sgd = dyn_cast<SgdUpdateOp>(op))
+    return "sgd " + real(sgd.getLr().convertToDouble()) + " " +
+           real(sgd.getMomentum().convertToDouble()) + " " +
+           real(sgd.getDampening().convertToDouble()) + " " +
+           real(sgd.getWeightDecay().convertToDouble()) + " " +
+           (sgd.getNesterov() ? "n" : "-") + (sgd.getMomentumBufferAttr() ? "b" : "-");
+  auto adam = cast<AdamUpdateOp>(op);
+  return "adam " + real(adam.getLr().convertToDouble()) + " " +
+         real(adam.getBeta1().convertToDouble()) + " " +
+         real(adam.getBeta2().convertToDouble()) + " " + real(adam.getEps().convertToDouble()) +
+         " " + real(adam.getWeightDecay().convertToDouble()) + " " +
+         (adam.getDecoupled() ? "w" : "-");
+}
+
 } // namespace
+
+SmallVector<Operation *> fusableUpdates(Operation *first) {
+  SmallVector<Operation *> run;
+  if (!isa<SgdUpdateOp, AdamUpdateOp>(first))
+    return run;
+  std::string key = sharedHyperparameters(first);
+  for (Operation *op = first; op && isa<SgdUpdateOp, AdamUpdateOp>(op); op = op->getNextNode()) {
+    if (sharedHyperparameters(op) != key)
+      break;
+    run.push_back(op);
+  }
+  return run;
+}
+
+LogicalResult emitFusedUpdates(ArrayRef<Operation *> updates, FunctionEmitter &fn) {
+  static unsigned counter = 0;
+  std::string table = "updates" + std::to_string(counter++);
+  std::string segments, names;
+  for (Operation *op : updates) {
+    if (auto sgd = dyn_cast<SgdUpdateOp>(op)) {
+      auto buffer = sgd.getMomentumBufferAttr();
+      segments += "      {" + fn.paramPointer(sgd.getParam()) + ", " + fn.ptr(sgd.getGrad()) +
+                  ", " + (buffer ? fn.paramPointer(buffer.getValue()) : std::string("nullptr")) +
+                  ", " + num(fn.numel(sgd.getGrad())) + ", 0},  // " + sgd.getParam().str() +
+                  "\n";
+    } else {
+      auto adam = cast<AdamUpdateOp>(op);
+      segments += "      {" + fn.paramPointer(adam.getParam()) + ", " + fn.ptr(adam.getGrad()) +
+                  ", " + fn.paramPointer(adam.getExpAvg()) + ", " +
+                  fn.paramPointer(adam.getExpAvgSq()) + ", " + num(fn.numel(adam.getGrad())) +
+                  ", 0},  // " + adam.getParam().str() + "\n";
+    }
+  }
+  std::string n = num(updates.size());
+  bool sgd = isa<SgdUpdateOp>(updates.front());
+  std::string type = sgd ? "cuda::SgdSegment" : "cuda::AdamSegment";
+  fn.line("// " + n + " optimizer updates, one multi-tensor kernel");
+  fn.line(type + " " + table + "[] = {");
+  fn.body += segments;
+  fn.line("};");
+  fn.line("static SegmentTable<" + type + ", " + n + "> " + table + "_device;");
+  fn.line("const " + type + "* const " + table + "_on_device = " + table +
+          "_device.get(" + table + ", state, arena);");
+  if (auto first = dyn_cast<SgdUpdateOp>(updates.front()))
+    fn.line("cuda::multi_tensor_sgd_update(" + table + "_on_device, " + n + ", " + table +
+            "_device.total, ctx.lr, " + real(first.getMomentum().convertToDouble()) + ", " +
+            real(first.getDampening().convertToDouble()) + ", " +
+            real(first.getWeightDecay().convertToDouble()) + ", " +
+            (first.getNesterov() ? "true" : "false") + ", ctx.step == 1, stream);");
+  else {
+    auto adam = cast<AdamUpdateOp>(updates.front());
+    fn.line("cuda::multi_tensor_adam_update(" + table + "_on_device, " + n + ", " + table +
+            "_device.total, ctx.lr, " + real(adam.getBeta1().convertToDouble()) + ", " +
+            real(adam.getBeta2().convertToDouble()) + ", " +
+            real(adam.getEps().convertToDouble()) + ", " +
+            real(adam.getWeightDecay().convertToDouble()) + ", " +
+            (adam.getDecoupled() ? "true" : "false") + ", ctx.step, stream);");
+  }
+  return success();
+}
 
 void populateTrainingEmitters(OpEmitterTable &table) {
   table["dtc.softmax_cross_entropy"] = emitCrossEntropy;

@@ -49,6 +49,19 @@ public:
 
   /// Emits one line of the function body.
   void line(const llvm::Twine &text);
+
+  /// True when the program targets CUDA: every tensor pointer is device
+  /// memory and kernels run on the device's compute stream.
+  bool cuda() const;
+  /// One runtime kernel call: `cpu::NAME(ARGS);`, or on CUDA
+  /// `cuda::NAME(ARGS, stream);` (the CUDA kernels take the stream last).
+  void kernel(llvm::StringRef name, const std::string &args);
+  /// A kernel that needs the device's library handles on CUDA (cuBLASLt,
+  /// cuDNN): `cuda::NAME(gpu, ARGS);`; on the CPU the same as kernel().
+  void libraryKernel(llvm::StringRef name, const std::string &args);
+  /// Copies `bytes` bytes between tensors: memcpy, or on CUDA a device copy
+  /// on the compute stream.
+  void copyBytes(const std::string &dst, const std::string &src, int64_t bytes);
   /// Emits a comment naming the ONNX node of `op` and what it does.
   void comment(mlir::Operation *op);
 
@@ -99,6 +112,13 @@ void populateTrainingEmitters(OpEmitterTable &table);
 void populateCollectiveEmitters(OpEmitterTable &table);
 void populatePipelineEmitters(OpEmitterTable &table);
 
+/// CUDA: the run of optimizer updates starting at `first` that one
+/// multi-tensor kernel can do (consecutive, same kind and hyperparameters).
+llvm::SmallVector<mlir::Operation *> fusableUpdates(mlir::Operation *first);
+/// Emits one multi-tensor kernel for `updates` (from fusableUpdates).
+mlir::LogicalResult emitFusedUpdates(llvm::ArrayRef<mlir::Operation *> updates,
+                                     FunctionEmitter &fn);
+
 class ProgramEmitter {
 public:
   explicit ProgramEmitter(mlir::ModuleOp module) : module(module) {}
@@ -114,7 +134,13 @@ public:
   int64_t paramOffset(llvm::StringRef symbol) const;
 
   mlir::ModuleOp module;
+  /// --target=cuda: device pointers, CUDA kernels, constants in device memory.
+  bool cuda = false;
   std::string globals;
+  /// CUDA: the bytes of all constants, packed (their device copy is made once).
+  int64_t deviceConstantBytes = 0;
+  /// CUDA: the statements that copy each host constant into the device block.
+  std::string deviceConstantCopies;
   llvm::StringMap<int64_t> paramOffsets;
 
 private:

@@ -73,6 +73,29 @@ void FunctionEmitter::line(const llvm::Twine &text) {
   body += "\n";
 }
 
+bool FunctionEmitter::cuda() const { return program.cuda; }
+
+void FunctionEmitter::kernel(StringRef name, const std::string &args) {
+  if (cuda())
+    line("cuda::" + name + "(" + args + ", stream);");
+  else
+    line("cpu::" + name + "(" + args + ");");
+}
+
+void FunctionEmitter::libraryKernel(StringRef name, const std::string &args) {
+  if (cuda())
+    line("cuda::" + name + "(gpu, " + args + ");");
+  else
+    line("cpu::" + name + "(" + args + ");");
+}
+
+void FunctionEmitter::copyBytes(const std::string &dst, const std::string &src, int64_t bytes) {
+  if (cuda())
+    line("copy_on_device(" + dst + ", " + src + ", " + std::to_string(bytes) + ", stream);");
+  else
+    line("std::memcpy(" + dst + ", " + src + ", " + std::to_string(bytes) + ");");
+}
+
 void FunctionEmitter::comment(Operation *op) {
   std::string where;
   if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))

@@ -14,8 +14,10 @@ using namespace mlir;
 
 namespace dtc {
 
+bool cudaRuntimeAvailable() { return DTC_HAVE_CUDA_RUNTIME; }
+
 LogicalResult compileProgram(Location loc, const std::string &cppPath,
-                             const std::string &outputPath) {
+                             const std::string &outputPath, bool cuda) {
   const char *cxxEnv = std::getenv("CXX");
   std::string cxx = cxxEnv && *cxxEnv ? cxxEnv : "c++";
   llvm::ErrorOr<std::string> compiler = llvm::sys::findProgramByName(cxx);
@@ -29,7 +31,14 @@ LogicalResult compileProgram(Location loc, const std::string &cppPath,
                                    "-I" DTC_RUNTIME_INCLUDE_DIR, cppPath, "-o",
                                    outputPath};
   llvm::SmallVector<llvm::StringRef> linkFlags;
+  // A CUDA program links the CUDA runtime first (it depends on the rest).
+  if (cuda) {
+    args.push_back("-I" DTC_CUDA_INCLUDE_DIR);
+    llvm::StringRef(DTC_CUDA_LINK_FLAGS).split(linkFlags, ';', -1, /*KeepEmpty=*/false);
+  }
   llvm::StringRef(DTC_RUNTIME_LINK_FLAGS).split(linkFlags, ';', -1, /*KeepEmpty=*/false);
+  if (cuda)
+    llvm::StringRef(DTC_CUDA_SYSTEM_LIBS).split(linkFlags, ';', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef flag : linkFlags)
     args.push_back(flag.str());
 

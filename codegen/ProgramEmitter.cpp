@@ -83,6 +83,18 @@ std::string ProgramEmitter::constantArray(Operation *op) {
     globals += "alignas(64) static const " + type + " " + name + "[] = {" + values +
                "};  // " + formatShape(value.getShapedType().getShape()) + "\n";
   }
+  if (cuda) {
+    // Kernels read the device copy: one block holding every constant, made
+    // once (device_constants()); the host array above is its source.
+    int64_t bytes = count * int64_t(value.getElementType().getIntOrFloatBitWidth() == 1
+                                        ? 1
+                                        : value.getElementType().getIntOrFloatBitWidth() / 8);
+    int64_t offset = deviceConstantBytes;
+    deviceConstantBytes += (bytes + 63) / 64 * 64;
+    deviceConstantCopies += "    copy_to_device(block + " + std::to_string(offset) + ", " +
+                            name + ", " + std::to_string(bytes) + ");\n";
+    name = "reinterpret_cast<const " + type + "*>(constants + " + std::to_string(offset) + ")";
+  }
   constants[op] = name;
   return name;
 }
@@ -144,7 +156,17 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
             type.str() + "*>(" + source + ");");
     fn.bind(arg, name);
   }
-  for (Operation &op : body.without_terminator()) {
+  for (auto next = body.begin(); &*next != body.getTerminator(); ++next) {
+    Operation &op = *next;
+    if (program.cuda) {
+      SmallVector<Operation *> updates = fusableUpdates(&op);
+      if (updates.size() > 1) {
+        if (failed(emitFusedUpdates(updates, fn)))
+          return failure();
+        next = Block::iterator(updates.back());
+        continue;
+      }
+    }
     if (isa<ParamRefOp>(op)) {
       fn.declareParam(&op);
       continue;
@@ -174,17 +196,23 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
     fn.line("if (ctx.trace) ctx.trace->end();");
   switch (kind) {
   case StepKind::Train:
-    fn.line("*ctx.loss = " + fn.ptr(ret.getOperand(0)) + "[0];");
-    break;
   case StepKind::Eval:
-    fn.line("*ctx.loss = " + fn.ptr(ret.getOperand(0)) + "[0];");
-    if (ret.getNumOperands() > 1)
-      fn.line("if (ctx.correct) *ctx.correct = " + fn.ptr(ret.getOperand(1)) + "[0];");
+    if (program.cuda)  // the runtime reads them back after the step
+      fn.copyBytes("ctx.loss", fn.ptr(ret.getOperand(0)), 4);
+    else
+      fn.line("*ctx.loss = " + fn.ptr(ret.getOperand(0)) + "[0];");
+    if (kind == StepKind::Eval && ret.getNumOperands() > 1) {
+      if (program.cuda)
+        fn.line("if (ctx.correct) copy_on_device(ctx.correct, " +
+                fn.ptr(ret.getOperand(1)) + ", 8, stream);");
+      else
+        fn.line("if (ctx.correct) *ctx.correct = " + fn.ptr(ret.getOperand(1)) + "[0];");
+    }
     break;
   case StepKind::Forward:
     for (auto [i, value] : llvm::enumerate(ret.getOperands()))
-      fn.line("std::memcpy(ctx.outputs[" + std::to_string(i) + "], " + fn.ptr(value) + ", " +
-              std::to_string(tensorBytes(value.getType())) + ");");
+      fn.copyBytes("ctx.outputs[" + std::to_string(i) + "]", fn.ptr(value),
+                   tensorBytes(value.getType()));
     break;
   }
   EmittedFunction out;
@@ -193,10 +221,16 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
   std::string header = "// " + func.getSymName().str() + ": arena " +
                        std::to_string(plan->peakBytes()) + " bytes (" +
                        std::to_string(plan->totalBytes()) + " without reuse)\n";
-  out.source = header + "void " + func.getSymName().str() +
-               "(dtcrt::StepContext& ctx) {\n  char* const state = ctx.state;\n"
-               "  char* const arena = ctx.arena;\n  (void)state; (void)arena;\n" +
-               fn.body + "}\n";
+  std::string prologue = "  char* const state = ctx.state;\n"
+                         "  char* const arena = ctx.arena;\n  (void)state; (void)arena;\n";
+  if (program.cuda)
+    prologue += "  // Device memory; kernels queue on the device's compute stream.\n"
+                "  cuda::Context& gpu = *static_cast<cuda::Context*>(ctx.device);\n"
+                "  cudaStream_t const stream = gpu.stream;\n"
+                "  const char* const constants = device_constants();\n"
+                "  (void)gpu; (void)stream; (void)constants;\n";
+  out.source = header + "void " + func.getSymName().str() + "(dtcrt::StepContext& ctx) {\n" +
+               prologue + fn.body + "}\n";
   return out;
 }
 
@@ -243,6 +277,68 @@ StringRef argName(func::FuncOp func, unsigned i) {
 // The file
 //===----------------------------------------------------------------------===//
 
+/// The helpers CUDA step functions call: checked copies, the device copy of
+/// the constants, and the gradient all-reduce ordered between the compute
+/// and the communication stream.
+static std::string cudaHelpers(const ProgramEmitter &program) {
+  return "\n"
+         "// Copies between device tensors, queued on the compute stream.\n"
+         "void copy_on_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {\n"
+         "  cudaError_t status = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, "
+         "stream);\n"
+         "  if (status != cudaSuccess)\n"
+         "    throw cuda::Error(std::string(\"cudaMemcpyAsync: \") + "
+         "cudaGetErrorString(status));\n"
+         "}\n\n"
+         "void copy_to_device(char* dst, const void* src, size_t bytes) {\n"
+         "  cudaError_t status = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);\n"
+         "  if (status != cudaSuccess)\n"
+         "    throw cuda::Error(std::string(\"cudaMemcpy: \") + cudaGetErrorString(status));\n"
+         "}\n\n"
+         "// The constants above, copied once into one block of device memory.\n"
+         "const char* device_constants() {\n"
+         "  static char* const block = [] {\n"
+         "    char* block = static_cast<char*>(cuda::arena_alloc(" +
+         std::to_string(program.deviceConstantBytes) + "));\n" +
+         program.deviceConstantCopies +
+         "    return block;\n"
+         "  }();\n"
+         "  return block;\n"
+         "}\n\n"
+         "// A gradient bucket's all-reduce (mean over ranks). With NCCL it runs on the\n"
+         "// communication stream once the kernels queued so far on `stream` are done.\n"
+         "std::unique_ptr<dtcrt::Work> all_reduce_after(dtcrt::Communicator* comm, float* data,\n"
+         "                                              size_t count, cudaStream_t stream) {\n"
+         "  if (auto* nccl = dynamic_cast<dtcrt::NcclCommunicator*>(comm)) nccl->waitFor(stream);\n"
+         "  return comm->allReduce(data, count, dtcrt::ReduceOp::Mean);\n"
+         "}\n\n"
+         "// The device copy of a table of optimizer segments (pointers into the state\n"
+         "// and the arena), made on the first step and again only if they move.\n"
+         "template <typename Segment, size_t N>\n"
+         "struct SegmentTable {\n"
+         "  Segment* device = nullptr;\n"
+         "  int64_t total = 0;\n"
+         "  const char* state = nullptr;\n"
+         "  const char* arena = nullptr;\n"
+         "  const Segment* get(Segment (&host)[N], const char* s, const char* a) {\n"
+         "    if (device && s == state && a == arena) return device;\n"
+         "    total = cuda::layout_segments(host, int(N));\n"
+         "    if (!device) device = static_cast<Segment*>(cuda::arena_alloc(sizeof host));\n"
+         "    copy_to_device(reinterpret_cast<char*>(device), host, sizeof host);\n"
+         "    state = s;\n"
+         "    arena = a;\n"
+         "    return device;\n"
+         "  }\n"
+         "};\n\n"
+         "// Makes `stream` wait for an all-reduce on the device (no host wait with NCCL).\n"
+         "void wait_on_stream(dtcrt::Work& work, cudaStream_t stream) {\n"
+         "  if (auto* nccl = dynamic_cast<dtcrt::NcclWork*>(&work))\n"
+         "    nccl->recordOn(stream);\n"
+         "  else\n"
+         "    work.wait();\n"
+         "}\n\n";
+}
+
 LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
                       llvm::raw_ostream &os) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
@@ -252,6 +348,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   if (!forward)
     return module.emitError("codegen needs func @forward");
   ProgramEmitter program(module);
+  program.cuda = options.target == "cuda";
   auto strategyAttr = module->getAttrOfType<StringAttr>("dtc.strategy");
   std::string strategy = strategyAttr ? strategyAttr.getValue().str() : "none";
   auto collectivesAttr = module->getAttrOfType<StringAttr>("dtc.collectives");
@@ -364,15 +461,22 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "// the ONNX node each statement comes from.\n"
      << "#include \"runtime/Program.h\"\n"
      << "#include \"runtime/comm/Communicator.h\"\n"
-     << "#include \"runtime/cpu/Kernels.h\"\n\n"
+     << "#include \"runtime/cpu/Kernels.h\"\n"
+     << (program.cuda ? "#include \"runtime/comm/NcclCommunicator.h\"\n"
+                        "#include \"runtime/cuda/Backend.h\"\n"
+                        "#include \"runtime/cuda/Kernels.h\"\n"
+                      : "")
+     << "\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstring>\n#include <memory>\n\n"
      << "// The ONNX model, embedded: initial weights, and the model --save writes back.\n"
      << "__asm__(\".section .rodata\\n.balign 64\\n.global dtc_embedded_onnx\\n"
      << "dtc_embedded_onnx:\\n.incbin \\\"" << absolute << "\\\"\\n"
      << ".global dtc_embedded_onnx_end\\ndtc_embedded_onnx_end:\\n.previous\\n\");\n"
      << "extern \"C\" const unsigned char dtc_embedded_onnx[], dtc_embedded_onnx_end[];\n\n"
-     << "namespace {\nnamespace cpu = dtcrt::cpu;\n\n"
-     << program.globals << functions << "\n"
+     << "namespace {\nnamespace cpu = dtcrt::cpu;\n"
+     << (program.cuda ? "namespace cuda = dtcrt::cuda;\n" : "") << "\n"
+     << program.globals << (program.cuda ? cudaHelpers(program) : std::string()) << functions
+     << "\n"
      << "size_t workspace_bytes() {\n  size_t bytes = 0;\n" << workspace
      << "  return bytes;\n}\n\n"
      << "const dtcrt::ParamSpec kParams[] = {\n" << paramTable << "};\n"
@@ -398,6 +502,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
                               : 1)
      << ", " << (accumulate ? "accumulate_step" : "nullptr") << ",\n"
      << pipelineSpec
+     << (program.cuda ? "    cuda::deviceBackend(), \"cuda\",\n" : "    nullptr, \"cpu\",\n")
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

@@ -339,6 +339,20 @@ def SendEarly : Pass<"dtc-send-early", "mlir::ModuleOp"> {
   }];
 }
 
+def GroupOptimizerUpdates : Pass<"dtc-group-optimizer-updates", "mlir::ModuleOp"> {
+  let summary = "Moves every optimizer update to the end of its step, in order";
+  let description = [{
+    For the CUDA target. Autodiff leaves each `dtc.sgd_update` /
+    `dtc.adam_update` right after its gradient; one kernel per tensor is
+    cheap on a CPU (the gradient is still in cache) but on a GPU each is a
+    launch. This pass moves them all, in their order, to just before the
+    function's return, where codegen turns each run of updates with the same
+    hyperparameters into one multi-tensor kernel. Delaying an update is
+    always safe (nothing later in the step reads the new weights); the
+    gradients stay alive until the end of the step, as PyTorch's `.grad`s do.
+  }];
+}
+
 def VerifyPipeline : Pass<"dtc-verify-pipeline", "mlir::ModuleOp"> {
   let summary = "Proves the stages' sends and receives match and cannot deadlock";
   let description = [{

@@ -13,6 +13,8 @@
 namespace dtcrt {
 
 class Communicator;
+struct CommOptions;  // runtime/comm/Communicator.h
+struct RankInfo;     // runtime/comm/Communicator.h
 
 constexpr int kMaxDims = 8;
 
@@ -88,9 +90,54 @@ struct StepContext {
   // by stage (send/recv of activations and gradients); null otherwise.
   Communicator* pipe;
   StepTracer* trace;           // pipeline programs: --trace, else null
+  void* device;                // GPU programs: DeviceBackend::open's handle, else null
 };
 
 using StepFunction = void (*)(StepContext&);
+
+// GPU programs (dtc --target=cuda): how the runtime reaches the device. The
+// generated program points ProgramSpec::device at the table its target's
+// runtime library provides (dtcrt::cuda::deviceBackend()); CPU programs leave
+// it null and everything stays in host memory.
+//
+// In a GPU program every pointer a step function receives in its StepContext
+// (state, arena, workspace, inputs, labels, loss, correct, outputs) is device
+// memory, and ctx.device is the handle open() returned. The runtime keeps the
+// host copy of the state for initial weights, checkpoints and --save, and
+// moves data with toDevice/toHost; the step functions only enqueue work on
+// the device's compute stream, so the runtime synchronizes (toHost is
+// synchronous) before it reads a loss or a count.
+struct DeviceBackend {
+  const char* name;  // "cuda"
+  // Binds this process's device (LOCAL_RANK modulo the visible devices, so
+  // every rank uses its own GPU) and returns its handle. No usable device:
+  // prints one clear line and exits with status 1.
+  void* (*open)(int localRank);
+  void (*close)(void* device);
+  // Device memory, zero-filled; null for 0 bytes. Freed with release().
+  void* (*allocate)(void* device, size_t bytes);
+  void (*release)(void* device, void* memory);
+  // Page-locked host memory for the batch buffers (fast, truly asynchronous
+  // toDevice); null for 0 bytes. Freed with releaseHost(). Either entry may
+  // be null: the runtime then uses ordinary host memory.
+  void* (*allocateHost)(void* device, size_t bytes);
+  void (*releaseHost)(void* device, void* memory);
+  // Host -> device, asynchronous on the compute stream (the host buffer must
+  // stay valid until the next synchronize or toHost).
+  void (*toDevice)(void* device, void* dst, const void* src, size_t bytes);
+  // Device -> host, synchronous (waits for all work queued before it).
+  void (*toHost)(void* device, void* dst, const void* src, size_t bytes);
+  void (*synchronize)(void* device);
+  // The communicator for gradient collectives on device memory (NCCL) of a
+  // job of info.worldSize > 1 ranks, created after `host` (the job's host
+  // communicator: its start-up checks are done, and it carries what the
+  // device communicator exchanges to connect). The caller owns the result
+  // (delete it before close()). Errors throw CommError.
+  Communicator* (*connect)(void* device, const RankInfo& info, const CommOptions& options,
+                           Communicator& host);
+  // The device memory this process has used at its peak, in bytes.
+  size_t (*peakBytes)(void* device);
+};
 
 struct ProgramSpec {
   const char* modelName;        // the ONNX file's base name
@@ -147,6 +194,11 @@ struct ProgramSpec {
   const StepFunction* stageSteps;      // [pipelineStages]
   const size_t* stageArenaBytes;       // [pipelineStages]: planned arena peak of each stage step
   const char* schedule;          // "gpipe" or "1f1b"
+
+  // Null: a CPU program. Otherwise the program runs on this device backend
+  // (see DeviceBackend); `target` names it in banners and fingerprints.
+  const DeviceBackend* device;
+  const char* target;            // "cpu" or "cuda"
 };
 
 } // namespace dtcrt

@@ -19,6 +19,13 @@ for var in ["HOME", "TMPDIR", "OPENBLAS_CORETYPE"]:
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
+# CUDA: "cuda-runtime" when dtc can build --target=cuda programs,
+# "cuda-device" when this machine has an NVIDIA GPU the programs can use.
+if getattr(config, "dtc_cuda_runtime", False):
+    config.available_features.add("cuda-runtime")
+if os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl"):
+    config.available_features.add("cuda-device")
+
 gen_dir = os.path.join(config.dtc_binary_root, "generated-models")
 os.makedirs(gen_dir, exist_ok=True)
 config.substitutions.append(("%models", os.path.join(config.dtc_source_root, "examples", "models")))

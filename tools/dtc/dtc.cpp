@@ -99,6 +99,11 @@ cl::opt<std::string> betas("betas", cl::desc("Adam betas as B1,B2 (default 0.9,0
                            cl::init("0.9,0.999"), cl::cat(dtcCategory));
 cl::opt<double> eps("eps", cl::desc("Adam epsilon (default 1e-8)"), cl::init(1e-8),
                     cl::cat(dtcCategory));
+cl::opt<std::string> target("target",
+                            cl::desc("Where the program runs: cpu (default; OpenBLAS kernels, "
+                                     "Gloo or shared memory between ranks) or cuda (one NVIDIA "
+                                     "GPU per rank: cuBLASLt, cuDNN, NCCL)"),
+                            cl::init("cpu"), cl::cat(dtcCategory));
 cl::opt<std::string> strategy("strategy",
                               cl::desc("Parallelism: none (one process), ddp (data "
                                        "parallel: gradients averaged over ranks), model "
@@ -193,7 +198,12 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     pm.addPass(dtc::createAddOptimizer(
         {optimizer, lr, momentum, dampening, weightDecay, nesterov, beta1, beta2, eps}));
     pm.addPass(mlir::createCanonicalizerPass());
-    pm.addPass(dtc::createKeepConvColumns());
+    // im2col columns kept for backward: a CPU kernel choice (cuDNN on CUDA).
+    if (target == "cpu")
+      pm.addPass(dtc::createKeepConvColumns());
+    // On a GPU all updates run as one multi-tensor kernel at the end.
+    if (target == "cuda")
+      pm.addPass(dtc::createGroupOptimizerUpdates());
   }
   pm.addPass(mlir::createCSEPass());
   // What a neighbouring stage waits for is computed first in every phase.
@@ -414,6 +424,7 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
   options.optimizer = optimizer;
   options.lr = lr;
   options.dataParallel = dataParallel;
+  options.target = target;
   mlir::Location loc = mlir::FileLineColLoc::get(module->getContext(), inputPath, 0, 0);
   // A model in ONNX text syntax is embedded as the binary ModelProto the
   // runtime reads, written beside the output.
@@ -445,7 +456,8 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
     return mlir::failure();
   output->keep();
   output.reset();
-  mlir::LogicalResult compiled = dtc::compileProgram(loc, source.str().str(), program);
+  mlir::LogicalResult compiled =
+      dtc::compileProgram(loc, source.str().str(), program, target == "cuda");
   llvm::sys::fs::remove(source);
   if (!binaryModel.empty())
     llvm::sys::fs::remove(options.modelPath);
@@ -473,6 +485,23 @@ int main(int argc, char **argv) {
   if (strategy != "none" && strategy != "ddp" && !isPipeline()) {
     llvm::errs() << "dtc: error: --strategy=" << strategy
                  << " is not supported (expected none, ddp, model or pipeline)\n";
+    return 1;
+  }
+  if (target != "cpu" && target != "cuda") {
+    llvm::errs() << "dtc: error: --target=" << target
+                 << " is not supported (expected cpu or cuda)\n";
+    return 1;
+  }
+  if (target == "cuda" && isPipeline()) {
+    llvm::errs() << "dtc: error: --strategy=" << strategy
+                 << " is not supported with --target=cuda yet (use --target=cpu, or "
+                    "--strategy=none or ddp on GPUs)\n";
+    return 1;
+  }
+  if (target == "cuda" && emit == Emit::Binary && !dtc::cudaRuntimeAvailable()) {
+    llvm::errs() << "dtc: error: --target=cuda: this dtc was built without the CUDA runtime "
+                    "(no CUDA toolkit in /usr/local/cuda at build time); --emit=cpp still "
+                    "writes the program's source\n";
     return 1;
   }
   if (strategy != "none" && mode != Mode::Train) {
