@@ -241,9 +241,11 @@ void NcclCommunicator::barrier() {
   })->wait();
 }
 
-std::unique_ptr<NcclCommunicator> connectNccl(const RankInfo& info, const CommOptions& options) {
+namespace {
+
+// Binds this rank's GPU (LOCAL_RANK) before anything else touches CUDA.
+void bindDevice(const RankInfo& info) {
   const std::string who = "rank " + std::to_string(info.rank);
-  // The device first: every later CUDA call (and NCCL's context) lands on it.
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0)
@@ -257,41 +259,28 @@ std::unique_ptr<NcclCommunicator> connectNccl(const RankInfo& info, const CommOp
   if ((e = cudaSetDevice(info.localRank)) != cudaSuccess)
     throw CommError(who + ": cannot use CUDA device " + std::to_string(info.localRank) + ": " +
                     cudaText(e));
+}
 
+ncclUniqueId newUniqueId(const RankInfo& info) {
+  ncclUniqueId id;
+  ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess)
+    throw CommError("rank " + std::to_string(info.rank) + ": ncclGetUniqueId: " +
+                    ncclGetErrorString(r));
+  return id;
+}
+
+// The communicator of `info`'s rank on the bound device, from the job's id.
+std::unique_ptr<NcclCommunicator> createNccl(const RankInfo& info, const CommOptions& options,
+                                             const ncclUniqueId& id) {
+  const std::string who = "rank " + std::to_string(info.rank);
   auto impl = std::make_shared<NcclCommunicator::Impl>();
   impl->rank = info.rank;
   impl->size = info.worldSize;
   impl->device = info.localRank;
   impl->timeout = options.timeout;
 
-  ncclUniqueId id;
-  if (info.worldSize == 1) {
-    ncclResult_t r = ncclGetUniqueId(&id);
-    if (r != ncclSuccess) throw CommError(who + ": ncclGetUniqueId: " + ncclGetErrorString(r));
-  } else {
-    std::shared_ptr<Store> store = makeStore(info, options.timeout);
-    checkJob(*store, info.rank, info.worldSize, options.programFingerprint, options.timeout);
-    if (info.rank == 0) {
-      ncclResult_t r = ncclGetUniqueId(&id);
-      if (r != ncclSuccess) throw CommError(who + ": ncclGetUniqueId: " + ncclGetErrorString(r));
-      store->set("nccl/unique-id", std::string(id.internal, sizeof id.internal));
-    }
-    std::string bytes = store->get("nccl/unique-id");
-    if (bytes.size() != sizeof id.internal)
-      throw CommError(who + ": malformed ncclUniqueId in the store");
-    std::copy(bytes.begin(), bytes.end(), id.internal);
-    // The store (rank 0's server) goes away with this scope: every rank must
-    // have read the id first.
-    store->add("nccl/read", 1);
-    auto deadline = Clock::now() + options.timeout;
-    while (store->add("nccl/read", 0) < info.worldSize) {
-      if (Clock::now() >= deadline)
-        throw CommError(who + ": timed out after " + formatDuration(options.timeout) +
-                        " waiting for every rank to read the NCCL id");
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-
+  cudaError_t e;
   if ((e = cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking)) != cudaSuccess)
     throw CommError(who + ": cannot create the communication stream: " + cudaText(e));
   if ((e = cudaMalloc(reinterpret_cast<void**>(&impl->scratch), sizeof(float))) != cudaSuccess)
@@ -313,6 +302,52 @@ std::unique_ptr<NcclCommunicator> connectNccl(const RankInfo& info, const CommOp
                         : impl->ncclText(r);
   impl->fail(who + ": NCCL initialization failed: " + why);
   throw CommError(who + ": NCCL initialization failed: " + why);
+}
+
+}  // namespace
+
+std::unique_ptr<NcclCommunicator> connectNccl(const RankInfo& info, const CommOptions& options) {
+  const std::string who = "rank " + std::to_string(info.rank);
+  bindDevice(info);
+  ncclUniqueId id;
+  if (info.worldSize == 1) {
+    id = newUniqueId(info);
+  } else {
+    std::shared_ptr<Store> store = makeStore(info, options.timeout);
+    checkJob(*store, info.rank, info.worldSize, options.programFingerprint, options.timeout);
+    if (info.rank == 0) {
+      id = newUniqueId(info);
+      store->set("nccl/unique-id", std::string(id.internal, sizeof id.internal));
+    }
+    std::string bytes = store->get("nccl/unique-id");
+    if (bytes.size() != sizeof id.internal)
+      throw CommError(who + ": malformed ncclUniqueId in the store");
+    std::copy(bytes.begin(), bytes.end(), id.internal);
+    // The store (rank 0's server) goes away with this scope: every rank must
+    // have read the id first.
+    store->add("nccl/read", 1);
+    auto deadline = Clock::now() + options.timeout;
+    while (store->add("nccl/read", 0) < info.worldSize) {
+      if (Clock::now() >= deadline)
+        throw CommError(who + ": timed out after " + formatDuration(options.timeout) +
+                        " waiting for every rank to read the NCCL id");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  return createNccl(info, options, id);
+}
+
+std::unique_ptr<NcclCommunicator> connectNccl(const RankInfo& info, const CommOptions& options,
+                                              Communicator& host) {
+  if (host.size() != info.worldSize || host.rank() != info.rank)
+    throw CommError("rank " + std::to_string(info.rank) + ": the host communicator is rank " +
+                    std::to_string(host.rank()) + " of " + std::to_string(host.size()) +
+                    ", not of the job's " + std::to_string(info.worldSize));
+  bindDevice(info);
+  ncclUniqueId id{};
+  if (info.rank == 0) id = newUniqueId(info);
+  if (info.worldSize > 1) host.broadcast(id.internal, sizeof id.internal, 0)->wait();
+  return createNccl(info, options, id);
 }
 
 }  // namespace dtcrt

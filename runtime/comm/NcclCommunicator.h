@@ -59,5 +59,11 @@ private:
 // exchanges the ncclUniqueId and creates the communicator (non-blocking init,
 // aborted after options.timeout). No visible GPU -> CommError, never a crash.
 std::unique_ptr<NcclCommunicator> connectNccl(const RankInfo& info, const CommOptions& options);
+// The same for a job whose host communicator (`host`, Gloo or shared memory:
+// its rendezvous store and start-up checks done) is already connected: rank
+// 0's ncclUniqueId travels by host.broadcast, so no second store is needed
+// (rank 0's store server keeps MASTER_PORT while `host` lives).
+std::unique_ptr<NcclCommunicator> connectNccl(const RankInfo& info, const CommOptions& options,
+                                              Communicator& host);
 
 }  // namespace dtcrt

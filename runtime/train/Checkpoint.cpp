@@ -5,6 +5,7 @@
 #include "runtime/support/Files.h"
 
 #include <cstring>
+#include <string>
 
 namespace dtcrt {
 
@@ -78,6 +79,9 @@ uint64_t programFingerprint(const ProgramSpec& spec) {
   f.text(spec.compileCommand);
   f.text(spec.strategy ? spec.strategy : "");
   f.text(spec.collectives ? spec.collectives : "");
+  // GPU programs: the target too (CPU programs keep their fingerprint).
+  if (spec.device || (spec.target && std::string(spec.target) != "cpu"))
+    f.text(spec.target ? spec.target : "device");
   return f.h;
 }
 

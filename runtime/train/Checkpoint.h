@@ -31,8 +31,9 @@ struct TrainPosition {
 };
 
 // FNV-1a of the param table (names, kinds, dtypes, dims, offsets), the state
-// size, the batch size and the compile command: a checkpoint is refused by a
-// program with a different fingerprint.
+// size, the batch size, the compile command, strategy, collectives and (GPU
+// programs only) the target: a checkpoint is refused by a program with a
+// different fingerprint, and so is a rank at start-up.
 uint64_t programFingerprint(const ProgramSpec& spec);
 
 // Writes DIR/checkpoint-<pos.step>.bin and then DIR/latest; creates DIR.

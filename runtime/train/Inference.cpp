@@ -10,16 +10,54 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace dtcrt {
 
-std::vector<HostTensor> runForward(const ProgramSpec& spec, const std::vector<HostTensor>& inputs) {
+namespace {
+
+// GPU programs: state and inputs uploaded to buffers allocated on `device`,
+// forward enqueued, outputs downloaded (synchronously) into `out`.
+void runForwardOnDevice(const ProgramSpec& spec, Device& device, const AlignedBuffer& state,
+                        const std::vector<AlignedBuffer>& in, std::vector<AlignedBuffer>& out) {
+  DeviceMemory dState(device, spec.stateBytes), dArena(device, spec.arenaBytes),
+      dWorkspace(device, spec.workspaceBytes ? spec.workspaceBytes() : 0);
+  std::vector<DeviceMemory> dIn, dOut;
+  std::vector<const void*> inPtrs;
+  std::vector<void*> outPtrs;
+  device.upload(dState.data(), state.data(), spec.stateBytes);
+  for (const AlignedBuffer& b : in) {
+    dIn.emplace_back(device, b.size());
+    device.upload(dIn.back().data(), b.data(), b.size());
+    inPtrs.push_back(dIn.back().data());
+  }
+  for (const AlignedBuffer& b : out) {
+    dOut.emplace_back(device, b.size());
+    outPtrs.push_back(dOut.back().data());
+  }
+  StepContext ctx{};
+  ctx.state = dState.data();
+  ctx.arena = dArena.data();
+  ctx.workspace = reinterpret_cast<float*>(dWorkspace.data());
+  ctx.inputs = inPtrs.data();
+  ctx.outputs = outPtrs.data();
+  ctx.device = device.handle();
+  spec.forward(ctx);
+  for (size_t i = 0; i < out.size(); ++i) device.download(out[i].data(), dOut[i].data(), out[i].size());
+}
+
+} // namespace
+
+std::vector<HostTensor> runForward(const ProgramSpec& spec, const std::vector<HostTensor>& inputs,
+                                   Device* device) {
   if (!spec.forward) fail("internal: the program has no forward function");
   if (static_cast<int32_t>(inputs.size()) != spec.numInputs)
     fail("--input: the model has ", spec.numInputs, " inputs, ", inputs.size(),
          " were given (one ONNX TensorProto .pb file per model input)");
-  AlignedBuffer state(spec.stateBytes), arena(spec.arenaBytes),
-      workspace(spec.workspaceBytes ? spec.workspaceBytes() : 0);
+  Device::checkSupported(spec);
+  // GPU programs: host copies of the state and batch only.
+  AlignedBuffer state(spec.stateBytes), arena(spec.device ? 0 : spec.arenaBytes),
+      workspace(spec.device || !spec.workspaceBytes ? 0 : spec.workspaceBytes());
   loadInitialState(spec, state.data());
 
   std::vector<AlignedBuffer> in, out;
@@ -40,13 +78,19 @@ std::vector<HostTensor> runForward(const ProgramSpec& spec, const std::vector<Ho
     out.emplace_back(byteSize(spec.outputs[i]));
     outPtrs.push_back(out.back().data());
   }
-  StepContext ctx{};
-  ctx.state = state.data();
-  ctx.arena = arena.data();
-  ctx.workspace = reinterpret_cast<float*>(workspace.data());
-  ctx.inputs = inPtrs.data();
-  ctx.outputs = outPtrs.data();
-  spec.forward(ctx);
+  if (spec.device) {
+    std::unique_ptr<Device> own;
+    if (!device) device = (own = std::make_unique<Device>(*spec.device, 0)).get();
+    runForwardOnDevice(spec, *device, state, in, out);
+  } else {
+    StepContext ctx{};
+    ctx.state = state.data();
+    ctx.arena = arena.data();
+    ctx.workspace = reinterpret_cast<float*>(workspace.data());
+    ctx.inputs = inPtrs.data();
+    ctx.outputs = outPtrs.data();
+    spec.forward(ctx);
+  }
 
   std::vector<HostTensor> results;
   for (int32_t i = 0; i < spec.numOutputs; ++i) {
@@ -79,10 +123,10 @@ static std::string summarize(const HostTensor& h) {
   return s;
 }
 
-void runInference(const ProgramSpec& spec, const Options& opts) {
+void runInference(const ProgramSpec& spec, const Options& opts, Device* device) {
   std::vector<HostTensor> inputs;
   for (const std::string& path : opts.inputs) inputs.push_back(readTensorProtoFile(path));
-  std::vector<HostTensor> outputs = runForward(spec, inputs);
+  std::vector<HostTensor> outputs = runForward(spec, inputs, device);
   if (!isLogRank()) return;
   if (!opts.outputDir.empty()) {
     makeDirs(opts.outputDir);

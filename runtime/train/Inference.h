@@ -7,6 +7,7 @@
 
 #include "runtime/Program.h"
 #include "runtime/io/TensorProto.h"
+#include "runtime/train/Device.h"
 #include "runtime/train/Options.h"
 
 #include <vector>
@@ -14,10 +15,13 @@
 namespace dtcrt {
 
 // Runs `spec.forward` on `inputs` (checked against spec.inputs: count, dtype,
-// dims) and returns the outputs. Throws Error.
-std::vector<HostTensor> runForward(const ProgramSpec& spec, const std::vector<HostTensor>& inputs);
+// dims) and returns the outputs. Throws Error. GPU programs run on `device`
+// (null: opens its own, local rank 0): state and inputs uploaded, outputs
+// downloaded.
+std::vector<HostTensor> runForward(const ProgramSpec& spec, const std::vector<HostTensor>& inputs,
+                                   Device* device = nullptr);
 
 // The whole inference mode: reads opts.inputs, runs, writes or prints.
-void runInference(const ProgramSpec& spec, const Options& opts);
+void runInference(const ProgramSpec& spec, const Options& opts, Device* device = nullptr);
 
 } // namespace dtcrt

@@ -6,6 +6,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/support/Rank.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/Device.h"
 #include "runtime/train/GradCheck.h"
 #include "runtime/train/Inference.h"
 #include "runtime/train/Options.h"
@@ -48,7 +49,12 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
     setNumThreads(opts.threads);
     const RankInfo rank = rankInfoFromEnvironment();
     setProcessRank(rank.rank, rank.worldSize);
+    // GPU programs: refuse what they cannot do before touching the device.
+    Device::checkSupported(spec);
     if (mode == ProgramMode::Train && opts.gradcheck) {
+      if (spec.device)
+        fail("--gradcheck: not available for programs compiled for --target=",
+             Device::targetOf(spec), " yet (check the model compiled for --target=cpu)");
       if (pipeline)
         fail("--gradcheck: not available for pipeline programs (check the model compiled "
              "without --strategy=pipeline)");
@@ -66,10 +72,17 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
       commOptions.timeout = std::chrono::milliseconds(
           static_cast<int64_t>(opts.timeoutSeconds * 1000.0));
       commOptions.programFingerprint = std::to_string(programFingerprint(spec));
+      // The device first, so this rank's CUDA context lands on its own GPU
+      // (LOCAL_RANK) before any communicator touches one.
+      std::unique_ptr<Device> device;
+      if (spec.device) device = std::make_unique<Device>(*spec.device, rank.localRank);
       std::unique_ptr<Communicator> comm = connectCpu(rank, commOptions);
-      Trainer(spec, opts, -1, comm.get()).run();
+      if (device) device->connect(rank, commOptions, *comm);
+      Trainer(spec, opts, -1, comm.get(), device.get()).run();
     } else {
-      runInference(spec, opts);
+      std::unique_ptr<Device> device;
+      if (spec.device) device = std::make_unique<Device>(*spec.device, rank.localRank);
+      runInference(spec, opts, device.get());
     }
     return 0;
   } catch (const CommError& e) {

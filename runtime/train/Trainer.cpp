@@ -35,49 +35,116 @@ int64_t countWeights(const ProgramSpec& spec) {
 } // namespace
 
 Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
-                 Communicator* comm)
+                 Communicator* comm, Device* device)
     : spec_(spec), opts_(opts), forceTty_(forceTty), comm_(comm),
       pipeline_(spec.pipelineStages > 0),
       stepRows_(spec.batchSize * (pipeline_ ? std::max(1, spec.microBatches) : 1)),
-      state_(spec.stateBytes), arena_(spec.arenaBytes),
-      workspace_(spec.workspaceBytes ? spec.workspaceBytes() : 0),
-      labels_(byteSize(spec.labels) * static_cast<size_t>(stepRows_ / spec.batchSize)) {
+      state_(spec.stateBytes), arena_(spec.device ? 0 : spec.arenaBytes),
+      workspace_(spec.device || !spec.workspaceBytes ? 0 : spec.workspaceBytes()),
+      labels_(spec.device ? 0
+                          : byteSize(spec.labels) * static_cast<size_t>(stepRows_ / spec.batchSize)) {
   // A pipeline step reads M micro-batches: the batch buffers hold M * b rows
   // (evaluation uses the first b).
   const size_t perStep = static_cast<size_t>(stepRows_ / spec.batchSize);
-  for (int32_t i = 0; i < spec.numInputs; ++i) {
+  for (int32_t i = 0; i < spec.numInputs; ++i)
     if (spec.inputs[i].rank < 1 || spec.inputs[i].dims[0] != spec.batchSize)
       fail("internal: model input '", spec.inputs[i].name, "' does not lead with the batch size ",
            spec.batchSize);
-    inputs_.emplace_back(byteSize(spec.inputs[i]) * perStep);
-    inputPtrs_.push_back(inputs_.back().data());
+  if (!spec.device) {
+    if (device) fail("internal: a device for a CPU program");
+    for (int32_t i = 0; i < spec.numInputs; ++i) {
+      inputs_.emplace_back(byteSize(spec.inputs[i]) * perStep);
+      inputPtrs_.push_back(inputs_.back().data());
+      batchInputs_.push_back(inputs_.back().data());
+    }
+    batchLabels_ = labels_.data();
+    for (int32_t i = 0; i < spec.numOutputs; ++i) {
+      outputs_.emplace_back(byteSize(spec.outputs[i]));
+      outputPtrs_.push_back(outputs_.back().data());
+    }
+    return;
   }
+  // A GPU program: every buffer a step reads or writes lives on the device.
+  Device::checkSupported(spec);
+  if (!device) {
+    if (worldSize() > 1) fail("internal: a GPU job of ", worldSize(), " ranks without a device");
+    ownDevice_ = std::make_unique<Device>(*spec.device, 0);
+    device = ownDevice_.get();
+  }
+  device_ = device;
+  dState_ = DeviceMemory(*device_, spec.stateBytes);
+  dArena_ = DeviceMemory(*device_, spec.arenaBytes);
+  dWorkspace_ = DeviceMemory(*device_, spec.workspaceBytes ? spec.workspaceBytes() : 0);
+  dLabels_ = DeviceMemory(*device_, byteSize(spec.labels));
+  dLoss_ = DeviceMemory(*device_, sizeof(float));
+  dCorrect_ = DeviceMemory(*device_, sizeof(int64_t));
+  for (int32_t i = 0; i < spec.numInputs; ++i) {
+    hostInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
+    batchInputs_.push_back(hostInputs_.back().data());
+    dInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
+    dInputPtrs_.push_back(dInputs_.back().data());
+  }
+  hostLabels_ = HostMemory(*device_, byteSize(spec.labels));
+  batchLabels_ = hostLabels_.data();
   for (int32_t i = 0; i < spec.numOutputs; ++i) {
-    outputs_.emplace_back(byteSize(spec.outputs[i]));
-    outputPtrs_.push_back(outputs_.back().data());
+    dOutputs_.emplace_back(*device_, byteSize(spec.outputs[i]));
+    dOutputPtrs_.push_back(dOutputs_.back().data());
   }
 }
 
 void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows) {
-  for (size_t i = 0; i < inputs_.size(); ++i) d.inputs[i].copyRows(indices, rows, inputs_[i].data());
-  d.labels.copyRows(indices, rows, labels_.data());
+  for (size_t i = 0; i < batchInputs_.size(); ++i)
+    d.inputs[i].copyRows(indices, rows, batchInputs_[i]);
+  d.labels.copyRows(indices, rows, batchLabels_);
 }
 
 StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t step) {
   StepContext ctx{};
-  ctx.state = state_.data();
-  ctx.arena = arena_.data();
-  ctx.workspace = reinterpret_cast<float*>(workspace_.data());
-  ctx.inputs = inputPtrs_.data();
-  ctx.labels = labels_.data();
+  if (device_) {
+    ctx.state = dState_.data();
+    ctx.arena = dArena_.data();
+    ctx.workspace = reinterpret_cast<float*>(dWorkspace_.data());
+    ctx.inputs = dInputPtrs_.data();
+    ctx.labels = dLabels_.data();
+    ctx.outputs = dOutputPtrs_.data();
+    ctx.device = device_->handle();
+  } else {
+    ctx.state = state_.data();
+    ctx.arena = arena_.data();
+    ctx.workspace = reinterpret_cast<float*>(workspace_.data());
+    ctx.inputs = inputPtrs_.data();
+    ctx.labels = labels_.data();
+    ctx.outputs = outputPtrs_.data();
+  }
   ctx.loss = loss;
   ctx.correct = correct;
-  ctx.outputs = outputPtrs_.data();
   ctx.lr = lr;
   ctx.step = step;
   ctx.seed = opts_.seed;
-  ctx.comm = comm_;
+  // GPU jobs: gradients are all-reduced on the device communicator.
+  ctx.comm = device_ && device_->comm() ? device_->comm() : comm_;
   return ctx;
+}
+
+float Trainer::runOnBatch(StepFunction step, double lr, int64_t stepNumber, int64_t* correct,
+                          float initialLoss) {
+  if (!device_) {
+    float loss = initialLoss;
+    StepContext ctx = context(&loss, correct, lr, stepNumber);
+    step(ctx);
+    return loss;
+  }
+  for (size_t i = 0; i < dInputs_.size(); ++i)
+    device_->upload(dInputs_[i].data(), hostInputs_[i].data(), hostInputs_[i].size());
+  device_->upload(dLabels_.data(), hostLabels_.data(), hostLabels_.size());
+  StepContext ctx = context(reinterpret_cast<float*>(dLoss_.data()),
+                            correct ? reinterpret_cast<int64_t*>(dCorrect_.data()) : nullptr, lr,
+                            stepNumber);
+  step(ctx);
+  float loss = NAN;
+  device_->download(&loss, dLoss_.data(), sizeof loss);
+  if (correct) device_->download(correct, dCorrect_.data(), sizeof *correct);
+  return loss;
 }
 
 float Trainer::pipelineStep(double lr, int64_t step, StepTracer* trace) {
@@ -151,10 +218,8 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   double correctSum = 0;
   for (int64_t b = 0; b < batches; ++b) {
     fillBatch(test, order.data() + b * spec_.batchSize, spec_.batchSize);
-    float loss = 0;
     int64_t correct = 0;
-    StepContext ctx = context(&loss, &correct, 0.0, 0);
-    spec_.evalStep(ctx);
+    const float loss = runOnBatch(spec_.evalStep, 0.0, 0, &correct, /*initialLoss=*/0.0f);
     lossSum += loss;
     correctSum += correct;
   }
@@ -229,6 +294,9 @@ TrainResult Trainer::run() {
   agreeOnSchedule(train.size(), pos);
   // Every rank starts from rank 0's state (weights and optimizer state).
   if (comm_ && comm_->size() > 1) comm_->broadcast(state_.data(), spec_.stateBytes, 0)->wait();
+  // GPU programs: the host state is final; the device state is its copy from
+  // here on, and the host copy is refreshed (downloadState) when read.
+  if (device_) device_->upload(dState_.data(), state_.data(), spec_.stateBytes);
   if (pipeline_) {
     groups_ = makePipelineGroups(*comm_, place_);
     // Connects what the groups' send/recv need before the first step.
@@ -261,6 +329,7 @@ TrainResult Trainer::run() {
                  world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
                                  " per step)")
                            : std::string());
+  if (device_) layout += str(", on ", Device::targetOf(spec_));
   log.line(str("training ", spec_.modelName ? spec_.modelName : "model", ": ", countWeights(spec_),
                " parameters", layout, ", ", spec_.optimizer ? spec_.optimizer : "?", " lr ", lr,
                "; data ", train.description, ", ", batches, " steps/epoch"));
@@ -289,9 +358,17 @@ TrainResult Trainer::run() {
     result.evals.push_back(e);
     lastEvalStep = pos.step;
   };
+  // GPU programs: the host copy of the state as of step `hostStateStep`.
+  int64_t hostStateStep = pos.step;
+  auto downloadState = [&] {
+    if (!device_ || hostStateStep == pos.step) return;
+    device_->download(state_.data(), dState_.data(), spec_.stateBytes);
+    hostStateStep = pos.step;
+  };
   auto checkpoint = [&] {
     if (opts_.checkpointDir.empty() || lastCheckpointStep == pos.step) return;
     syncStagesIfNeeded();
+    downloadState();
     if (isLogRank())
       log.line("checkpoint " + saveCheckpoint(opts_.checkpointDir, spec_, pos, state_.data()));
     lastCheckpointStep = pos.step;
@@ -302,6 +379,20 @@ TrainResult Trainer::run() {
     result.memory = gatherStageMemory(*comm_, place_, planned, static_cast<int64_t>(measured));
     for (const StageMemory& m : result.memory) log.line(stageMemoryLine(m));
     log.metricsLine(stageMemoryJson(result.memory));
+  };
+  // GPU programs, after the first step: planned and measured device memory.
+  auto reportDeviceMemory = [&] {
+    const size_t planned = dState_.size() + dArena_.size() + dWorkspace_.size();
+    result.devicePlannedBytes = planned;
+    result.devicePeakBytes = device_->peakBytes();
+    log.line(str(device_->name(), " memory: planned ", formatMiB(planned), " (state ",
+                 formatMiB(dState_.size()), ", arena ", formatMiB(dArena_.size()), ", workspace ",
+                 formatMiB(dWorkspace_.size()), "), measured peak ",
+                 formatMiB(result.devicePeakBytes), " in use on the device"));
+    log.metricsLine(str("{\"device_memory\":{\"target\":\"", Device::targetOf(spec_),
+                        "\",\"planned_bytes\":", planned, ",\"state_bytes\":", dState_.size(),
+                        ",\"arena_bytes\":", dArena_.size(), ",\"workspace_bytes\":",
+                        dWorkspace_.size(), ",\"peak_bytes\":", result.devicePeakBytes, "}}"));
   };
 
   while (!stop && pos.epoch < opts_.epochs) {
@@ -330,10 +421,8 @@ TrainResult Trainer::run() {
         for (int64_t m = 0; m < micro; ++m) {
           fillBatch(train, order.data() + (pos.batchInEpoch * micro + m) * spec_.batchSize,
                     spec_.batchSize);
-          float microLoss = NAN;
-          StepContext ctx = context(&microLoss, nullptr, lr, pos.step + 1);
-          (m + 1 < micro ? spec_.accumulateStep : spec_.trainStep)(ctx);
-          lossSum += microLoss;
+          lossSum += runOnBatch(m + 1 < micro ? spec_.accumulateStep : spec_.trainStep, lr,
+                                pos.step + 1);
         }
         loss = static_cast<float>(lossSum / static_cast<double>(micro));
       }
@@ -344,6 +433,7 @@ TrainResult Trainer::run() {
         fail("step ", pos.step, " (epoch ", pos.epoch + 1, ", batch ", pos.batchInEpoch,
              "): the loss is ", loss, "; training diverged (try a lower --lr)");
       if (pipeline_ && runStep == 1) reportMemory(arenaPeak);
+      if (device_ && runStep == 1) reportDeviceMemory();
       result.losses.push_back(loss);
       result.trainSeconds += dt;
       intervalSeconds += dt;
@@ -374,6 +464,7 @@ TrainResult Trainer::run() {
   checkpoint();
   result.totalSteps = pos.step;
 
+  downloadState();  // GPU programs: state() and --save see the trained weights
   if (!opts_.save.empty()) {
     syncStagesIfNeeded();
     if (isLogRank()) {

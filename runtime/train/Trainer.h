@@ -10,6 +10,13 @@
 // last stages' mean, every rank gets the whole state ("stage sync") before
 // --eval, checkpoints and --save, the first step's activation memory is
 // reported per stage, and --trace records steps 2-4.
+//
+// GPU programs (ProgramSpec::device set, see Device.h): the step functions
+// get device buffers allocated once (state, arena, workspace, batch, loss,
+// count, outputs). The host state is uploaded once it is final (initial
+// weights, --resume's checkpoint, rank 0's broadcast) and downloaded before
+// each checkpoint, --save and at the end; each step uploads its batch from
+// page-locked host buffers and downloads the loss (and the eval count).
 #pragma once
 
 #include "runtime/Program.h"
@@ -17,9 +24,11 @@
 #include "runtime/data/Dataset.h"
 #include "runtime/support/AlignedBuffer.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/Device.h"
 #include "runtime/train/Options.h"
 #include "runtime/train/Pipeline.h"
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -43,6 +52,10 @@ struct TrainResult {
   // Pipeline programs: each stage's planned and measured activation memory
   // (the first step of this run; on every rank).
   std::vector<StageMemory> memory;
+  // GPU programs: the planned device memory (state + arena + workspace) and
+  // the measured peak after the first step of this run; 0 otherwise.
+  size_t devicePlannedBytes = 0;
+  size_t devicePeakBytes = 0;
 };
 
 class Trainer {
@@ -50,8 +63,11 @@ public:
   // `forceTty` is for tests (see Logger). Allocates the buffers; nothing runs yet.
   // `comm` (may be null: one process) averages gradients and metrics; in a
   // pipeline job it is the world the pipeline's groups are built from.
+  // `device`: GPU programs, the process's opened device (with its device
+  // communicator connected in a multi-rank job); null: a one-process run
+  // opens its own (local rank 0).
   Trainer(const ProgramSpec& spec, const Options& opts, int forceTty = -1,
-          Communicator* comm = nullptr);
+          Communicator* comm = nullptr, Device* device = nullptr);
 
   // Loads data and the initial state (or the latest checkpoint with
   // --resume) and trains. Throws Error (non-finite loss, bad data, ...).
@@ -60,13 +76,18 @@ public:
   // Test-set loss/accuracy with ProgramSpec::evalStep over full batches.
   EvalResult evaluate(const Dataset& test, int64_t epoch);
 
-  // The state buffer (ProgramSpec::stateBytes), e.g. to inspect weights.
+  // The state buffer (ProgramSpec::stateBytes), e.g. to inspect weights
+  // (GPU programs: the host copy, current after run()).
   const char* state() const { return state_.data(); }
 
 private:
   // Copies the samples `indices[0..rows)` of `d` into the input/label buffers.
   void fillBatch(const Dataset& d, const int64_t* indices, int64_t rows);
   StepContext context(float* loss, int64_t* correct, double lr, int64_t step);
+  // Runs `step` on the batch in the host buffers (GPU programs: uploads it
+  // first); returns the loss and, when `correct` is given, the count.
+  float runOnBatch(StepFunction step, double lr, int64_t stepNumber, int64_t* correct = nullptr,
+                   float initialLoss = NAN);
   // Pipeline programs: one optimizer step of this rank's stage on the rows
   // already in the batch buffers; returns the step's global mean loss.
   float pipelineStep(double lr, int64_t step, StepTracer* trace);
@@ -89,6 +110,20 @@ private:
   std::vector<AlignedBuffer> inputs_, outputs_;
   std::vector<const void*> inputPtrs_;
   std::vector<void*> outputPtrs_;
+  // The batch as fillBatch writes it: inputs_/labels_, or (GPU programs) the
+  // page-locked hostInputs_/hostLabels_.
+  std::vector<char*> batchInputs_;
+  char* batchLabels_ = nullptr;
+  // GPU programs only: the device (given or own) and its buffers, declared
+  // after it so they are released first.
+  std::unique_ptr<Device> ownDevice_;
+  Device* device_ = nullptr;
+  std::vector<HostMemory> hostInputs_;
+  HostMemory hostLabels_;
+  DeviceMemory dState_, dArena_, dWorkspace_, dLabels_, dLoss_, dCorrect_;
+  std::vector<DeviceMemory> dInputs_, dOutputs_;
+  std::vector<const void*> dInputPtrs_;
+  std::vector<void*> dOutputPtrs_;
   // Last, so they go first: a group's operation in flight (after an error)
   // ends before the buffers it reads are freed.
   std::unique_ptr<Communicator> ownWorld_;  // when no `comm` was given

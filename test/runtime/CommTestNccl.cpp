@@ -31,6 +31,35 @@ TEST(CommNccl, NoVisibleDeviceIsAClearError) {
   alarm(0);
 }
 
+// The overload GPU programs use (id over the host communicator): the same
+// clear error, and a host communicator of another job is refused.
+TEST(CommNccl, OverHostCommunicatorNoVisibleDeviceIsAClearError) {
+  alarm(30);
+  auto results = runRanks(1, [](int) -> std::string {
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    std::unique_ptr<Communicator> host = connectCpu(RankInfo{}, quickOptions(2));
+    try {
+      connectNccl(loopbackRank(1, 2, freePort()), quickOptions(2), *host);
+      return "connectNccl accepted a host communicator of another job";
+    } catch (const CommError& e) {
+      if (std::string(e.what()).find("the host communicator is rank 0 of 1") == std::string::npos)
+        return std::string("wrong error: ") + e.what();
+    }
+    try {
+      connectNccl(RankInfo{}, quickOptions(2), *host);
+      return "connectNccl succeeded without a GPU";
+    } catch (const CommError& e) {
+      return std::string("ERR:") + e.what();
+    }
+  });
+  EXPECT_EQ(results[0].message.rfind("ERR:no CUDA device is visible to rank 0 "
+                                     "(CUDA_VISIBLE_DEVICES=",
+                                     0),
+            0u)
+      << results[0].message;
+  alarm(0);
+}
+
 TEST(CommNccl, OneRankAllReduceWhenAGpuIsPresent) {
   alarm(60);
   auto results = runRanks(1, [](int) -> std::string {

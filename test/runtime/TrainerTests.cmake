@@ -1,6 +1,8 @@
 # Unit tests of the non-kernel runtime (dtcrt_trainer): options, data readers,
 # sampler, ONNX and TensorProto I/O, checkpoints, and the whole training loop
-# on hand-written fake programs (a 2-stage pipeline on forked ranks too). Include after runtime/TrainerSources.cmake:
+# on hand-written fake programs (a 2-stage pipeline on forked ranks too; GPU
+# programs through a host-memory device backend, and the real CUDA backend's
+# no-GPU error when it is built). Include after runtime/TrainerSources.cmake:
 #   include(${CMAKE_SOURCE_DIR}/test/runtime/TrainerTests.cmake)
 include_guard(GLOBAL)
 find_package(GTest REQUIRED)
@@ -19,6 +21,7 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpoint.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestLoop.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestPipeline.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestDevice.cpp
 )
 # The tests build ONNX models with the protobuf API, like the io/ sources.
 target_compile_definitions(dtcrt_trainer_tests PRIVATE ONNX_ML=1 ONNX_NAMESPACE=onnx)
@@ -75,3 +78,23 @@ add_test(NAME runtime.trainer.cli.pipeline-gradcheck
   COMMAND dtcrt_fake_pipeline --data=synthetic --gradcheck)
 set_tests_properties(runtime.trainer.cli.pipeline-gradcheck PROPERTIES
   PASS_REGULAR_EXPRESSION "^error: --gradcheck: not available for pipeline programs")
+
+# The CUDA device backend (runtime/CudaBackendSources.cmake), when built: on
+# a machine without a GPU, opening it fails with one line and status 1, in
+# process (death test) and through a fake --target=cuda program's main.
+if(TARGET dtcrt_cuda_backend)
+  add_executable(dtcrt_cuda_backend_tests ${DTCRT_TRAINER_TEST_DIR}/CudaBackendTest.cpp)
+  target_link_libraries(dtcrt_cuda_backend_tests PRIVATE dtcrt_cuda_backend GTest::gtest
+                        GTest::gtest_main)
+  gtest_discover_tests(dtcrt_cuda_backend_tests TEST_PREFIX "runtime.cuda-backend."
+                       DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+  add_executable(dtcrt_fake_cuda_program ${DTCRT_TRAINER_TEST_DIR}/TrainerFakeCudaProgram.cpp)
+  target_link_libraries(dtcrt_fake_cuda_program PRIVATE dtcrt_main dtcrt_trainer
+                        dtcrt_cuda_backend)
+  # Only meaningful without a GPU: with one, the program would train.
+  add_test(NAME runtime.trainer.cli.cuda-without-gpu
+    COMMAND sh -c "if nvidia-smi -L >/dev/null 2>&1; then echo 'skipped: a GPU is visible'; exit 0; fi; $<TARGET_FILE:dtcrt_fake_cuda_program> --data=synthetic 2>&1; echo \"status $?\"")
+  set_tests_properties(runtime.trainer.cli.cuda-without-gpu PROPERTIES
+    TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "^error: this program was compiled for --target=cuda but no CUDA device is visible \\([^\n]*\\)\nstatus 1\n$|^skipped: a GPU is visible")
+endif()

@@ -1,0 +1,100 @@
+// Device: the runtime's side of a GPU program (ProgramSpec::device). Opens
+// the backend once per process, owns every device and page-locked host
+// allocation made through it (RAII DeviceMemory / HostMemory), the device
+// communicator of a multi-rank job, and moves bytes between host and device.
+// Everything goes through the DeviceBackend function pointers, so the
+// runtime itself never links CUDA.
+#pragma once
+
+#include "runtime/Program.h"
+#include "runtime/comm/Communicator.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace dtcrt {
+
+class Device;
+
+// Device memory (zero-filled), released through the backend.
+class DeviceMemory {
+public:
+  DeviceMemory() = default;
+  DeviceMemory(Device& device, size_t bytes);
+  DeviceMemory(DeviceMemory&& o) noexcept;
+  DeviceMemory& operator=(DeviceMemory&& o) noexcept;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  ~DeviceMemory();
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+private:
+  Device* device_ = nullptr;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Host memory for a batch buffer: page-locked through the backend when it
+// offers allocateHost, else 64-byte aligned ordinary memory; zero-filled.
+class HostMemory {
+public:
+  HostMemory() = default;
+  HostMemory(Device& device, size_t bytes);
+  HostMemory(HostMemory&& o) noexcept;
+  HostMemory& operator=(HostMemory&& o) noexcept;
+  HostMemory(const HostMemory&) = delete;
+  HostMemory& operator=(const HostMemory&) = delete;
+  ~HostMemory();
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+private:
+  Device* device_ = nullptr;  // null: aligned_alloc'd
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class Device {
+public:
+  // Refuses what device programs cannot do yet (pipelines) with an Error.
+  static void checkSupported(const ProgramSpec& spec);
+  // "cpu" or the program's target.
+  static std::string targetOf(const ProgramSpec& spec);
+
+  // backend.open(localRank): binds this process's device (exits with status
+  // 1 and one line when there is none).
+  Device(const DeviceBackend& backend, int localRank);
+  ~Device();  // the communicator, then close()
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // The device communicator for gradient collectives when host.size() > 1;
+  // does nothing for one rank. Call after the host communicator connected.
+  void connect(const RankInfo& info, const CommOptions& options, Communicator& host);
+  // Null with one rank.
+  Communicator* comm() const { return comm_.get(); }
+
+  void* handle() const { return handle_; }
+  const DeviceBackend& backend() const { return backend_; }
+  const char* name() const { return backend_.name ? backend_.name : "device"; }
+
+  // Host -> device (asynchronous: keep `src` until the next download/synchronize).
+  void upload(void* dst, const void* src, size_t bytes);
+  // Device -> host, synchronous.
+  void download(void* dst, const void* src, size_t bytes);
+  void synchronize();
+  // The peak device memory this process used (backend.peakBytes), 0 if unknown.
+  size_t peakBytes() const;
+
+private:
+  const DeviceBackend& backend_;
+  void* handle_ = nullptr;
+  std::unique_ptr<Communicator> comm_;
+};
+
+// "12.34 MiB"
+std::string formatMiB(size_t bytes);
+
+} // namespace dtcrt

@@ -1,0 +1,501 @@
+// GPU programs without a GPU: the trainer and inference through a
+// host-memory DeviceBackend written here. Its "device" allocations are
+// separate aligned blocks it keeps a registry of, toDevice is queued like
+// work on a stream (the copy reads the host buffer when the queue drains:
+// at the next step, synchronize or toHost), and every call is logged. The
+// fake programs' steps drain the queue, then check that every pointer of
+// their StepContext is a live device allocation and ctx.device is the
+// handle. Training through it must give bit-identical losses, evaluations,
+// checkpoints and saved weights to the same program on the CPU path.
+#include "runtime/io/OnnxModel.h"
+#include "runtime/support/Files.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/Device.h"
+#include "runtime/train/Inference.h"
+#include "runtime/train/RunProgram.h"
+#include "runtime/train/Trainer.h"
+
+#include "TrainerTestPipeline.h"
+#include "TrainerTestPrograms.h"
+#include "TrainerTestUtil.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <vector>
+
+using namespace dtcrt;
+using namespace dtcrt_test;
+
+namespace {
+
+// ---- the host-memory backend --------------------------------------------
+
+struct Event {
+  std::string what;  // "toDevice", "toHost", "step", "allocate", ...
+  const void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+};
+
+struct FakeDevice {
+  int handleTag = 0;  // &handleTag is the handle
+  int opens = 0, closes = 0, lastLocalRank = -1;
+  std::map<const char*, size_t> device;  // live "device" allocations
+  std::map<const char*, size_t> pinned;  // live allocateHost blocks
+  size_t live = 0, peak = 0;
+  std::vector<std::function<void()>> queue;  // pending toDevice copies
+  std::vector<Event> events;
+  std::vector<std::string> violations;
+
+  void reset() { *this = FakeDevice(); }
+  void drain() {
+    for (auto& f : queue) f();
+    queue.clear();
+  }
+  // Whether [p, p + bytes) lies inside one live allocation of `m`.
+  static bool inside(const std::map<const char*, size_t>& m, const void* p, size_t bytes) {
+    const char* c = static_cast<const char*>(p);
+    auto it = m.upper_bound(c);
+    if (it == m.begin()) return false;
+    --it;
+    return c >= it->first && c + bytes <= it->first + std::max<size_t>(it->second, 1);
+  }
+  void checkDevice(const void* p, size_t bytes, const char* what) {
+    if (!inside(device, p, bytes)) violations.push_back(std::string(what) + " is not device memory");
+  }
+};
+
+FakeDevice g;
+
+void* fakeOpen(int localRank) {
+  ++g.opens;
+  g.lastLocalRank = localRank;
+  return &g.handleTag;
+}
+void fakeClose(void* h) {
+  if (h != &g.handleTag) g.violations.push_back("close: wrong handle");
+  g.drain();
+  ++g.closes;
+}
+void* fakeAllocate(void* h, size_t bytes) {
+  if (h != &g.handleTag) g.violations.push_back("allocate: wrong handle");
+  g.events.push_back({"allocate", nullptr, nullptr, bytes});
+  if (bytes == 0) return nullptr;
+  char* p = static_cast<char*>(std::aligned_alloc(256, (bytes + 255) / 256 * 256));
+  std::memset(p, 0, bytes);
+  g.device[p] = bytes;
+  g.live += bytes;
+  g.peak = std::max(g.peak, g.live);
+  return p;
+}
+void fakeRelease(void*, void* p) {
+  if (!p) return;
+  g.drain();
+  auto it = g.device.find(static_cast<char*>(p));
+  if (it == g.device.end()) {
+    g.violations.push_back("release of unknown memory");
+    return;
+  }
+  g.live -= it->second;
+  g.device.erase(it);
+  std::free(p);
+}
+void* fakeAllocateHost(void*, size_t bytes) {
+  g.events.push_back({"allocateHost", nullptr, nullptr, bytes});
+  if (bytes == 0) return nullptr;
+  char* p = static_cast<char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  g.pinned[p] = bytes;
+  return p;
+}
+void fakeReleaseHost(void*, void* p) {
+  if (!p) return;
+  g.drain();
+  g.pinned.erase(static_cast<char*>(p));
+  std::free(p);
+}
+void fakeToDevice(void*, void* dst, const void* src, size_t bytes) {
+  g.checkDevice(dst, bytes, "toDevice destination");
+  if (FakeDevice::inside(g.device, src, 1)) g.violations.push_back("toDevice from device memory");
+  g.events.push_back({"toDevice", dst, src, bytes});
+  g.queue.push_back([=] { std::memcpy(dst, src, bytes); });
+}
+void fakeToHost(void*, void* dst, const void* src, size_t bytes) {
+  g.drain();
+  g.checkDevice(src, bytes, "toHost source");
+  if (FakeDevice::inside(g.device, dst, 1)) g.violations.push_back("toHost into device memory");
+  g.events.push_back({"toHost", dst, src, bytes});
+  std::memcpy(dst, src, bytes);
+}
+void fakeSynchronize(void*) { g.drain(); }
+size_t fakePeak(void*) { return g.peak; }
+
+const DeviceBackend kHostBackend = [] {
+  DeviceBackend b{};
+  b.name = "hostdev";
+  b.open = fakeOpen;
+  b.close = fakeClose;
+  b.allocate = fakeAllocate;
+  b.release = fakeRelease;
+  b.allocateHost = fakeAllocateHost;
+  b.releaseHost = fakeReleaseHost;
+  b.toDevice = fakeToDevice;
+  b.toHost = fakeToHost;
+  b.synchronize = fakeSynchronize;
+  b.connect = nullptr;  // one process only
+  b.peakBytes = fakePeak;
+  return b;
+}();
+
+// ---- device versions of the fake programs --------------------------------
+
+// Drains the copies queued before the step (in stream order), checks every
+// pointer it gets, logs the step and runs the CPU step on the device memory.
+void onDevice(StepContext& c, const ProgramSpec& cpu, bool train, void (*step)(StepContext&)) {
+  g.drain();
+  if (c.device != &g.handleTag) g.violations.push_back("step: ctx.device is not the handle");
+  g.checkDevice(c.state, cpu.stateBytes, "ctx.state");
+  g.checkDevice(c.arena, cpu.arenaBytes, "ctx.arena");
+  if (c.workspace) g.checkDevice(c.workspace, 1, "ctx.workspace");
+  for (int32_t i = 0; i < cpu.numInputs; ++i) g.checkDevice(c.inputs[i], 8, "ctx.inputs[i]");
+  if (c.labels) g.checkDevice(c.labels, 8, "ctx.labels");
+  if (c.loss) g.checkDevice(c.loss, sizeof(float), "ctx.loss");
+  if (c.correct) g.checkDevice(c.correct, sizeof(int64_t), "ctx.correct");
+  for (int32_t i = 0; i < cpu.numOutputs; ++i) g.checkDevice(c.outputs[i], 4, "ctx.outputs[i]");
+  g.events.push_back({train ? "step" : "forward", c.state, nullptr, 0});
+  step(c);
+}
+
+void devLinearTrain(StepContext& c) { onDevice(c, linearProgram(), true, linearTrain); }
+void devLinearEval(StepContext& c) { onDevice(c, linearProgram(), false, linearEval); }
+void devLinearForward(StepContext& c) { onDevice(c, linearProgram(), false, linearForwardStep); }
+void devClassifierTrain(StepContext& c) { onDevice(c, classifierProgram(), true, classifierTrain); }
+void devClassifierEval(StepContext& c) { onDevice(c, classifierProgram(), false, classifierEval); }
+
+ProgramSpec onHostDevice(ProgramSpec s) {
+  s.device = &kHostBackend;
+  s.target = "hostdev";
+  return s;
+}
+ProgramSpec deviceLinear() {
+  ProgramSpec s = onHostDevice(linearProgram());
+  s.trainStep = devLinearTrain;
+  s.evalStep = devLinearEval;
+  s.forward = devLinearForward;
+  return s;
+}
+ProgramSpec deviceClassifier() {
+  ProgramSpec s = onHostDevice(classifierProgram());
+  s.trainStep = devClassifierTrain;
+  s.evalStep = devClassifierEval;
+  return s;
+}
+
+// y = 3 x0 - 2 x1 + 0.5 on a grid; `n` train samples (and 12 test samples).
+void writeRegression(const TempDir& dir, int n) {
+  for (const char* split : {"train", "test"}) {
+    const int count = std::string(split) == "train" ? n : 12;
+    std::vector<float> x, y;
+    for (int i = 0; i < count; ++i) {
+      float a = static_cast<float>(i % 7) / 7.0f - 0.5f, b = static_cast<float>(i % 5) / 5.0f;
+      x.push_back(a);
+      x.push_back(b);
+      y.push_back(3 * a - 2 * b + 0.5f);
+    }
+    writeNpy(dir.file(std::string(split) + "_x.npy"), "<f4", {count, 2}, x);
+    writeNpy(dir.file(std::string(split) + "_y.npy"), "<f4", {count, 1}, y);
+  }
+}
+
+// 3 classes around 3 centres.
+void writeClasses(const TempDir& dir, int n) {
+  const float centre[3][2] = {{2, 0}, {-2, 1}, {0, -2}};
+  for (const char* split : {"train", "test"}) {
+    const int count = std::string(split) == "train" ? n : 24;
+    std::vector<float> x;
+    std::vector<int64_t> y;
+    for (int i = 0; i < count; ++i) {
+      int k = (i * 7 + 1) % 3;
+      float jitter = static_cast<float>((i * 13) % 10) / 20.0f - 0.25f;
+      x.push_back(centre[k][0] + jitter);
+      x.push_back(centre[k][1] - jitter);
+      y.push_back(k);
+    }
+    writeNpy(dir.file(std::string(split) + "_x.npy"), "<f4", {count, 2}, x);
+    writeNpy(dir.file(std::string(split) + "_y.npy"), "<i8", {count}, y);
+  }
+}
+
+// An ONNX model whose initializers w, b hold 0.5 (the linear program's weights).
+std::string linearOnnx() {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  for (const char* name : {"w", "b"}) {
+    onnx::TensorProto* t = model.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(std::string(name) == "w" ? 2 : 1);
+    for (int i = 0; i < t->dims(0); ++i) t->add_float_data(0.5f);
+  }
+  return model.SerializeAsString();
+}
+
+Options quiet(const std::string& data) {
+  Options o;
+  o.data = data;
+  o.quiet = true;
+  return o;
+}
+
+size_t countEvents(const std::string& what, size_t bytes) {
+  return static_cast<size_t>(std::count_if(g.events.begin(), g.events.end(), [&](const Event& e) {
+    return e.what == what && e.bytes == bytes;
+  }));
+}
+
+class TrainerDevice : public testing::Test {
+protected:
+  void SetUp() override { g.reset(); }
+  void TearDown() override {
+    EXPECT_TRUE(g.violations.empty()) << g.violations.front();
+    EXPECT_TRUE(g.device.empty()) << g.device.size() << " device allocations leaked";
+    EXPECT_TRUE(g.pinned.empty()) << g.pinned.size() << " host allocations leaked";
+    EXPECT_EQ(g.opens, g.closes);
+  }
+};
+
+} // namespace
+
+TEST_F(TrainerDevice, SameLossesAndSavedWeightsAsTheCpu) {
+  TempDir dir;
+  writeRegression(dir, 42);
+  const std::string onnx = linearOnnx();
+  ProgramSpec cpu = linearProgram(), gpu = deviceLinear();
+  for (ProgramSpec* s : {&cpu, &gpu}) {
+    s->onnxBytes = reinterpret_cast<const unsigned char*>(onnx.data());
+    s->onnxSize = onnx.size();
+  }
+  Options o = quiet(dir.path());
+  o.epochs = 3;
+  o.eval = true;
+  o.save = dir.file("cpu.onnx");
+  Trainer a(cpu, o);
+  TrainResult ra = a.run();
+  o.save = dir.file("gpu.onnx");
+  Trainer b(gpu, o);
+  TrainResult rb = b.run();
+  ASSERT_EQ(ra.losses.size(), 30u);
+  EXPECT_EQ(rb.losses, ra.losses);
+  EXPECT_EQ(std::memcmp(b.state(), a.state(), cpu.stateBytes), 0);
+  EXPECT_EQ(readFile(dir.file("gpu.onnx")), readFile(dir.file("cpu.onnx")));
+  ASSERT_EQ(rb.evals.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(rb.evals[i].loss, ra.evals[i].loss);
+  EXPECT_EQ(g.opens, 1);
+  EXPECT_EQ(g.lastLocalRank, 0);
+  // CPU results carry no device memory report.
+  EXPECT_EQ(ra.devicePlannedBytes, 0u);
+}
+
+TEST_F(TrainerDevice, EvalCountsMatchTheCpu) {
+  TempDir dir;
+  writeClasses(dir, 48);
+  Options o = quiet(dir.path());
+  o.epochs = 4;
+  o.eval = true;
+  TrainResult cpu = Trainer(classifierProgram(), o).run();
+  TrainResult gpu = Trainer(deviceClassifier(), o).run();
+  EXPECT_EQ(gpu.losses, cpu.losses);
+  ASSERT_EQ(gpu.evals.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(gpu.evals[i].loss, cpu.evals[i].loss);
+    EXPECT_EQ(gpu.evals[i].accuracy, cpu.evals[i].accuracy);
+  }
+  EXPECT_GE(gpu.evals.back().accuracy, 0.95);
+  EXPECT_EQ(countEvents("toHost", sizeof(int64_t)), 4u * 24 / kB);  // one count per eval batch
+}
+
+TEST_F(TrainerDevice, UploadsTheStateBeforeTheFirstStepAndBatchesPerStep) {
+  TempDir dir;
+  writeRegression(dir, 40);
+  Options o = quiet(dir.path());
+  o.maxSteps = 5;
+  const ProgramSpec spec = deviceLinear();
+  Trainer t(spec, o);
+  t.run();
+  // Allocated once: state, arena, labels, loss, count, 1 input, 1 output;
+  // the batch's host side page-locked.
+  EXPECT_EQ(std::count_if(g.events.begin(), g.events.end(),
+                          [](const Event& e) { return e.what == "allocate"; }),
+            7);
+  EXPECT_EQ(countEvents("allocateHost", 2 * kB * sizeof(float)), 1u);  // inputs
+  EXPECT_EQ(countEvents("allocateHost", kB * sizeof(float)), 1u);      // labels
+  size_t firstStep = 0;
+  while (firstStep < g.events.size() && g.events[firstStep].what != "step") ++firstStep;
+  ASSERT_LT(firstStep, g.events.size());
+  const void* deviceState = g.events[firstStep].dst;
+  // Before it: the state upload, then the step's batch (inputs, labels).
+  std::vector<const Event*> uploads;
+  for (size_t i = 0; i < firstStep; ++i)
+    if (g.events[i].what == "toDevice") uploads.push_back(&g.events[i]);
+  ASSERT_EQ(uploads.size(), 3u);
+  EXPECT_EQ(uploads[0]->dst, deviceState);
+  EXPECT_EQ(uploads[0]->bytes, spec.stateBytes);
+  EXPECT_EQ(uploads[1]->bytes, 2 * kB * sizeof(float));
+  EXPECT_EQ(uploads[2]->bytes, kB * sizeof(float));
+  // The state goes up once; each of the 5 steps uploads its batch and
+  // downloads its loss; the state comes down once, at the end.
+  EXPECT_EQ(countEvents("toDevice", spec.stateBytes), 1u);
+  EXPECT_EQ(countEvents("toDevice", 2 * kB * sizeof(float)), 5u);
+  EXPECT_EQ(countEvents("toHost", sizeof(float)), 5u);
+  EXPECT_EQ(countEvents("toHost", spec.stateBytes), 1u);
+  EXPECT_EQ(g.events.back().what, "toHost");
+  EXPECT_EQ(g.events.back().src, deviceState);
+}
+
+TEST_F(TrainerDevice, CheckpointsAndResumeMatchTheCpu) {
+  TempDir dir;
+  writeRegression(dir, 42);
+  Options o = quiet(dir.path());
+  o.epochs = 3;
+  o.seed = 5;
+  Trainer whole(linearProgram(), o);
+  TrainResult full = whole.run();
+
+  // 13 steps on the device with a checkpoint per epoch and at the stop.
+  Options first = o;
+  first.checkpointDir = dir.file("gpu");
+  first.maxSteps = 13;
+  TrainResult a = Trainer(deviceLinear(), first).run();
+  ASSERT_EQ(a.losses.size(), 13u);
+  // Checkpoints at steps 10 and 13: the state was downloaded for each, and
+  // holds what the CPU run had then.
+  EXPECT_EQ(countEvents("toHost", linearProgram().stateBytes), 2u);
+  Options cpuFirst = first;
+  cpuFirst.checkpointDir = dir.file("cpu");
+  Trainer(linearProgram(), cpuFirst).run();
+  for (const char* step : {"10", "13"}) {
+    std::vector<char> gs(linearProgram().stateBytes), cs(linearProgram().stateBytes);
+    TrainPosition gp, cp;
+    loadCheckpoint(dir.file(std::string("gpu/checkpoint-") + step + ".bin"), deviceLinear(), gp,
+                   gs.data());
+    loadCheckpoint(dir.file(std::string("cpu/checkpoint-") + step + ".bin"), linearProgram(), cp,
+                   cs.data());
+    EXPECT_EQ(gs, cs) << "checkpoint " << step;
+    EXPECT_EQ(gp.step, cp.step);
+  }
+  // A device checkpoint is not a CPU program's (the target is in the fingerprint).
+  TrainPosition p;
+  std::vector<char> s(linearProgram().stateBytes);
+  EXPECT_NE(errorOf([&] {
+              loadCheckpoint(dir.file("gpu/checkpoint-13.bin"), linearProgram(), p, s.data());
+            }).find("different program"),
+            std::string::npos);
+
+  // Resume on the device: the rest of the CPU run's losses, the same weights.
+  g.events.clear();
+  Options second = o;
+  second.checkpointDir = first.checkpointDir;
+  second.resume = true;
+  const ProgramSpec device = deviceLinear();  // the Trainer keeps a reference
+  Trainer resumed(device, second);
+  TrainResult b = resumed.run();
+  std::vector<float> joined = a.losses;
+  joined.insert(joined.end(), b.losses.begin(), b.losses.end());
+  EXPECT_EQ(joined, full.losses);
+  EXPECT_EQ(std::memcmp(resumed.state(), whole.state(), linearProgram().stateBytes), 0);
+  // The resumed state went up before the first step.
+  auto up = std::find_if(g.events.begin(), g.events.end(), [](const Event& e) {
+    return e.what == "toDevice" && e.bytes == linearProgram().stateBytes;
+  });
+  auto step = std::find_if(g.events.begin(), g.events.end(),
+                           [](const Event& e) { return e.what == "step"; });
+  EXPECT_LT(up - g.events.begin(), step - g.events.begin());
+}
+
+TEST_F(TrainerDevice, ReportsPlannedAndPeakMemoryOnceAfterTheFirstStep) {
+  TempDir dir;
+  writeRegression(dir, 40);
+  Options o;
+  o.data = dir.path();
+  o.maxSteps = 3;
+  o.metrics = dir.file("m.jsonl");
+  testing::internal::CaptureStdout();
+  TrainResult r = Trainer(deviceLinear(), o, /*forceTty=*/0).run();
+  const std::string out = testing::internal::GetCapturedStdout();
+  const ProgramSpec& s = linearProgram();
+  EXPECT_EQ(r.devicePlannedBytes, s.stateBytes + s.arenaBytes);
+  EXPECT_EQ(r.devicePeakBytes, g.peak);
+  EXPECT_NE(out.find(", on hostdev, sgd"), std::string::npos) << out;
+  const size_t at = out.find("hostdev memory: planned 0.00 MiB (state 0.00 MiB, arena 0.00 MiB, "
+                             "workspace 0.00 MiB), measured peak 0.00 MiB in use on the device\n");
+  EXPECT_NE(at, std::string::npos) << out;
+  EXPECT_EQ(out.find("hostdev memory", at + 1), std::string::npos) << out;  // once
+  const std::string metrics = readFile(o.metrics);
+  EXPECT_NE(metrics.find("{\"device_memory\":{\"target\":\"hostdev\",\"planned_bytes\":320,"
+                         "\"state_bytes\":256,\"arena_bytes\":64,\"workspace_bytes\":0,"
+                         "\"peak_bytes\":" + std::to_string(g.peak) + "}}\n"),
+            std::string::npos)
+      << metrics;
+}
+
+TEST_F(TrainerDevice, InferenceDownloadsTheOutputs) {
+  HostTensor x;
+  x.name = "x";
+  x.dtype = DType::F32;
+  x.dims = {kB, 2};
+  const float xs[] = {1, 2, 3, 4, 5, 6, 7, 8};
+  x.data.assign(reinterpret_cast<const char*>(xs), reinterpret_cast<const char*>(xs) + sizeof xs);
+  const std::string onnx = linearOnnx();
+  ProgramSpec cpu = linearProgram(), gpu = deviceLinear();
+  for (ProgramSpec* s : {&cpu, &gpu}) {
+    s->onnxBytes = reinterpret_cast<const unsigned char*>(onnx.data());
+    s->onnxSize = onnx.size();
+  }
+  std::vector<HostTensor> a = runForward(cpu, {x}), b = runForward(gpu, {x});
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].data, a[0].data);
+  EXPECT_EQ(countEvents("toHost", kB * sizeof(float)), 1u);
+  EXPECT_EQ(g.opens, 1);
+}
+
+TEST_F(TrainerDevice, PipelineProgramsAreRefused) {
+  ProgramSpec spec = pipelineProgram(1);
+  spec.device = &kHostBackend;
+  spec.target = "cuda";
+  const std::string err = errorOf([&] { Trainer(spec, quiet("synthetic")).run(); });
+  EXPECT_EQ(err, "this pipeline program was compiled for --target=cuda: pipeline programs on a "
+                 "device are not supported yet (compile it without --strategy=pipeline|model, "
+                 "or for --target=cpu)");
+  // Through the program's main: refused before the job-size check or a device opens.
+  const char* argv[] = {"train", "--data=synthetic"};
+  testing::internal::CaptureStderr();
+  const int status = runProgram(spec, 2, const_cast<char**>(argv));
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "error: " + err + "\n");
+  EXPECT_EQ(status, 1);
+  EXPECT_EQ(g.opens, 0);
+}
+
+TEST_F(TrainerDevice, GradcheckIsRefused) {
+  ProgramSpec spec = deviceLinear();
+  spec.target = "cuda";
+  const char* argv[] = {"train", "--data=synthetic", "--gradcheck"};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runProgram(spec, 3, const_cast<char**>(argv)), 1);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(
+                "error: --gradcheck: not available for programs compiled for --target=cuda"),
+            std::string::npos);
+  EXPECT_EQ(g.opens, 0);
+}
+
+TEST_F(TrainerDevice, TargetInTheFingerprintOfDevicePrograms) {
+  ProgramSpec cpu = linearProgram(), named = linearProgram();
+  named.target = "cpu";
+  EXPECT_EQ(programFingerprint(named), programFingerprint(cpu));  // CPU programs unchanged
+  EXPECT_NE(programFingerprint(deviceLinear()), programFingerprint(cpu));
+  ProgramSpec other = deviceLinear();
+  other.target = "rocm";
+  EXPECT_NE(programFingerprint(other), programFingerprint(deviceLinear()));
+}
