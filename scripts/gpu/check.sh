@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU (the `device` tool), with a bundle made by
+# bundle.sh: the CUDA kernel tests, then per-step losses of the CUDA
+# programs against the CPU programs on the same synthetic data (1e-3
+# relative, issue 5's bar), a 1-rank NCCL ddp run, and compute-sanitizer on
+# a few MLP steps. Writes logs to $OUT (when set) and exits non-zero on any
+# failure.
+set -uo pipefail
+bundle="$(cd "${1:?usage: check.sh BUNDLE}" && pwd)"
+out="${OUT:-/tmp/dtc-gpu}"
+mkdir -p "$out"
+# The CUDA libraries of the image's PyTorch wheels (cuDNN, NCCL, cuBLAS) if
+# the toolkit's own lack them.
+extra=$(python3 - <<'PY' 2>/dev/null
+import glob, os, site
+dirs = set()
+for base in site.getsitepackages():
+    for lib in glob.glob(os.path.join(base, "nvidia", "*", "lib")):
+        dirs.add(lib)
+print(":".join(sorted(dirs)))
+PY
+)
+export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${extra}:${LD_LIBRARY_PATH:-}"
+nvidia-smi -L
+status=0
+step() { echo "== $*"; }
+
+step "kernel tests"
+"$bundle/bin/dtcrt-test-cuda" 2>&1 | tee "$out/kernel-tests.log" | tail -5 || status=1
+
+compare() {  # name steps
+  local name=$1 steps=$2
+  "$bundle/bin/$name-cpu" --data=synthetic --shuffle=false --max-steps="$steps" --log-every=1 \
+    --metrics="$out/$name-cpu.jsonl" --quiet --threads=8 || { status=1; return; }
+  "$bundle/bin/$name-cuda" --data=synthetic --shuffle=false --max-steps="$steps" --log-every=1 \
+    --metrics="$out/$name-cuda.jsonl" 2>&1 | tail -3 || { status=1; return; }
+  python3 - "$out/$name-cpu.jsonl" "$out/$name-cuda.jsonl" <<'PY' || status=1
+import json, sys
+def losses(path):
+    return [r["loss"] for r in map(json.loads, open(path)) if "loss" in r and "step" in r]
+cpu, gpu = losses(sys.argv[1]), losses(sys.argv[2])
+worst = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(cpu, gpu))
+print(f"{sys.argv[2]}: {len(gpu)} steps, worst relative loss difference {worst:.2e}")
+sys.exit(0 if len(cpu) == len(gpu) > 0 and worst <= 1e-3 else 1)
+PY
+}
+step "CUDA vs CPU losses"
+compare mlp 50
+compare lenet 30
+
+step "ddp on 1 rank (NCCL)"
+"$bundle/bin/dtcrun" --nproc-per-node=1 "$bundle/bin/mlp-ddp-cuda" --data=synthetic --max-steps=20 \
+  --log-every=10 2>&1 | tail -3 || status=1
+
+step "compute-sanitizer (memcheck, 3 steps)"
+if command -v compute-sanitizer >/dev/null; then
+  compute-sanitizer --error-exitcode=9 "$bundle/bin/mlp-cuda" --data=synthetic --max-steps=3 \
+    --quiet > "$out/sanitizer.log" 2>&1 || { status=1; tail -20 "$out/sanitizer.log"; }
+  tail -2 "$out/sanitizer.log"
+fi
+echo "check.sh: $([ $status = 0 ] && echo PASSED || echo FAILED)"
+exit $status
