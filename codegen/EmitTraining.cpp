@@ -13,16 +13,6 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-/// The value of a constant holding one float, if `v` is one.
-std::optional<double> scalarConstant(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense || dense.getNumElements() != 1 || !llvm::isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return (*dense.getValues<APFloat>().begin()).convertToDouble();
-}
 
 std::string real(double v) {
   char buffer[64];
@@ -63,7 +53,7 @@ LogicalResult emitCrossEntropyGrad(Operation *op, FunctionEmitter &fn) {
   // must be a compile-time constant (it is: autodiff's seed, 1 / micro-batches).
   std::string dloss = fn.ptr(grad.getGrad()) + "[0]";
   if (fn.cuda()) {
-    std::optional<double> seed = scalarConstant(grad.getGrad());
+    std::optional<double> seed = scalarFloatConstant(grad.getGrad());
     if (!seed)
       return codegenError(op) << "on CUDA the loss gradient must be a constant";
     dloss = floatLiteral(*seed);

@@ -20,4 +20,12 @@
 #define GET_OP_CLASSES
 #include "dialect/DtcOps.h.inc"
 
+#include <optional>
+
+namespace dtc {
+/// The value of a `dtc.constant` holding one float (of any shape with one
+/// element), if `value` is one.
+std::optional<double> scalarFloatConstant(mlir::Value value);
+} // namespace dtc
+
 #endif // DTC_DIALECT_DTCDIALECT_H

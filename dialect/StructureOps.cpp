@@ -65,3 +65,13 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location
 }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+std::optional<double> dtc::scalarFloatConstant(mlir::Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(constant.getValue());
+  if (!dense || dense.getNumElements() != 1 || !llvm::isa<mlir::FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return (*dense.getValues<llvm::APFloat>().begin()).convertToDouble();
+}

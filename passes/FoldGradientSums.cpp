@@ -34,16 +34,6 @@ GemmOp foldableGemm(Value v) {
   return gemm;
 }
 
-/// The value of a constant holding one float (any shape with one element).
-std::optional<double> scalarConstant(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense || dense.getNumElements() != 1 || !llvm::isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return (*dense.getValues<APFloat>().begin()).convertToDouble();
-}
 
 /// `acc + A.B` -> `gemm(A, B, C = acc, beta = 1)`.
 bool foldSum(AddOp add) {
@@ -70,7 +60,7 @@ bool foldScale(MulOp mul) {
   for (auto [product, scale] : {std::pair(mul.getLhs(), mul.getRhs()),
                                 std::pair(mul.getRhs(), mul.getLhs())}) {
     auto gemm = product.getDefiningOp<GemmOp>();
-    std::optional<double> s = scalarConstant(scale);
+    std::optional<double> s = scalarFloatConstant(scale);
     if (!gemm || !product.hasOneUse() || !s || product.getType() != mul.getType())
       continue;
     OpBuilder b(mul);
@@ -110,7 +100,7 @@ bool collectProducts(Value v, SmallVectorImpl<GemmOp> &leaves) {
 bool batchProducts(MulOp mul) {
   for (auto [sum, scale] : {std::pair(mul.getLhs(), mul.getRhs()),
                             std::pair(mul.getRhs(), mul.getLhs())}) {
-    std::optional<double> s = scalarConstant(scale);
+    std::optional<double> s = scalarFloatConstant(scale);
     SmallVector<GemmOp> leaves;
     if (!s || sum.getType() != mul.getType() || !sum.getDefiningOp<AddOp>() ||
         !collectProducts(sum, leaves) || leaves.size() < 2)
