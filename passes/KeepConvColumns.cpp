@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "runtime/cpu/ConvAlgorithm.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_KEEPCONVCOLUMNS
@@ -31,6 +32,16 @@ ConvBackwardFilterOp findFilterGradient(ConvOp conv) {
   return {};
 }
 
+/// Convolutions the CPU runtime runs directly (small channels, stride 1:
+/// runtime/cpu/ConvAlgorithm.h) build no column matrix.
+bool runsDirect(ConvOp conv) {
+  ArrayRef<int64_t> x = tensorOf(conv.getInput()).getShape();
+  ArrayRef<int64_t> w = tensorOf(conv.getWeight()).getShape();
+  ArrayRef<int64_t> s = conv.getStrides(), p = conv.getPads(), d = conv.getDilations();
+  return dtcrt::cpu::conv2d_direct_shape(x[1], w[0], x[2], x[3], w[2], w[3], s[0], s[1], p[0],
+                                         p[1], p[2], p[3], d[0], d[1], conv.getGroup());
+}
+
 struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass> {
   using KeepConvColumnsBase::KeepConvColumnsBase;
 
@@ -45,7 +56,7 @@ struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass>
   void keepColumns(func::FuncOp train) {
     for (ConvOp conv : llvm::make_early_inc_range(train.getOps<ConvOp>())) {
       ConvBackwardFilterOp grad = findFilterGradient(conv);
-      if (!grad)
+      if (!grad || runsDirect(conv))
         continue;
       int64_t floats = convColumnsFloats(tensorOf(conv.getInput()).getShape(),
                                          tensorOf(conv.getWeight()).getShape(),

@@ -453,10 +453,11 @@ struct ShmCommunicator::Impl {
   }
 
   // Throws if some peer failed or died, or if `awaited` (the rank being
-  // waited for) left: a rank that finished its last operation and left is
-  // no error for ranks waiting on others. The liveness probe reads /proc:
-  // only every ~50 ms, in the slow path.
-  void checkPeers(bool probe, int awaited) {
+  // waited for) left before reaching generation g: a rank that finished its
+  // last operation and left is no error (it published g before it marked
+  // itself gone, so seeing "left" means its counter is visible too). The
+  // liveness probe reads /proc: only every ~50 ms, in the slow path.
+  void checkPeers(bool probe, int awaited, uint32_t g) {
     for (int r = 0; r < size; ++r) {
       if (r == rank) continue;
       RankLine* l = line(r);
@@ -469,10 +470,11 @@ struct ShmCommunicator::Impl {
         throw CommError(std::string(opName) + " failed: rank " + std::to_string(r) +
                         " failed: " + msg);
       }
-      if (s == kLeft && r == awaited)
+      if (s == kLeft && r == awaited &&
+          !reached(sync(r)->seq.load(std::memory_order_acquire), g))
         throw CommError(std::string(opName) + " failed: " + who +
                         " left the job (its communicator was destroyed)");
-      if (probe && pidVisible[size_t(r)]) {
+      if (probe && s != kLeft && pidVisible[size_t(r)]) {
         char st = 0;
         uint64_t start = 0;
         bool alive = procStat(peerPid[size_t(r)], st, start) && st != 'Z' && st != 'X' &&
@@ -510,7 +512,7 @@ struct ShmCommunicator::Impl {
       auto now = Clock::now();
       bool probe = now >= nextProbe;
       if (probe) nextProbe = now + std::chrono::milliseconds(50);
-      checkPeers(probe, q);
+      checkPeers(probe, q, g);
       if (now >= deadline)
         throw CommError(std::string(opName) + " timed out after " + formatDuration(timeout) +
                         " waiting for rank " + std::to_string(q));

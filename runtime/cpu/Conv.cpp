@@ -3,7 +3,11 @@
 // columns side by side, so a GEMM has ~4096 columns), one image at a time for
 // large ones; a 1x1/stride-1/no-pad conv is a plain sgemm on the input.
 // Backward data: sgemm + col2im. Backward filter: im2col + sgemm accumulated
-// over the batch. Scratch comes from the caller.
+// over the batch. Scratch comes from the caller. Small-channel stride-1
+// convolutions go to the direct kernels of ConvDirect.cpp instead (the rule is
+// in ConvAlgorithm.h).
+#include "runtime/cpu/ConvAlgorithm.h"
+#include "runtime/cpu/ConvDirect.h"
 #include "runtime/cpu/Internal.h"
 
 #include <algorithm>
@@ -145,17 +149,43 @@ int64_t conv2d_out_w(const Conv2dParams& p) {
   return (p.W + p.padL + p.padR - p.dilW * (p.S - 1) - 1) / p.strideW + 1;
 }
 
-int64_t conv2d_forward_workspace(const Conv2dParams& p) {
+namespace {
+
+bool im2colOnly = false;
+
+bool directShape(const Conv2dParams& p) {
+  return conv2d_direct_shape(p.C, p.K, p.H, p.W, p.R, p.S, p.strideH, p.strideW, p.padT, p.padL,
+                             p.padB, p.padR, p.dilH, p.dilW, p.groups);
+}
+
+}  // namespace
+
+bool conv2d_runs_direct(const Conv2dParams& p) {
+  return !im2colOnly && directShape(p) && direct::available();
+}
+void conv2d_use_im2col_only(bool only) { im2colOnly = only; }
+
+namespace {
+
+int64_t im2colWorkspace(const Conv2dParams& p) {
   if (isPointwise(p)) return 0;
   const int64_t P = conv2d_out_h(p) * conv2d_out_w(p), nb = imagesPerGemm(p);
   // Column matrix of nb images, plus (when batching) the GEMM's [Kg, nb*P] result.
   return (p.C / p.groups) * p.R * p.S * nb * P + (nb > 1 ? (p.K / p.groups) * nb * P : 0);
 }
+
+}  // namespace
+
+// The program is planned before it knows the CPU: a direct-shaped
+// convolution gets room for either algorithm.
+int64_t conv2d_forward_workspace(const Conv2dParams& p) {
+  return std::max(im2colWorkspace(p), directShape(p) ? direct::forward_workspace(p) : 0);
+}
 int64_t conv2d_backward_data_workspace(const Conv2dParams& p) {
-  return conv2d_forward_workspace(p);
+  return std::max(im2colWorkspace(p), directShape(p) ? direct::backward_data_workspace(p) : 0);
 }
 int64_t conv2d_backward_filter_workspace(const Conv2dParams& p) {
-  return conv2d_forward_workspace(p);
+  return std::max(im2colWorkspace(p), directShape(p) ? direct::backward_filter_workspace(p) : 0);
 }
 
 namespace {
@@ -186,6 +216,8 @@ void conv2d_im2col(const Conv2dParams& p, const float* x, float* columns) {
 
 void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                     float* y, float* workspace) {
+  check(p);
+  if (conv2d_runs_direct(p)) return direct::forward(p, x, w, bias, y, workspace);
   conv2d_forward_columns(p, x, nullptr, w, bias, y, workspace);
 }
 
@@ -239,6 +271,7 @@ void conv2d_forward_columns(const Conv2dParams& p, const float* x, const float* 
 void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w, float* dx,
                           float* workspace) {
   check(p);
+  if (conv2d_runs_direct(p)) return direct::backward_data(p, dy, w, dx, workspace);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
   const bool pointwise = isPointwise(p);
@@ -272,6 +305,8 @@ void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w
 
 void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* dy, float* dw,
                             float* workspace) {
+  check(p);
+  if (conv2d_runs_direct(p)) return direct::backward_filter(p, x, dy, dw, workspace);
   conv2d_backward_filter_columns(p, x, nullptr, dy, dw, workspace);
 }
 

@@ -19,7 +19,16 @@
 #define DTCRT_SIMD_SUM2(a, b) DTCRT_PRAGMA(omp simd reduction(+ : a, b))
 #define DTCRT_SIMD_MAX(var) DTCRT_PRAGMA(omp simd reduction(max : var))
 
+// Kernels with an AVX2 + FMA version carry this attribute and run only
+// where hasAvx2Fma() (the rest of the runtime is built for baseline x86-64).
+#define DTCRT_AVX2 __attribute__((target("avx2,fma")))
+
 namespace dtcrt::cpu::detail {
+
+inline bool hasAvx2Fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
 
 // Aborts with the kernel's name: a shape error here is a compiler bug, and the
 // generated program has no way to recover.

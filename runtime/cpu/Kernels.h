@@ -167,6 +167,13 @@ void conv2d_backward_filter_columns(const Conv2dParams& p, const float* x,
                                     float* workspace);
 // db[k] = sum over n, oh, ow of dy[n, k, oh, ow].
 void conv2d_backward_bias(const Conv2dParams& p, const float* dy, float* db);
+// True when conv2d_forward/_backward_data/_backward_filter run p as a direct
+// convolution (ConvAlgorithm.h's shape rule on a CPU with AVX2 and FMA)
+// rather than im2col + sgemm. conv2d_use_im2col_only(true) turns the direct
+// path off (tests and benchmarks compare the two); results differ only by
+// float summation order.
+bool conv2d_runs_direct(const Conv2dParams& p);
+void conv2d_use_im2col_only(bool only);
 
 // ============================================================================
 // 4. Pooling, NCHW (Pool.cpp)

@@ -5,6 +5,8 @@
 // never test for padding.
 #include "runtime/cpu/Internal.h"
 
+#include <immintrin.h>
+
 #include <cmath>
 
 namespace dtcrt::cpu {
@@ -95,6 +97,75 @@ void maxPool2x2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp, i
   }
 }
 
+// maxPool2x2 with AVX2, eight outputs of a row at a time (the last group
+// masked): the same candidates in the same order, so the same results and
+// indices bit for bit.
+DTCRT_AVX2 inline __m256i firstLanes(int64_t n) {  // lanes [0, n) set (n clamped to [0, 8])
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(std::min<int64_t>(
+                                std::max<int64_t>(n, 0), 8))),
+                            lanes);
+}
+
+// Keeps `best` unless v is greater or NaN (PyTorch's rule), and its index.
+DTCRT_AVX2 inline void takeIfGreater8(__m256 v, __m256i at, __m256& best, __m256i& bestAt) {
+  const __m256 m =
+      _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  best = _mm256_blendv_ps(best, v, m);
+  bestAt = _mm256_castps_si256(
+      _mm256_blendv_ps(_mm256_castsi256_ps(bestAt), _mm256_castsi256_ps(at), m));
+}
+
+// Even and odd elements of the 16 floats at p (the first `count` loaded), in order.
+DTCRT_AVX2 inline void splitPairs(const float* p, int64_t count, __m256& even, __m256& odd) {
+  __m256 a, b;
+  if (count >= 16) {
+    a = _mm256_loadu_ps(p);
+    b = _mm256_loadu_ps(p + 8);
+  } else {
+    a = _mm256_maskload_ps(p, firstLanes(count));
+    b = _mm256_maskload_ps(p + 8, firstLanes(count - 8));
+  }
+  const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+  const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+  even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+  odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+DTCRT_AVX2 void maxPool2x2Avx2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp,
+                               int32_t* ip) {
+  const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m256i one = _mm256_set1_epi32(1), width = _mm256_set1_epi32(static_cast<int32_t>(W));
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const float* r0 = xp + 2 * oh * W;
+    const float* r1 = r0 + W;
+    float* yr = yp + oh * OW;
+    int32_t* ir = ip ? ip + oh * OW : nullptr;
+    const int32_t base = static_cast<int32_t>(2 * oh * W);
+    for (int64_t ow = 0; ow < OW; ow += 8) {
+      const int64_t n = std::min<int64_t>(8, OW - ow);
+      __m256 e0, o0, e1, o1;
+      splitPairs(r0 + 2 * ow, 2 * n, e0, o0);
+      splitPairs(r1 + 2 * ow, 2 * n, e1, o1);
+      __m256 best = e0;
+      const __m256i at =
+          _mm256_add_epi32(_mm256_set1_epi32(base + static_cast<int32_t>(2 * ow)), lane2);
+      __m256i bestAt = at;
+      takeIfGreater8(o0, _mm256_add_epi32(at, one), best, bestAt);
+      takeIfGreater8(e1, _mm256_add_epi32(at, width), best, bestAt);
+      takeIfGreater8(o1, _mm256_add_epi32(_mm256_add_epi32(at, width), one), best, bestAt);
+      if (n == 8) {
+        _mm256_storeu_ps(yr + ow, best);
+        if (ir) _mm256_storeu_si256(reinterpret_cast<__m256i*>(ir + ow), bestAt);
+      } else {
+        const __m256i mask = firstLanes(n);
+        _mm256_maskstore_ps(yr + ow, mask, best);
+        if (ir) _mm256_maskstore_epi32(ir + ow, mask, bestAt);
+      }
+    }
+  }
+}
+
 bool is2x2Stride2(const Pool2dParams& p, int64_t OH, int64_t OW) {
   return p.kH == 2 && p.kW == 2 && p.strideH == 2 && p.strideW == 2 && p.dilH == 1 &&
          p.dilW == 1 && p.padT == 0 && p.padL == 0 && p.padB == 0 && p.padR == 0 &&
@@ -107,6 +178,12 @@ void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indice
   check(p, "max_pool2d");
   const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
   const int64_t planes = p.N * p.C;
+  if (is2x2Stride2(p, OH, OW) && hasAvx2Fma()) {
+    for (int64_t pl = 0; pl < planes; ++pl)
+      maxPool2x2Avx2(x + pl * p.H * p.W, p.W, OH, OW, y + pl * OH * OW,
+                     indices ? indices + pl * OH * OW : nullptr);
+    return;
+  }
   if (is2x2Stride2(p, OH, OW)) {
     for (int64_t pl = 0; pl < planes; ++pl)
       maxPool2x2(x + pl * p.H * p.W, p.W, OH, OW, y + pl * OH * OW,

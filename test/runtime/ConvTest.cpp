@@ -122,6 +122,7 @@ TEST(Conv2d, BackwardByFiniteDifferences) {
 // versions that build the columns themselves. The batch of 40 small images
 // makes several chunks of side-by-side images.
 TEST(Conv2d, KeptColumnsGiveIdenticalResults) {
+  k::conv2d_use_im2col_only(true);  // kept columns exist for the im2col path only
   Rng rng(57);
   std::vector<k::Conv2dParams> cases = kCases;
   cases.push_back(make(40, 2, 6, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1));
@@ -139,5 +140,70 @@ TEST(Conv2d, KeptColumnsGiveIdenticalResults) {
     k::conv2d_backward_filter_columns(p, x.data(), cols.data(), dy.data(), dw2.data(), ws.data());
     EXPECT_EQ(y1, y2) << name(p) << " forward from kept columns";
     EXPECT_EQ(dw1, dw2) << name(p) << " filter gradient from kept columns";
+  }
+  k::conv2d_use_im2col_only(false);
+}
+
+// Small-channel stride-1 convolutions run as direct convolutions (eight images
+// per vector, ConvDirect.cpp) on CPUs with AVX2: forward against the double
+// reference, backward data and filter against the im2col + sgemm path. The
+// cases cover LeNet's two convolutions, a batch that is not a multiple of 8,
+// output channels that are not a multiple of the 4-channel tile, widths that
+// are not multiples of the 3-pixel tile, asymmetric pads and 3x3/7x7 kernels.
+TEST(Conv2d, DirectMatchesReferenceAndIm2col) {
+  const std::vector<k::Conv2dParams> cases = {
+      make(64, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1),   // LeNet conv1
+      make(64, 6, 14, 14, 16, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1),  // LeNet conv2
+      make(13, 3, 9, 11, 5, 3, 3, 1, 1, 1, 0, 2, 1, 1, 1, 1),    // partial block, asym pads
+      make(3, 2, 12, 10, 7, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 1),    // 7x7, N < 8
+      make(9, 4, 6, 17, 9, 2, 4, 1, 1, 1, 3, 0, 2, 1, 1, 1),     // even kernel
+  };
+  Rng rng(91);
+  for (const auto& p : cases) {
+    if (!k::conv2d_runs_direct(p)) GTEST_SKIP() << "no AVX2/FMA: the direct path is not used";
+    Vec x = rng.vec(p.N * p.C * p.H * p.W), w = rng.vec(p.K * p.C * p.R * p.S);
+    Vec b = rng.vec(p.K), dy = rng.vec(outSize(p));
+    const int64_t wsSize = std::max({k::conv2d_forward_workspace(p),
+                                     k::conv2d_backward_data_workspace(p),
+                                     k::conv2d_backward_filter_workspace(p), int64_t(1)});
+    Vec ws((size_t)wsSize, std::nanf(""));
+    Vec y((size_t)outSize(p), std::nanf(""));
+    k::conv2d_forward(p, x.data(), w.data(), b.data(), y.data(), ws.data());
+    expectClose(y, refConv(p, x, w, &b), 2e-5, 2e-5, name(p) + " direct forward");
+    k::conv2d_forward(p, x.data(), w.data(), nullptr, y.data(), ws.data());
+    expectClose(y, refConv(p, x, w, nullptr), 2e-5, 2e-5, name(p) + " direct forward no bias");
+
+    Vec dx(x.size(), std::nanf("")), dw(w.size(), std::nanf(""));
+    k::conv2d_backward_data(p, dy.data(), w.data(), dx.data(), ws.data());
+    k::conv2d_backward_filter(p, x.data(), dy.data(), dw.data(), ws.data());
+    k::conv2d_use_im2col_only(true);
+    EXPECT_FALSE(k::conv2d_runs_direct(p));
+    Vec dxRef(x.size());
+    k::conv2d_backward_data(p, dy.data(), w.data(), dxRef.data(), ws.data());
+    k::conv2d_use_im2col_only(false);
+    expectClose(dx, dxRef, 2e-5, 2e-5, name(p) + " direct backward data");
+    // The filter gradient sums N * OH * OW products (50,176 for conv1): each
+    // element against a double sum, within 1e-6 of the sum of |products|.
+    const int64_t OH = k::conv2d_out_h(p), OW = k::conv2d_out_w(p);
+    for (int64_t kk = 0; kk < p.K; ++kk)
+      for (int64_t c = 0; c < p.C; ++c)
+        for (int64_t r = 0; r < p.R; ++r)
+          for (int64_t q = 0; q < p.S; ++q) {
+            double sum = 0, mag = 0;
+            for (int64_t n = 0; n < p.N; ++n)
+              for (int64_t oh = 0; oh < OH; ++oh)
+                for (int64_t ow = 0; ow < OW; ++ow) {
+                  const int64_t ih = oh - p.padT + r, iw = ow - p.padL + q;
+                  if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                  const double t = (double)dy[(size_t)(((n * p.K + kk) * OH + oh) * OW + ow)] *
+                                   x[(size_t)(((n * p.C + c) * p.H + ih) * p.W + iw)];
+                  sum += t;
+                  mag += std::fabs(t);
+                }
+            const float got = dw[(size_t)(((kk * p.C + c) * p.R + r) * p.S + q)];
+            ASSERT_NEAR(got, sum, 1e-6 * mag + 1e-6)
+                << name(p) << " direct backward filter at k" << kk << " c" << c << " r" << r
+                << " s" << q;
+          }
   }
 }
