@@ -108,7 +108,7 @@ def main():
     import torch
     rows = []
     for name, batch in MODELS:
-        steps = args.steps if name != "lenet" else max(args.steps // 4, 50)
+        steps = args.steps
         one = dtc_rate(name, batch, steps, args.build, 1)
         two = dtc_rate(name, batch, steps, args.build, 2)
         ref = torch_ddp_rate(name, batch, steps, 2)

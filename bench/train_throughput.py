@@ -114,7 +114,9 @@ def main():
     ] + [f"| {n} | {b} | {d:.1f} | {r:.1f} | {x:.2f}x |" for n, b, d, r, x in rows]
     footer = [
         "",
-        f"One thread each. dtc: OpenBLAS sgemm, im2col convolution; PyTorch {torch.__version__}: "
+        f"One thread each. dtc: GEMMs via {blas}; LeNet's two convolutions (small channels, "
+        f"stride 1) by dtc's direct AVX2 kernels (runtime/cpu/ConvDirect.cpp), other "
+        f"convolutions im2col + the same sgemm. PyTorch {torch.__version__}: "
         f"GEMM via {blas} (BLAS_INFO=generic), convolution via "
         f"{'oneDNN' if torch.backends.mkldnn.is_available() else 'im2col'}.",
         f"CPU: {platform_cpu()}.",
