@@ -397,7 +397,8 @@ def KeepConvColumns : Pass<"dtc-keep-conv-columns", "mlir::ModuleOp"> {
     `dtc.conv_backward_filter_from_columns`), trading the matrix's memory,
     alive from forward to backward, for one im2col per convolution and step.
     Convolutions whose matrix would exceed `max-mb` keep recomputing it; 1x1
-    stride-1 unpadded ones have none.
+    stride-1 unpadded ones have none, and the small-channel stride-1 ones the
+    CPU runtime convolves directly (runtime/cpu/ConvAlgorithm.h) use none.
 
     Before:
     ```mlir
