@@ -390,47 +390,48 @@ int64_t backward_filter_workspace(const Conv2dParams& p) {
          3 * kAlignSlack;
 }
 
-DTCRT_AVX2 void forward(const Conv2dParams& p, const float* x, const float* w, const float* bias,
-                        float* y, float* workspace) {
-  ForwardShape f{p.C, p.R, p.S, inputBlock(p), conv2d_out_h(p), conv2d_out_w(p), nullptr};
-  const Blocked out{p.K, f.OH, f.OW};
+namespace {
+
+// out (NCHW, N images, Kout channels of f.OH x f.OW) = the forward kernel over
+// src (NCHW, f.C channels of srcH x srcW, placed at padTop/padLeft in each
+// block), weights packed from w (see packWeights), plus bias if non-null.
+DTCRT_AVX2 void convolveBlocks(ForwardShape f, int64_t N, int64_t Kout, const float* src,
+                               int64_t srcH, int64_t srcW, int64_t padTop, int64_t padLeft,
+                               const float* w, bool flipSwap, const float* bias, float* out,
+                               float* workspace) {
+  const Blocked outBlock{Kout, f.OH, f.OW};
   Carver carve{workspace};
-  float* xb = carve.take(f.in.floats());
-  float* yb = carve.take(out.floats());
-  float* packed = carve.take(p.K * p.C * p.R * p.S);
-  auto* taps = reinterpret_cast<int32_t*>(carve.take(p.C * p.R * p.S));
+  float* in = carve.take(f.in.floats());
+  float* result = carve.take(outBlock.floats());
+  float* packed = carve.take(Kout * f.C * f.R * f.S);
+  auto* taps = reinterpret_cast<int32_t*>(carve.take(f.C * f.R * f.S));
   tapOffsets(f, taps);
   f.taps = taps;
-  packWeights(w, p.K, p.C, p.R, p.S, /*flipSwap=*/false, packed);
-  for (int64_t n0 = 0; n0 < p.N; n0 += kLanes) {
-    const int64_t count = std::min(kLanes, p.N - n0);
-    toBlocked(x, n0, count, p.H, p.W, f.in, p.padT, p.padL, xb);
-    forwardBlock(f, p.K, xb, packed, bias, yb);
-    fromBlocked(yb, out, n0, count, y);
+  packWeights(w, Kout, f.C, f.R, f.S, flipSwap, packed);
+  for (int64_t n0 = 0; n0 < N; n0 += kLanes) {
+    const int64_t count = std::min(kLanes, N - n0);
+    toBlocked(src, n0, count, srcH, srcW, f.in, padTop, padLeft, in);
+    forwardBlock(f, Kout, in, packed, bias, result);
+    fromBlocked(result, outBlock, n0, count, out);
   }
 }
 
-DTCRT_AVX2 void backward_data(const Conv2dParams& p, const float* dy, const float* w, float* dx,
-                              float* workspace) {
-  const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p);
-  // dx = forward convolution of dy (K channels, padded by kernel - 1 - pad)
-  // with the flipped, channel-swapped kernel; output H x W.
-  ForwardShape f{p.K, p.R, p.S, paddedGradBlock(p), p.H, p.W, nullptr};
-  const Blocked out{p.C, p.H, p.W};
-  Carver carve{workspace};
-  float* dyb = carve.take(f.in.floats());
-  float* dxb = carve.take(out.floats());
-  float* packed = carve.take(p.C * p.K * p.R * p.S);
-  auto* taps = reinterpret_cast<int32_t*>(carve.take(p.K * p.R * p.S));
-  tapOffsets(f, taps);
-  f.taps = taps;
-  packWeights(w, p.C, p.K, p.R, p.S, /*flipSwap=*/true, packed);
-  for (int64_t n0 = 0; n0 < p.N; n0 += kLanes) {
-    const int64_t count = std::min(kLanes, p.N - n0);
-    toBlocked(dy, n0, count, OH, OW, f.in, p.R - 1 - p.padT, p.S - 1 - p.padL, dyb);
-    forwardBlock(f, p.C, dyb, packed, nullptr, dxb);
-    fromBlocked(dxb, out, n0, count, dx);
-  }
+}  // namespace
+
+void forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
+             float* workspace) {
+  const ForwardShape f{p.C, p.R, p.S, inputBlock(p), conv2d_out_h(p), conv2d_out_w(p), nullptr};
+  convolveBlocks(f, p.N, p.K, x, p.H, p.W, p.padT, p.padL, w, /*flipSwap=*/false, bias, y,
+                 workspace);
+}
+
+// dx = the forward convolution of dy (K channels, padded by kernel - 1 - pad)
+// with the flipped, channel-swapped kernel; output H x W.
+void backward_data(const Conv2dParams& p, const float* dy, const float* w, float* dx,
+                   float* workspace) {
+  const ForwardShape f{p.K, p.R, p.S, paddedGradBlock(p), p.H, p.W, nullptr};
+  convolveBlocks(f, p.N, p.C, dy, conv2d_out_h(p), conv2d_out_w(p), p.R - 1 - p.padT,
+                 p.S - 1 - p.padL, w, /*flipSwap=*/true, nullptr, dx, workspace);
 }
 
 DTCRT_AVX2 void backward_filter(const Conv2dParams& p, const float* x, const float* dy, float* dw,
