@@ -29,11 +29,9 @@ import sys
 import warnings
 from typing import Callable, NamedTuple, Optional
 
-import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torchvision
 
 DEFAULT_OPSET = 14  # torch 1.13's default
 GPT_OPSET = 17  # LayerNormalization is a single op from opset 17
@@ -189,6 +187,14 @@ class GPT(nn.Module):
 # Export
 # --------------------------------------------------------------------------
 
+def torchvision():
+    """torchvision, imported when a ResNet is built (the GPU benchmark imports
+    this file for the model classes on machines that may lack it)."""
+    import torchvision as tv
+
+    return tv
+
+
 class Spec(NamedTuple):
     make_model: Callable[[], nn.Module]
     make_input: Callable[[], torch.Tensor]  # example input, batch size 2
@@ -203,11 +209,11 @@ MODELS = {
     "gpt": Spec(GPT, lambda: torch.randint(0, 96, (2, 16)), "tokens", GPT_OPSET),
     "deepmlp": Spec(DeepMLP, lambda: torch.randn(2, 1, 28, 28)),
     "resnet18": Spec(
-        lambda: torchvision.models.resnet18(weights=None, num_classes=10),
+        lambda: torchvision().models.resnet18(weights=None, num_classes=10),
         lambda: torch.randn(2, 3, 32, 32),
     ),
     "resnet50": Spec(
-        lambda: torchvision.models.resnet50(weights=None, num_classes=10),
+        lambda: torchvision().models.resnet50(weights=None, num_classes=10),
         lambda: torch.randn(2, 3, 224, 224),
     ),
 }
@@ -235,6 +241,8 @@ def fix_output_shape(proto, model, example):
 
 
 def export(name, out_dir, opset):
+    import onnx
+
     spec = MODELS[name]
     input_name = spec.input_name
     if opset is None:

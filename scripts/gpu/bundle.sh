@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Packs what a GPU session needs to check the CUDA target on the `device`
-# machine (which cannot build dtc: no MLIR, no apt): the CPU and CUDA
-# programs of the MLP and LeNet, dtcrun, the CUDA kernel tests,
-# and the non-CUDA shared libraries they load. Run here after a build:
+# Packs what a GPU session needs to check and benchmark the CUDA target on the
+# `device` machine (which cannot build dtc: no MLIR, no apt): CPU and CUDA
+# programs of the MLP, LeNet, ResNet-18 and the GPT-style model (for
+# check.sh's loss comparisons), CUDA programs of the MLP at batch 64 and 4096,
+# ResNet-50 at batch 64 on 224x224 and the GPT model (for
+# bench/gpu_throughput.py), dtcrun, the CUDA kernel tests, and the non-CUDA
+# shared libraries they load, as one bundle.tar.xz.
+# The ResNets' weights are rewritten with low-entropy random values
+# (lowentropy_weights.py) so their embedded models compress: a device call
+# carries at most 64 MiB. Run here after a build (takes a few minutes):
 #   scripts/gpu/bundle.sh .gpu        (add /.gpu/ to $(git rev-parse --git-dir)/info/exclude)
 # then on the device:  run(command="scripts/gpu/check.sh .gpu", carry=[".gpu"])
 set -euo pipefail
@@ -12,17 +18,27 @@ build="$root/build"
 dtc="$build/bin/dtc"
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
 
-# ResNet-18's programs embed its 44 MB of weights each: with the libraries
-# they would pass the 64 MiB a device call may carry, so it is left out.
-# model  onnx  flags
-while read -r name model flags; do
-  "$dtc" "$model" $flags -o "$out/bin/$name-cpu"
-  "$dtc" "$model" $flags --target=cuda -o "$out/bin/$name-cuda"
+models="$(mktemp -d)"
+trap 'rm -rf "$models"' EXIT
+/usr/bin/python3 "$root/examples/models/export_models.py" --out "$models" resnet18 resnet50 >/dev/null
+for m in resnet18 resnet50; do
+  /usr/bin/python3 "$root/scripts/gpu/lowentropy_weights.py" "$models/$m.onnx" "$models/$m-le.onnx"
+done
+ex="$root/examples/models"
+# name  targets  onnx  flags
+while read -r name targets model flags; do
+  for target in ${targets//,/ }; do
+    "$dtc" "$model" $flags --target="$target" -o "$out/bin/$name-$target"
+  done
 done <<MODELS
-mlp $root/examples/models/mlp.onnx --optimizer=sgd --lr=0.05 --momentum=0.9
-lenet $root/examples/models/lenet.onnx --optimizer=adam --lr=0.001
+mlp cpu,cuda $ex/mlp.onnx --batch-size=64 --optimizer=sgd --lr=0.05 --momentum=0.9
+lenet cpu,cuda $ex/lenet.onnx --batch-size=64 --optimizer=adam --lr=0.001
+resnet18 cpu,cuda $models/resnet18-le.onnx --batch-size=16 --optimizer=sgd --lr=0.001
+gpt cpu,cuda $ex/gpt.onnx --batch-size=64 --optimizer=adamw --lr=0.001 --weight-decay=0.01
+mlp4096 cuda $ex/mlp.onnx --batch-size=4096 --optimizer=sgd --lr=0.05 --momentum=0.9
+resnet50 cuda $models/resnet50-le.onnx --batch-size=64 --optimizer=sgd --lr=0.01 --momentum=0.9
 MODELS
-"$dtc" "$root/examples/models/mlp.onnx" --optimizer=sgd --lr=0.05 --strategy=ddp --target=cuda \
+"$dtc" "$ex/mlp.onnx" --optimizer=sgd --lr=0.05 --strategy=ddp --target=cuda \
   -o "$out/bin/mlp-ddp-cuda"
 cp "$build/bin/dtcrun" "$build/runtime/test-runtime/dtcrt-test-cuda" "$out/bin/"
 
@@ -32,4 +48,8 @@ for f in "$out"/bin/*; do ldd "$f"; done | awk '$3 ~ /^\// {print $3}' | sort -u
   grep -v -E 'cuda|libcudnn|libnccl|libcublas|libcudart|/libc\.so|/libm\.so|/libdl\.so|/libpthread\.so|/librt\.so|/ld-linux|libstdc\+\+|libgcc_s' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 strip --strip-unneeded "$out"/bin/* "$out"/lib/*
+# One compressed file (single-threaded xz -9: its 64 MiB window also finds
+# the CPU and CUDA programs' copies of the same embedded model).
+tar -C "$out" -cf - bin lib | xz -9 -c > "$out/bundle.tar.xz"
+rm -rf "$out/bin" "$out/lib"
 du -sh "$out"

@@ -2,13 +2,14 @@
 # On a machine with an NVIDIA GPU (the `device` tool), with a bundle made by
 # bundle.sh: the CUDA kernel tests, then per-step losses of the CUDA
 # programs against the CPU programs on the same synthetic data (1e-3
-# relative, issue 5's bar), a 1-rank NCCL ddp run, and compute-sanitizer on
-# a few MLP steps. Writes logs to $OUT (when set) and exits non-zero on any
+# relative, issue 5's bar: MLP, LeNet, ResNet-18, GPT), a 1-rank NCCL ddp
+# run, and compute-sanitizer on a few MLP steps. Writes logs to $OUT (when set) and exits non-zero on any
 # failure.
 set -uo pipefail
-bundle="$(cd "${1:?usage: check.sh BUNDLE}" && pwd)"
+packed="$(cd "${1:?usage: check.sh BUNDLE}" && pwd)"
 out="${OUT:-/tmp/dtc-gpu}"
 mkdir -p "$out"
+bundle="$("$(dirname "${BASH_SOURCE[0]}")/unpack.sh" "$packed")" || exit 1
 # The CUDA libraries of the image's PyTorch wheels (cuDNN, NCCL, cuBLAS) if
 # the toolkit's own lack them.
 extra=$(python3 - <<'PY' 2>/dev/null
@@ -47,6 +48,8 @@ PY
 step "CUDA vs CPU losses"
 compare mlp 50
 compare lenet 30
+compare resnet18 10
+compare gpt 20
 
 step "ddp on 1 rank (NCCL)"
 "$bundle/bin/dtcrun" --nproc-per-node=1 "$bundle/bin/mlp-ddp-cuda" --data=synthetic --max-steps=20 \
