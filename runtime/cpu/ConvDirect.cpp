@@ -15,6 +15,7 @@
 #include "runtime/cpu/ConvDirect.h"
 
 #include "runtime/cpu/Internal.h"
+#include "runtime/cpu/Parallel.h"
 
 #include <immintrin.h>
 
@@ -373,21 +374,30 @@ Blocked paddedGradBlock(const Conv2dParams& p) { return {p.K, p.H + p.R - 1, p.W
 
 }  // namespace
 
+namespace {
+
+// The filter gradient sums fixed chunks of image blocks separately, then the
+// chunks in order: the same bits for any number of threads.
+constexpr int64_t kMaxFilterChunks = 16;
+int64_t filterChunks(int64_t N) {
+  return std::min(kMaxFilterChunks, (N + kLanes - 1) / kLanes);
+}
+
+}  // namespace
+
+// Per-call buffers (packed weights, tap offsets, filter partial sums) come
+// from the workspace; each image block's blocked copies from the running
+// thread's scratch (Parallel.h).
 int64_t forward_workspace(const Conv2dParams& p) {
-  const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p);
-  return inputBlock(p).floats() + p.K * OH * OW * kLanes +
-         p.K * p.C * p.R * p.S + p.C * p.R * p.S + 4 * kAlignSlack;
+  return p.K * p.C * p.R * p.S + p.C * p.R * p.S + 2 * kAlignSlack;
 }
 
 int64_t backward_data_workspace(const Conv2dParams& p) {
-  return paddedGradBlock(p).floats() + p.C * p.H * p.W * kLanes +
-         p.C * p.K * p.R * p.S + p.K * p.R * p.S + 4 * kAlignSlack;
+  return p.C * p.K * p.R * p.S + p.K * p.R * p.S + 2 * kAlignSlack;
 }
 
 int64_t backward_filter_workspace(const Conv2dParams& p) {
-  const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p);
-  return inputBlock(p).floats() + p.K * OH * OW * kLanes + p.K * p.C * p.R * p.S * kLanes +
-         3 * kAlignSlack;
+  return std::max<int64_t>(filterChunks(p.N), 1) * p.K * p.C * p.R * p.S * kLanes + kAlignSlack;
 }
 
 namespace {
@@ -395,25 +405,28 @@ namespace {
 // out (NCHW, N images, Kout channels of f.OH x f.OW) = the forward kernel over
 // src (NCHW, f.C channels of srcH x srcW, placed at padTop/padLeft in each
 // block), weights packed from w (see packWeights), plus bias if non-null.
+// Blocks of eight images run in parallel.
 DTCRT_AVX2 void convolveBlocks(ForwardShape f, int64_t N, int64_t Kout, const float* src,
                                int64_t srcH, int64_t srcW, int64_t padTop, int64_t padLeft,
                                const float* w, bool flipSwap, const float* bias, float* out,
                                float* workspace) {
   const Blocked outBlock{Kout, f.OH, f.OW};
   Carver carve{workspace};
-  float* in = carve.take(f.in.floats());
-  float* result = carve.take(outBlock.floats());
   float* packed = carve.take(Kout * f.C * f.R * f.S);
   auto* taps = reinterpret_cast<int32_t*>(carve.take(f.C * f.R * f.S));
   tapOffsets(f, taps);
   f.taps = taps;
   packWeights(w, Kout, f.C, f.R, f.S, flipSwap, packed);
-  for (int64_t n0 = 0; n0 < N; n0 += kLanes) {
-    const int64_t count = std::min(kLanes, N - n0);
+  const int64_t blocks = (N + kLanes - 1) / kLanes;
+  detail::parallelFor(blocks, [&](int64_t b) DTCRT_AVX2 {
+    Carver scratch{detail::threadScratch(f.in.floats() + outBlock.floats() + 2 * kAlignSlack)};
+    float* in = scratch.take(f.in.floats());
+    float* result = scratch.take(outBlock.floats());
+    const int64_t n0 = b * kLanes, count = std::min(kLanes, N - n0);
     toBlocked(src, n0, count, srcH, srcW, f.in, padTop, padLeft, in);
     forwardBlock(f, Kout, in, packed, bias, result);
     fromBlocked(result, outBlock, n0, count, out);
-  }
+  });
 }
 
 }  // namespace
@@ -438,21 +451,30 @@ DTCRT_AVX2 void backward_filter(const Conv2dParams& p, const float* x, const flo
                                 float* workspace) {
   const FilterShape f{p.K, p.C, p.R, p.S, inputBlock(p), conv2d_out_h(p), conv2d_out_w(p)};
   const Blocked grad{p.K, f.OH, f.OW};
-  const int64_t weights = p.K * p.C * p.R * p.S;
+  const int64_t weights = p.K * p.C * p.R * p.S, blocks = (p.N + kLanes - 1) / kLanes;
+  const int64_t chunks = filterChunks(p.N);
+  const int64_t blocksPerChunk = chunks ? (blocks + chunks - 1) / chunks : 0;
   Carver carve{workspace};
-  float* xb = carve.take(f.in.floats());
-  float* dyb = carve.take(grad.floats());
-  float* acc = carve.take(weights * kLanes);
-  std::memset(acc, 0, sizeof(float) * weights * kLanes);
-  for (int64_t n0 = 0; n0 < p.N; n0 += kLanes) {
-    const int64_t count = std::min(kLanes, p.N - n0);
-    toBlocked(x, n0, count, p.H, p.W, f.in, p.padT, p.padL, xb);
-    toBlocked(dy, n0, count, f.OH, f.OW, grad, 0, 0, dyb);
-    filterBlock(f, xb, dyb, acc);
-  }
-  // Lanes hold the sums over images n = lane (mod 8); add them.
+  float* partials = carve.take(std::max<int64_t>(chunks, 1) * weights * kLanes);
+  detail::parallelFor(chunks, [&](int64_t chunk) DTCRT_AVX2 {
+    float* acc = partials + chunk * weights * kLanes;
+    std::memset(acc, 0, sizeof(float) * weights * kLanes);
+    Carver scratch{detail::threadScratch(f.in.floats() + grad.floats() + 2 * kAlignSlack)};
+    float* xb = scratch.take(f.in.floats());
+    float* dyb = scratch.take(grad.floats());
+    const int64_t end = std::min(blocks, (chunk + 1) * blocksPerChunk);
+    for (int64_t b = chunk * blocksPerChunk; b < end; ++b) {
+      const int64_t n0 = b * kLanes, count = std::min(kLanes, p.N - n0);
+      toBlocked(x, n0, count, p.H, p.W, f.in, p.padT, p.padL, xb);
+      toBlocked(dy, n0, count, f.OH, f.OW, grad, 0, 0, dyb);
+      filterBlock(f, xb, dyb, acc);
+    }
+  });
+  // Chunks in order, then the lanes (image n sits in lane n mod 8).
   for (int64_t i = 0; i < weights; ++i) {
-    const float* a = acc + i * kLanes;
+    float a[kLanes] = {};
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t l = 0; l < kLanes; ++l) a[l] += partials[(c * weights + i) * kLanes + l];
     dw[i] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
   }
 }

@@ -3,6 +3,7 @@
 // helpers (fill, copy, scale, axpy, casts). Also home of the shared broadcast
 // plan and the error helper declared in Internal.h.
 #include "runtime/cpu/Internal.h"
+#include "runtime/cpu/Parallel.h"
 
 #include <cmath>
 #include <cstdarg>
@@ -165,8 +166,22 @@ void exp(const float* x, float* y, int64_t n) {
 void log(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::log(x[i]);
 }
+namespace {
+// Runs body(begin, end) over [0, n) in slices of kSlice elements, on the
+// kernel threads when there are several slices.
+constexpr int64_t kSlice = 32768;
+template <typename Body>
+void sliced(int64_t n, Body&& body) {
+  if (n <= kSlice) return body(int64_t(0), n);
+  parallelFor((n + kSlice - 1) / kSlice,
+              [&](int64_t s) { body(s * kSlice, std::min(n, (s + 1) * kSlice)); });
+}
+}  // namespace
+
 void relu(const float* x, float* y, int64_t n) {
-  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+  sliced(n, [&](int64_t b, int64_t e) {
+    DTCRT_SIMD for (int64_t i = b; i < e; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+  });
 }
 void sigmoid(const float* x, float* y, int64_t n) {
   DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + expApprox(-x[i]));
@@ -194,10 +209,12 @@ void gelu(const float* x, float* y, int64_t n, bool approximate) {
 }
 
 void relu_grad(const float* x, const float* dy, float* dx, int64_t n) {
-  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
-    const float g = dy[i];  // unconditional load: lets the select vectorize
-    dx[i] = x[i] > 0.0f ? g : 0.0f;
-  }
+  sliced(n, [&](int64_t b, int64_t e) {
+    DTCRT_SIMD for (int64_t i = b; i < e; ++i) {
+      const float g = dy[i];  // unconditional load: lets the select vectorize
+      dx[i] = x[i] > 0.0f ? g : 0.0f;
+    }
+  });
 }
 void sigmoid_grad(const float* y, const float* dy, float* dx, int64_t n) {
   DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);

@@ -2,6 +2,7 @@
 // broadcasting (and summing into a broadcast output for backward), bias add
 // and bias gradient, and the OpenBLAS thread-count wrapper.
 #include "runtime/cpu/Internal.h"
+#include "runtime/cpu/Parallel.h"
 
 #include <cblas.h>
 
@@ -13,7 +14,10 @@ int openblas_get_num_threads(void);
 
 namespace dtcrt {
 
-void setNumThreads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+void setNumThreads(int n) {
+  openblas_set_num_threads(n < 1 ? 1 : n);
+  cpu::detail::setKernelThreads(n);
+}
 int getNumThreads() { return openblas_get_num_threads(); }
 
 namespace cpu {

@@ -10,8 +10,10 @@
 //    "accumulates". Outputs must not alias inputs unless the comment allows it.
 //  * Kernels never allocate. Those that need scratch take `float* workspace`
 //    sized by the matching *_workspace() function (a count of floats).
-//  * Everything is single-threaded except GEMM, which OpenBLAS threads
-//    (see dtcrt::setNumThreads).
+//  * GEMMs run on OpenBLAS's threads; the direct convolutions, max pooling
+//    and ReLU on the runtime's own (Parallel.h), giving the same bits for
+//    any thread count; the rest is single-threaded. dtcrt::setNumThreads
+//    sets both.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +21,8 @@
 
 namespace dtcrt {
 
-// Number of threads OpenBLAS uses for every sgemm (wraps openblas_set_num_threads).
+// Threads for every sgemm (openblas_set_num_threads) and for the runtime's
+// threaded kernels.
 void setNumThreads(int n);
 // The current OpenBLAS thread count.
 int getNumThreads();

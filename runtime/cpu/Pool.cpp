@@ -4,6 +4,7 @@
 // Window bounds are computed once per output row/column, so the tap loops
 // never test for padding.
 #include "runtime/cpu/Internal.h"
+#include "runtime/cpu/Parallel.h"
 
 #include <immintrin.h>
 
@@ -166,6 +167,12 @@ DTCRT_AVX2 void maxPool2x2Avx2(const float* xp, int64_t W, int64_t OH, int64_t O
   }
 }
 
+// Planes of `planeFloats` input floats handed to one thread at a time
+// (about 16K floats of work per item).
+int64_t planesPerItem(int64_t planeFloats) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(planeFloats, 1));
+}
+
 bool is2x2Stride2(const Pool2dParams& p, int64_t OH, int64_t OW) {
   return p.kH == 2 && p.kW == 2 && p.strideH == 2 && p.strideW == 2 && p.dilH == 1 &&
          p.dilW == 1 && p.padT == 0 && p.padL == 0 && p.padB == 0 && p.padR == 0 &&
@@ -179,9 +186,13 @@ void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indice
   const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
   const int64_t planes = p.N * p.C;
   if (is2x2Stride2(p, OH, OW) && hasAvx2Fma()) {
-    for (int64_t pl = 0; pl < planes; ++pl)
-      maxPool2x2Avx2(x + pl * p.H * p.W, p.W, OH, OW, y + pl * OH * OW,
-                     indices ? indices + pl * OH * OW : nullptr);
+    const int64_t perItem = planesPerItem(p.H * p.W);
+    parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
+      const int64_t end = std::min(planes, (item + 1) * perItem);
+      for (int64_t pl = item * perItem; pl < end; ++pl)
+        maxPool2x2Avx2(x + pl * p.H * p.W, p.W, OH, OW, y + pl * OH * OW,
+                       indices ? indices + pl * OH * OW : nullptr);
+    });
     return;
   }
   if (is2x2Stride2(p, OH, OW)) {
@@ -229,14 +240,18 @@ void max_pool2d_backward(const Pool2dParams& p, const float* dy, const int32_t* 
 
 void max_pool2d_scatter(const float* dy, const int32_t* indices, int64_t planes, int64_t P,
                         int64_t HW, float* dx) {
-  fill(dx, planes * HW, 0.0f);
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    float* dxp = dx + pl * HW;
-    const float* dyp = dy + pl * P;
-    const int32_t* ip = indices + pl * P;
-    for (int64_t o = 0; o < P; ++o)
-      if (ip[o] >= 0) dxp[ip[o]] += dyp[o];
-  }
+  const int64_t perItem = planesPerItem(HW);
+  parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
+    const int64_t begin = item * perItem, end = std::min(planes, begin + perItem);
+    fill(dx + begin * HW, (end - begin) * HW, 0.0f);
+    for (int64_t pl = begin; pl < end; ++pl) {
+      float* dxp = dx + pl * HW;
+      const float* dyp = dy + pl * P;
+      const int32_t* ip = indices + pl * P;
+      for (int64_t o = 0; o < P; ++o)
+        if (ip[o] >= 0) dxp[ip[o]] += dyp[o];
+    }
+  });
 }
 
 namespace {

@@ -144,7 +144,7 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
                "  --input=FILE.pb      an ONNX TensorProto, one per model input, in order\n",
                "  --output-dir=DIR     write output_<i>.pb (TensorProto) per model output;\n",
                "                       without it, print a summary of each output\n",
-               "  --threads=N          GEMM threads (default: OMP_NUM_THREADS, else 1)\n",
+               "  --threads=N          kernel threads (default: OMP_NUM_THREADS, else 1)\n",
                "  --quiet              print nothing but errors\n",
                "  --help               this text\n");
   return str(
@@ -170,7 +170,7 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
       "                         stage's forward and backward passes) as a Chrome trace\n"
       "  --gradcheck            check the compiled gradients of the first batch against\n"
       "                         finite differences (programs compiled with plain SGD)\n",
-      "  --threads=N            GEMM threads (default: OMP_NUM_THREADS, else 1)\n",
+      "  --threads=N            kernel threads (default: OMP_NUM_THREADS, else 1)\n",
       "  --quiet                print nothing but errors\n",
       "  --help                 this text\n");
 }

@@ -1,0 +1,27 @@
+// The CPU kernels' own threads (GEMMs use OpenBLAS's): a small fork-join pool
+// sized by setNumThreads (--threads), and per-thread scratch memory. Private to
+// the runtime's kernels. Work is split into items whose results do not depend
+// on which thread runs them, so every kernel gives the same bits for any
+// thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace dtcrt::cpu::detail {
+
+// Threads parallelFor uses (the caller included); 1 until setNumThreads.
+int kernelThreads();
+void setKernelThreads(int n);
+
+// Calls fn(i) for every i in [0, n) and returns when all calls are done; the
+// calling thread takes part. Items are handed out one at a time, so they may
+// differ in cost. fn must not throw. Nested calls run inline.
+void parallelFor(int64_t n, const std::function<void(int64_t)>& fn);
+
+// A 32-byte aligned buffer of at least `floats` floats owned by the calling
+// thread, kept for later calls (contents are not preserved across calls
+// that ask for more).
+float* threadScratch(int64_t floats);
+
+}  // namespace dtcrt::cpu::detail

@@ -1,0 +1,115 @@
+// Tests of the kernels' thread pool (runtime/cpu/Parallel.h): every item runs
+// exactly once whatever the thread count, nested and concurrent calls run
+// inline instead of deadlocking, and the threaded kernels (direct
+// convolution, max pool and its scatter, ReLU and its gradient) give the same
+// bits with 1, 2 and 3 threads.
+#include "TestUtil.h"
+
+#include "runtime/cpu/Parallel.h"
+
+#include <atomic>
+#include <thread>
+
+using namespace dtcrt_test;
+namespace k = dtcrt::cpu;
+namespace d = dtcrt::cpu::detail;
+
+namespace {
+
+// Restores one thread when a test ends.
+struct Threads {
+  explicit Threads(int n) { dtcrt::setNumThreads(n); }
+  ~Threads() { dtcrt::setNumThreads(1); }
+};
+
+}  // namespace
+
+TEST(Parallel, EveryItemRunsOnceForAnyThreadCount) {
+  for (int threads : {1, 2, 3, 5}) {
+    Threads t(threads);
+    EXPECT_EQ(d::kernelThreads(), threads);
+    for (int64_t n : {0, 1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> hits((size_t)n);
+      d::parallelFor(n, [&](int64_t i) { hits[(size_t)i].fetch_add(1); });
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[(size_t)i].load(), 1) << threads << " " << i;
+    }
+  }
+}
+
+TEST(Parallel, NestedAndConcurrentCallsRunInline) {
+  Threads t(3);
+  std::atomic<int64_t> sum{0};
+  d::parallelFor(4, [&](int64_t i) {
+    d::parallelFor(10, [&](int64_t j) { sum.fetch_add(i * 10 + j); });
+  });
+  EXPECT_EQ(sum.load(), 40 * 39 / 2);
+  std::atomic<int64_t> a{0}, b{0};
+  std::thread other([&] {
+    for (int r = 0; r < 200; ++r) d::parallelFor(16, [&](int64_t i) { a.fetch_add(i); });
+  });
+  for (int r = 0; r < 200; ++r) d::parallelFor(16, [&](int64_t i) { b.fetch_add(i); });
+  other.join();
+  EXPECT_EQ(a.load(), 200 * 120);
+  EXPECT_EQ(b.load(), 200 * 120);
+}
+
+TEST(Parallel, ThreadScratchIsAlignedAndPerThread) {
+  float* mine = d::threadScratch(100);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(mine) % 32, 0u);
+  float* theirs = nullptr;
+  std::thread([&] { theirs = d::threadScratch(100); }).join();
+  EXPECT_NE(mine, theirs);
+  EXPECT_EQ(d::threadScratch(50), mine);  // kept for later, smaller requests
+}
+
+// The threaded kernels: identical bits with 1, 2 and 3 threads (LeNet's
+// shapes, 70 images: nine 8-image blocks, the last partial).
+TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
+  const k::Conv2dParams conv{70, 6, 14, 14, 16, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+  const k::Pool2dParams pool{70, 6, 28, 28, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, true};
+  Rng rng(5);
+  const Vec x = rng.vec(conv.N * conv.C * conv.H * conv.W), w = rng.vec(16 * 6 * 25);
+  const Vec b = rng.vec(16), dy = rng.vec(conv.N * 16 * 10 * 10);
+  const Vec px = rng.vec(pool.N * pool.C * 28 * 28), pdy = rng.vec(pool.N * pool.C * 14 * 14);
+  const int64_t ws = std::max({k::conv2d_forward_workspace(conv),
+                               k::conv2d_backward_data_workspace(conv),
+                               k::conv2d_backward_filter_workspace(conv)});
+  struct Results {
+    Vec y, dx, dw, pooled, scattered, relu, reluGrad;
+    std::vector<int32_t> idx;
+  };
+  auto run = [&](int threads) {
+    Threads t(threads);
+    Results r;
+    Vec scratch((size_t)ws);
+    r.y.resize(dy.size());
+    r.dx.resize(x.size());
+    r.dw.resize(w.size());
+    k::conv2d_forward(conv, x.data(), w.data(), b.data(), r.y.data(), scratch.data());
+    k::conv2d_backward_data(conv, dy.data(), w.data(), r.dx.data(), scratch.data());
+    k::conv2d_backward_filter(conv, x.data(), dy.data(), r.dw.data(), scratch.data());
+    r.pooled.resize(pdy.size());
+    r.idx.resize(pdy.size());
+    k::max_pool2d(pool, px.data(), r.pooled.data(), r.idx.data());
+    r.scattered.resize(px.size());
+    k::max_pool2d_scatter(pdy.data(), r.idx.data(), pool.N * pool.C, 14 * 14, 28 * 28,
+                          r.scattered.data());
+    r.relu.resize(px.size());
+    r.reluGrad.resize(px.size());
+    k::relu(px.data(), r.relu.data(), (int64_t)px.size());
+    k::relu_grad(px.data(), r.scattered.data(), r.reluGrad.data(), (int64_t)px.size());
+    return r;
+  };
+  const Results one = run(1);
+  for (int threads : {2, 3}) {
+    const Results many = run(threads);
+    EXPECT_EQ(one.y, many.y) << threads << " threads: conv forward";
+    EXPECT_EQ(one.dx, many.dx) << threads << " threads: conv backward data";
+    EXPECT_EQ(one.dw, many.dw) << threads << " threads: conv backward filter";
+    EXPECT_EQ(one.pooled, many.pooled) << threads << " threads: max pool";
+    EXPECT_EQ(one.idx, many.idx) << threads << " threads: max pool indices";
+    EXPECT_EQ(one.scattered, many.scattered) << threads << " threads: max pool scatter";
+    EXPECT_EQ(one.relu, many.relu) << threads << " threads: relu";
+    EXPECT_EQ(one.reluGrad, many.reluGrad) << threads << " threads: relu grad";
+  }
+}
