@@ -21,8 +21,6 @@ thread_local bool insideJob = false;
 
 class Pool {
  public:
-  ~Pool() { stopWorkers(); }
-
   int threads() const { return threads_; }
 
   void setThreads(int n) {
@@ -110,9 +108,12 @@ class Pool {
   bool stopping_ = false;
 };
 
+// Never destroyed: a kernel that fails exits the process from whichever
+// thread runs it, and a destructor joining the workers could then wait on
+// itself. The sleeping workers end with the process.
 Pool& pool() {
-  static Pool p;
-  return p;
+  static Pool* p = new Pool;
+  return *p;
 }
 
 }  // namespace
