@@ -11,6 +11,7 @@
 #include "runtime/cpu/Internal.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace dtcrt::cpu {
@@ -160,8 +161,18 @@ bool directShape(const Conv2dParams& p) {
 
 }  // namespace
 
+// DTC_CONV_ALGO=im2col in the environment turns the direct kernels off (to
+// compare the two paths, or to run the one CPUs without AVX2 take).
+bool im2colFromEnvironment() {
+  static const bool yes = [] {
+    const char* v = std::getenv("DTC_CONV_ALGO");
+    return v && std::strcmp(v, "im2col") == 0;
+  }();
+  return yes;
+}
+
 bool conv2d_runs_direct(const Conv2dParams& p) {
-  return !im2colOnly && directShape(p) && direct::available();
+  return !im2colOnly && !im2colFromEnvironment() && directShape(p) && direct::available();
 }
 void conv2d_use_im2col_only(bool only) { im2colOnly = only; }
 
