@@ -7,11 +7,14 @@
 // whatever the image width. Forward and backward-data run the same kernel
 // (backward-data is the forward convolution of dy, padded by kernel-1-pad,
 // with the kernel flipped and its channel axes swapped); backward-filter keeps
-// per-lane partial sums over the whole batch and adds the lanes at the end.
+// per-lane partial sums for fixed chunks of blocks, then adds the chunks in
+// order and the lanes. Blocks (chunks) run on the kernel threads
+// (Parallel.h); results do not depend on the thread count.
 //
 // Register tiles (16 ymm registers): forward 4 output channels x 3 output
-// pixels; filter gradient KB output channels x SB kernel columns.
-// Callers check direct::available() (the CPU has AVX2 and FMA) first.
+// pixels (6 x 2 when 5 or 6 channels remain); filter gradient KB output
+// channels x SB kernel columns. Callers check direct::available() (the CPU
+// has AVX2 and FMA) first.
 #include "runtime/cpu/ConvDirect.h"
 
 #include "runtime/cpu/Internal.h"
