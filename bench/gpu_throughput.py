@@ -81,6 +81,10 @@ def sync(device):
 
 
 def torch_rate(models, key, batch, precision, steps, compiled, device):
+    # fp32 means fp32 on both sides: dtc's CUDA kernels keep TF32 off
+    # (Context::allowTf32), and so does PyTorch here (its cuDNN default is on).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     spec = models.MODELS[key]
     model = spec.make_model().to(device).train()
@@ -175,7 +179,7 @@ def main():
         (f"Device: {torch.cuda.get_device_name(0)}; PyTorch {torch.__version__} "
          f"(CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()})."
          if device.type == "cuda" else "Smoke test on the CPU (--torch-device=cpu)."),
-        "n/a for dtc bf16: --precision=bf16 is not implemented yet.",
+        "n/a for dtc bf16: --precision=bf16 is not implemented yet. TF32 off on both sides.",
         f"Command (on the device): `python3 bench/gpu_throughput.py BUNDLE --steps {args.steps}`"
         " with BUNDLE from `scripts/gpu/bundle.sh`.",
     ]
