@@ -97,7 +97,9 @@ LogicalResult emitDropout(Operation *op, FunctionEmitter &fn) {
   fn.kernel("dropout", fn.ptr(dropout.getInput()) + ", " + fn.ptr(dropout.getOutput()) +
           ", " + fn.ptr(dropout.getMask()) + ", " + num(fn.numel(dropout.getOutput())) +
           ", " + floatLiteral(dropout.getRatio().convertToDouble()) + ", ctx.seed + " +
-          num(dropout.getSeed()) + "u, uint64_t(ctx.step)");
+          num(dropout.getSeed()) + "u, " +
+          // GPU steps read the step from device memory (a captured step replays).
+          (fn.cuda() ? "gpu.scalars, 0" : "uint64_t(ctx.step)"));
   return success();
 }
 

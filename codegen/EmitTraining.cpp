@@ -194,18 +194,18 @@ LogicalResult emitFusedUpdates(ArrayRef<Operation *> updates, FunctionEmitter &f
           "_device.get(" + table + ", state, arena);");
   if (auto first = dyn_cast<SgdUpdateOp>(updates.front()))
     fn.line("cuda::multi_tensor_sgd_update(" + table + "_on_device, " + n + ", " + table +
-            "_device.total, ctx.lr, " + real(first.getMomentum().convertToDouble()) + ", " +
-            real(first.getDampening().convertToDouble()) + ", " +
+            "_device.total, gpu.scalars, " + real(first.getMomentum().convertToDouble()) +
+            ", " + real(first.getDampening().convertToDouble()) + ", " +
             real(first.getWeightDecay().convertToDouble()) + ", " +
-            (first.getNesterov() ? "true" : "false") + ", ctx.step == 1, stream);");
+            (first.getNesterov() ? "true" : "false") + ", stream);");
   else {
     auto adam = cast<AdamUpdateOp>(updates.front());
     fn.line("cuda::multi_tensor_adam_update(" + table + "_on_device, " + n + ", " + table +
-            "_device.total, ctx.lr, " + real(adam.getBeta1().convertToDouble()) + ", " +
+            "_device.total, gpu.scalars, " + real(adam.getBeta1().convertToDouble()) + ", " +
             real(adam.getBeta2().convertToDouble()) + ", " +
             real(adam.getEps().convertToDouble()) + ", " +
             real(adam.getWeightDecay().convertToDouble()) + ", " +
-            (adam.getDecoupled() ? "true" : "false") + ", ctx.step, stream);");
+            (adam.getDecoupled() ? "true" : "false") + ", stream);");
   }
   return success();
 }

@@ -159,8 +159,10 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
   for (auto next = body.begin(); &*next != body.getTerminator(); ++next) {
     Operation &op = *next;
     if (program.cuda) {
+      // Every GPU update goes through a multi-tensor kernel (even a run of
+      // one): it reads lr and step from device memory, as a graph needs.
       SmallVector<Operation *> updates = fusableUpdates(&op);
-      if (updates.size() > 1) {
+      if (!updates.empty()) {
         if (failed(emitFusedUpdates(updates, fn)))
           return failure();
         next = Block::iterator(updates.back());

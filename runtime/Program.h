@@ -137,6 +137,21 @@ struct DeviceBackend {
                            Communicator& host);
   // The device memory this process has used at its peak, in bytes.
   size_t (*peakBytes)(void* device);
+
+  // The learning rate and 1-based optimizer step of the next step call,
+  // written to device memory on the compute stream: generated GPU steps read
+  // them there (not from StepContext::lr/step), so a captured step replays
+  // with the current values. Called before every train/accumulate step.
+  void (*setStepScalars)(void* device, double lr, int64_t step);
+  // Step graphs (CUDA graphs): between beginCapture and endCapture the work a
+  // step function enqueues is recorded, not run; endCapture returns it as a
+  // graph that replay() runs (with the StepContext the step was captured
+  // with), or null when the capture failed, with the reason in `why` (a
+  // buffer of whyBytes). Any of these null: the backend has no graphs.
+  void (*beginCapture)(void* device);
+  void* (*endCapture)(void* device, char* why, size_t whyBytes);
+  void (*replay)(void* device, void* graph);
+  void (*destroyGraph)(void* device, void* graph);
 };
 
 struct ProgramSpec {

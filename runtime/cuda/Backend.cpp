@@ -94,6 +94,25 @@ size_t peakBytes(void* device) {
   return memory_peak_bytes();
 }
 
+void setStepScalars(void* device, double lr, int64_t step) {
+  set_step_scalars(contextOf(device), lr, step);
+}
+
+void beginCapture(void* device) { begin_capture(contextOf(device)); }
+
+void* endCapture(void* device, char* why, size_t whyBytes) {
+  std::string reason;
+  StepGraph* graph = end_capture(contextOf(device), &reason);
+  if (!graph && why && whyBytes > 0) std::snprintf(why, whyBytes, "%s", reason.c_str());
+  return graph;
+}
+
+void replayGraph(void* device, void* graph) {
+  replay(contextOf(device), static_cast<StepGraph*>(graph));
+}
+
+void destroyGraph(void*, void* graph) { destroy_graph(static_cast<StepGraph*>(graph)); }
+
 DeviceBackend makeBackend() {
   DeviceBackend b{};
   b.name = "cuda";
@@ -108,6 +127,11 @@ DeviceBackend makeBackend() {
   b.synchronize = synchronize;
   b.connect = connect;
   b.peakBytes = peakBytes;
+  b.setStepScalars = setStepScalars;
+  b.beginCapture = beginCapture;
+  b.endCapture = endCapture;
+  b.replay = replayGraph;
+  b.destroyGraph = destroyGraph;
   return b;
 }
 

@@ -97,6 +97,8 @@ Context Context::create(int localRank, size_t workspaceBytes) {
     DTCRT_CUDNN_CHECK(cudnnSetStream(ctx.dnn, ctx.stream));
     if (workspaceBytes > 0) DTCRT_CUDA_CHECK(cudaMalloc(&ctx.workspace, workspaceBytes));
     ctx.workspaceBytes = workspaceBytes;
+    DTCRT_CUDA_CHECK(cudaMalloc(&ctx.scalars, sizeof(StepScalars)));
+    DTCRT_CUDA_CHECK(cudaMemset(ctx.scalars, 0, sizeof(StepScalars)));
   } catch (...) {
     ctx.destroy();
     throw;
@@ -118,6 +120,7 @@ Context& Context::operator=(Context&& o) noexcept {
   workspace = o.workspace;
   workspaceBytes = o.workspaceBytes;
   allowTf32 = o.allowTf32;
+  scalars = o.scalars;
   impl = o.impl;
   o.device = -1;
   o.stream = o.commStream = nullptr;
@@ -125,6 +128,7 @@ Context& Context::operator=(Context&& o) noexcept {
   o.dnn = nullptr;
   o.workspace = nullptr;
   o.workspaceBytes = 0;
+  o.scalars = nullptr;
   o.impl = nullptr;
   return *this;
 }
@@ -146,6 +150,8 @@ void Context::destroy() {
   if (workspace) cudaFree(workspace);
   workspace = nullptr;
   workspaceBytes = 0;
+  if (scalars) cudaFree(scalars);
+  scalars = nullptr;
   if (dnn) cudnnDestroy(dnn);
   dnn = nullptr;
   if (lt) cublasLtDestroy(lt);

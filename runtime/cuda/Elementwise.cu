@@ -259,8 +259,13 @@ __host__ __device__ __forceinline__ uint64_t mix64(uint64_t z) {
 }
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
 
-__global__ void dropoutKernel(const float* x, float* y, uint8_t* mask, int64_t n, uint64_t key,
-                              uint64_t offset, uint32_t threshold, float keepScale) {
+// The step comes from device memory when `scalars` is set (a captured step
+// replays with the current one), else from `hostStep`.
+__global__ void dropoutKernel(const float* x, float* y, uint8_t* mask, int64_t n, uint64_t seed,
+                              const StepScalars* scalars, uint64_t hostStep, uint64_t offset,
+                              uint32_t threshold, float keepScale) {
+  const uint64_t step = scalars ? (uint64_t)scalars->step : hostStep;
+  const uint64_t key = mix64(seed ^ mix64(step + kGolden));
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += stride) {
     const uint32_t bits = (uint32_t)(mix64(key + (offset + (uint64_t)i) * kGolden) >> 40);
@@ -432,8 +437,11 @@ void erf_grad(const float* x, const float* dy, float* dx, int64_t n, cudaStream_
   grad<kErfGrad>("erf_grad", x, dy, dx, n, s);
 }
 
-void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio, uint64_t seed,
-             uint64_t step, uint64_t offset, cudaStream_t stream) {
+namespace {
+
+void launchDropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio,
+                   uint64_t seed, const StepScalars* scalars, uint64_t hostStep, uint64_t offset,
+                   cudaStream_t stream) {
   if (n <= 0) return;
   if (!(ratio > 0.0f)) {
     copy(x, y, n, stream);
@@ -445,12 +453,24 @@ void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio, ui
     DTCRT_CUDA_CHECK(cudaMemsetAsync(mask, 0, (size_t)n, stream));
     return;
   }
-  const uint64_t key = mix64(seed ^ mix64(step + kGolden));
   const uint32_t threshold = (uint32_t)((double)ratio * 16777216.0);
   const float keepScale = 1.0f / (1.0f - ratio);
-  dropoutKernel<<<gridFor(n), kThreads, 0, stream>>>(x, y, mask, n, key, offset, threshold,
-                                                     keepScale);
+  dropoutKernel<<<gridFor(n), kThreads, 0, stream>>>(x, y, mask, n, seed, scalars, hostStep,
+                                                     offset, threshold, keepScale);
   DTCRT_LAUNCH_CHECK("dropout");
+}
+
+}  // namespace
+
+void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio, uint64_t seed,
+             uint64_t step, uint64_t offset, cudaStream_t stream) {
+  launchDropout(x, y, mask, n, ratio, seed, nullptr, step, offset, stream);
+}
+
+void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio, uint64_t seed,
+             const StepScalars* scalars, uint64_t offset, cudaStream_t stream) {
+  if (!scalars) fail("dropout", "null step scalars");
+  launchDropout(x, y, mask, n, ratio, seed, scalars, 0, offset, stream);
 }
 
 void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, float ratio,

@@ -68,6 +68,16 @@ void requireDevice();
 
 struct ContextImpl;  // plan caches (cuBLASLt layouts/algorithms, cuDNN descriptors)
 
+// The values that change from one training step to the next, kept in device
+// memory so a step captured once as a CUDA graph replays with the current
+// ones: generated steps pass Context::scalars to the optimizer updates and
+// dropout, and the runtime sets them (set_step_scalars) before every step.
+struct StepScalars {
+  double lr;     // learning rate of this step
+  int64_t step;  // 1-based optimizer step (Adam's bias correction, SGD's first
+                 // momentum step, dropout's mask)
+};
+
 // One per process (rank): binds GPU `localRank % deviceCount()`, and owns a
 // compute stream, a communication stream, a cuBLASLt and a cuDNN handle and one
 // device workspace that both libraries use (on `stream`). Movable, not copyable;
@@ -81,6 +91,7 @@ struct Context {
   void* workspace = nullptr;  // shared by cuBLASLt and cuDNN, used on `stream` only
   size_t workspaceBytes = 0;
   bool allowTf32 = false;  // TF32 tensor cores for fp32 gemm/conv (PyTorch's allow_tf32)
+  StepScalars* scalars = nullptr;  // device memory, see set_step_scalars
   ContextImpl* impl = nullptr;
 
   static constexpr size_t kDefaultWorkspaceBytes = size_t(64) << 20;
@@ -96,6 +107,26 @@ struct Context {
   void destroy();  // idempotent; makes this context empty
   void synchronize();  // cudaStreamSynchronize(stream), checked
 };
+
+// Writes {lr, step} to ctx.scalars, queued on ctx.stream (a one-thread
+// kernel: no host wait, and the host values are copied at the call).
+// step must be >= 1.
+void set_step_scalars(Context& ctx, double lr, int64_t step);
+
+// CUDA graphs (Graph.cu): the kernels a training step enqueues on ctx.stream
+// (and the NCCL work it forks onto the communication stream) recorded once
+// and replayed as one launch. Between begin_capture and end_capture nothing
+// runs; the step must not synchronize, allocate or copy from pageable memory.
+struct StepGraph;
+// cudaStreamBeginCapture on ctx.stream (thread-local mode).
+void begin_capture(Context& ctx);
+// Ends the capture and instantiates it. Null when the capture failed (a call
+// the step made could not be captured); `why` then says what failed. Capture
+// errors are cleared, so the context stays usable without the graph.
+StepGraph* end_capture(Context& ctx, std::string* why);
+// Launches the graph on ctx.stream.
+void replay(Context& ctx, StepGraph* graph);
+void destroy_graph(StepGraph* graph);
 
 // One cudaMalloc of `bytes` (the step arena of a generated program); null when
 // bytes == 0. Freed with arena_free.
@@ -149,6 +180,9 @@ void erf_grad(const float* x, const float* dy, float* dx, int64_t n, cudaStream_
 // bit-identical for the same (seed, step, offset).
 void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio, uint64_t seed,
              uint64_t step, uint64_t offset, cudaStream_t stream);
+// The same mask with the step read from device memory (Context::scalars).
+void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio, uint64_t seed,
+             const StepScalars* scalars, uint64_t offset, cudaStream_t stream);
 void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, float ratio,
                   cudaStream_t stream);
 
@@ -356,5 +390,15 @@ void multi_tensor_adam_update(const AdamSegment* deviceSegments, int num, int64_
                               double lr, double beta1, double beta2, double eps,
                               double weightDecay, bool decoupled, int64_t step,
                               cudaStream_t stream);
+// The same updates reading lr and step from device memory (Context::scalars):
+// what generated steps call, so a captured step replays with the current
+// values. The per-element arithmetic is the host-scalar versions' (each
+// block forms the scalar factors in double, as the host does).
+void multi_tensor_sgd_update(const SgdSegment* deviceSegments, int num, int64_t totalElements,
+                             const StepScalars* scalars, double momentum, double dampening,
+                             double weightDecay, bool nesterov, cudaStream_t stream);
+void multi_tensor_adam_update(const AdamSegment* deviceSegments, int num, int64_t totalElements,
+                              const StepScalars* scalars, double beta1, double beta2, double eps,
+                              double weightDecay, bool decoupled, cudaStream_t stream);
 
 }  // namespace dtcrt::cuda

@@ -1,9 +1,11 @@
 // Optimizer updates (torch.optim 1.13 SGD / Adam / AdamW, the CPU kernels'
 // arithmetic: float per element in PyTorch's order, scalar factors formed in
-// double on the host and rounded once): one flat buffer per call, or every
-// parameter in ONE launch through a device table of segments, where each
-// block takes fixed-size chunks of the concatenated index space and finds
-// the chunk's first segment by binary search over the segments' offsets.
+// double and rounded once, on the host or, for the entry points a captured
+// step calls, per block from the step scalars in device memory): one flat
+// buffer per call, or every parameter in ONE launch through a device table
+// of segments, where each block takes fixed-size chunks of the concatenated
+// index space and finds the chunk's first segment by binary search over the
+// segments' offsets. Also set_step_scalars.
 #include "runtime/cuda/Internal.cuh"
 
 #include <cmath>
@@ -27,35 +29,75 @@ struct AdamScalars {
   bool decoupled;
 };
 
-SgdScalars sgdScalars(const char* name, double lr, double momentum, double dampening,
-                      double weightDecay, bool nesterov, bool firstStep) {
+// The hyperparameters that do not change between steps.
+struct SgdHyper {
+  double momentum, dampening, weightDecay;
+  bool nesterov;
+};
+struct AdamHyper {
+  double beta1, beta2, eps, weightDecay;
+  bool decoupled;
+};
+
+// The scalar factors of one step, in double and rounded once: on the host for
+// the host-scalar entry points, by each block for the device-scalar ones.
+__host__ __device__ SgdScalars sgdScalars(double lr, const SgdHyper& h, bool firstStep) {
   SgdScalars s;
   s.negLr = (float)-lr;
-  s.wd = (float)weightDecay;
-  s.mom = (float)momentum;
-  s.keep = (float)(1.0 - dampening);
-  s.mode = momentum == 0.0 ? 0 : (firstStep ? 1 : 2);
-  s.nesterov = nesterov;
+  s.wd = (float)h.weightDecay;
+  s.mom = (float)h.momentum;
+  s.keep = (float)(1.0 - h.dampening);
+  s.mode = h.momentum == 0.0 ? 0 : (firstStep ? 1 : 2);
+  s.nesterov = h.nesterov;
   return s;
+}
+
+__host__ __device__ AdamScalars adamScalars(double lr, const AdamHyper& h, int64_t step) {
+  const double bc1 = 1.0 - ::pow(h.beta1, (double)step);
+  const double bc2 = 1.0 - ::pow(h.beta2, (double)step);
+  AdamScalars s;
+  s.negStepSize = (float)-(lr / bc1);
+  s.bc2Sqrt = (float)::sqrt(bc2);
+  s.b1 = (float)h.beta1;
+  s.b2 = (float)h.beta2;
+  s.a1 = (float)(1.0 - h.beta1);
+  s.a2 = (float)(1.0 - h.beta2);
+  s.eps = (float)h.eps;
+  s.wd = (float)h.weightDecay;
+  s.decay = (float)(1.0 - lr * h.weightDecay);
+  s.decoupled = h.decoupled;
+  return s;
+}
+
+SgdScalars sgdScalars(const char* name, double lr, double momentum, double dampening,
+                      double weightDecay, bool nesterov, bool firstStep) {
+  return sgdScalars(lr, SgdHyper{momentum, dampening, weightDecay, nesterov}, firstStep);
 }
 
 AdamScalars adamScalars(const char* name, double lr, double beta1, double beta2, double eps,
                         double weightDecay, bool decoupled, int64_t step) {
   if (step < 1) fail(name, "step must be >= 1 (got %lld)", (long long)step);
-  const double bc1 = 1.0 - std::pow(beta1, (double)step);
-  const double bc2 = 1.0 - std::pow(beta2, (double)step);
-  AdamScalars s;
-  s.negStepSize = (float)-(lr / bc1);
-  s.bc2Sqrt = (float)std::sqrt(bc2);
-  s.b1 = (float)beta1;
-  s.b2 = (float)beta2;
-  s.a1 = (float)(1.0 - beta1);
-  s.a2 = (float)(1.0 - beta2);
-  s.eps = (float)eps;
-  s.wd = (float)weightDecay;
-  s.decay = (float)(1.0 - lr * weightDecay);
-  s.decoupled = decoupled;
-  return s;
+  return adamScalars(lr, AdamHyper{beta1, beta2, eps, weightDecay, decoupled}, step);
+}
+
+// Device-scalar kernels: thread 0 of each block forms the step's factors from
+// the StepScalars in device memory; the block shares them.
+__device__ __forceinline__ SgdScalars blockScalars(const SgdScalars& host,
+                                                   const StepScalars* dev, const SgdHyper& h) {
+  if (!dev) return host;
+  __shared__ SgdScalars shared;
+  if (threadIdx.x == 0) shared = sgdScalars(dev->lr, h, dev->step == 1);
+  __syncthreads();
+  return shared;
+}
+
+__device__ __forceinline__ AdamScalars blockScalars(const AdamScalars& host,
+                                                    const StepScalars* dev, const AdamHyper& h) {
+  if (!dev) return host;
+  __shared__ AdamScalars shared;
+  if (threadIdx.x == 0) shared = adamScalars(dev->lr, h, dev->step < 1 ? 1 : dev->step);
+  __syncthreads();
+  return shared;
 }
 
 __device__ __forceinline__ void sgdElem(const SgdScalars& s, float* param, const float* grad,
@@ -115,7 +157,9 @@ __device__ __forceinline__ int findSegment(const Seg* segs, int num, int64_t pos
   return lo;
 }
 
-__global__ void multiSgdKernel(const SgdSegment* segs, int num, int64_t total, SgdScalars s) {
+__global__ void multiSgdKernel(const SgdSegment* segs, int num, int64_t total,
+                               SgdScalars hostScalars, const StepScalars* dev, SgdHyper h) {
+  const SgdScalars s = blockScalars(hostScalars, dev, h);
   const int64_t chunks = (total + kChunk - 1) / kChunk;
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     const int64_t lo = c * kChunk, hi = min(total, lo + kChunk);
@@ -129,7 +173,9 @@ __global__ void multiSgdKernel(const SgdSegment* segs, int num, int64_t total, S
   }
 }
 
-__global__ void multiAdamKernel(const AdamSegment* segs, int num, int64_t total, AdamScalars s) {
+__global__ void multiAdamKernel(const AdamSegment* segs, int num, int64_t total,
+                                AdamScalars hostScalars, const StepScalars* dev, AdamHyper h) {
+  const AdamScalars s = blockScalars(hostScalars, dev, h);
   const int64_t chunks = (total + kChunk - 1) / kChunk;
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     const int64_t lo = c * kChunk, hi = min(total, lo + kChunk);
@@ -192,8 +238,8 @@ void multi_tensor_sgd_update(const SgdSegment* deviceSegments, int num, int64_t 
   if (num <= 0 || totalElements <= 0) return;
   const SgdScalars s = sgdScalars("multi_tensor_sgd_update", lr, momentum, dampening,
                                   weightDecay, nesterov, firstStep);
-  multiSgdKernel<<<chunkGrid(totalElements), kThreads, 0, stream>>>(deviceSegments, num,
-                                                                    totalElements, s);
+  multiSgdKernel<<<chunkGrid(totalElements), kThreads, 0, stream>>>(
+      deviceSegments, num, totalElements, s, nullptr, SgdHyper{});
   DTCRT_LAUNCH_CHECK("multi_tensor_sgd_update");
 }
 
@@ -204,9 +250,45 @@ void multi_tensor_adam_update(const AdamSegment* deviceSegments, int num, int64_
   const AdamScalars s = adamScalars("multi_tensor_adam_update", lr, beta1, beta2, eps,
                                     weightDecay, decoupled, step);
   if (num <= 0 || totalElements <= 0) return;
-  multiAdamKernel<<<chunkGrid(totalElements), kThreads, 0, stream>>>(deviceSegments, num,
-                                                                     totalElements, s);
+  multiAdamKernel<<<chunkGrid(totalElements), kThreads, 0, stream>>>(
+      deviceSegments, num, totalElements, s, nullptr, AdamHyper{});
   DTCRT_LAUNCH_CHECK("multi_tensor_adam_update");
+}
+
+void multi_tensor_sgd_update(const SgdSegment* deviceSegments, int num, int64_t totalElements,
+                             const StepScalars* scalars, double momentum, double dampening,
+                             double weightDecay, bool nesterov, cudaStream_t stream) {
+  if (!scalars) fail("multi_tensor_sgd_update", "null step scalars");
+  if (num <= 0 || totalElements <= 0) return;
+  multiSgdKernel<<<chunkGrid(totalElements), kThreads, 0, stream>>>(
+      deviceSegments, num, totalElements, SgdScalars{}, scalars,
+      SgdHyper{momentum, dampening, weightDecay, nesterov});
+  DTCRT_LAUNCH_CHECK("multi_tensor_sgd_update");
+}
+
+void multi_tensor_adam_update(const AdamSegment* deviceSegments, int num, int64_t totalElements,
+                              const StepScalars* scalars, double beta1, double beta2, double eps,
+                              double weightDecay, bool decoupled, cudaStream_t stream) {
+  if (!scalars) fail("multi_tensor_adam_update", "null step scalars");
+  if (num <= 0 || totalElements <= 0) return;
+  multiAdamKernel<<<chunkGrid(totalElements), kThreads, 0, stream>>>(
+      deviceSegments, num, totalElements, AdamScalars{}, scalars,
+      AdamHyper{beta1, beta2, eps, weightDecay, decoupled});
+  DTCRT_LAUNCH_CHECK("multi_tensor_adam_update");
+}
+
+namespace {
+__global__ void setStepScalarsKernel(StepScalars* out, double lr, int64_t step) {
+  out->lr = lr;
+  out->step = step;
+}
+}  // namespace
+
+void set_step_scalars(Context& ctx, double lr, int64_t step) {
+  if (!ctx.scalars) fail("set_step_scalars", "the context has no step scalars");
+  if (step < 1) fail("set_step_scalars", "step must be >= 1 (got %lld)", (long long)step);
+  setStepScalarsKernel<<<1, 1, 0, ctx.stream>>>(ctx.scalars, lr, step);
+  DTCRT_LAUNCH_CHECK("set_step_scalars");
 }
 
 }  // namespace dtcrt::cuda

@@ -117,6 +117,32 @@ void Device::synchronize() { backend_.synchronize(handle_); }
 
 size_t Device::peakBytes() const { return backend_.peakBytes ? backend_.peakBytes(handle_) : 0; }
 
+void Device::setStepScalars(double lr, int64_t step) {
+  if (backend_.setStepScalars) backend_.setStepScalars(handle_, lr, step);
+}
+
+bool Device::hasGraphs() const {
+  return backend_.beginCapture && backend_.endCapture && backend_.replay && backend_.destroyGraph;
+}
+
+void Device::beginCapture() {
+  if (!hasGraphs()) fail("internal: the ", name(), " device backend has no step graphs");
+  backend_.beginCapture(handle_);
+}
+
+void* Device::endCapture(std::string& why) {
+  char reason[512] = {0};
+  void* graph = backend_.endCapture(handle_, reason, sizeof reason);
+  if (!graph) why = reason[0] ? reason : "the backend gave no reason";
+  return graph;
+}
+
+void Device::replay(void* graph) { backend_.replay(handle_, graph); }
+
+void Device::destroyGraph(void* graph) {
+  if (graph) backend_.destroyGraph(handle_, graph);
+}
+
 std::string formatMiB(size_t bytes) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / 1048576.0);

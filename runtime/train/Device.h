@@ -88,6 +88,17 @@ public:
   // The peak device memory this process used (backend.peakBytes), 0 if unknown.
   size_t peakBytes() const;
 
+  // The next train step's lr and step, in device memory (a no-op for
+  // backends without setStepScalars).
+  void setStepScalars(double lr, int64_t step);
+  // Step graphs (DeviceBackend::beginCapture...): whether the backend has
+  // them; endCapture returns null and sets `why` when the capture failed.
+  bool hasGraphs() const;
+  void beginCapture();
+  void* endCapture(std::string& why);
+  void replay(void* graph);
+  void destroyGraph(void* graph);
+
 private:
   const DeviceBackend& backend_;
   void* handle_ = nullptr;

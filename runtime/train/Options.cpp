@@ -78,6 +78,7 @@ const std::map<std::string, Flag>& flagTable() {
          if (o.timeoutSeconds <= 0) fail(f, ": expected a positive number of seconds, got '", v, "'");
        }}},
       {"--trace", {false, true, false, [](Options& o, auto&, auto& v) { o.trace = v; }}},
+      {"--cuda-graphs", {true, true, false, [](Options& o, auto& f, auto& v) { o.cudaGraphs = parseBool(f, v); }}},
       {"--gradcheck", {true, true, false, [](Options& o, auto& f, auto& v) { o.gradcheck = parseBool(f, v); }}},
       {"--input", {false, false, true, [](Options& o, auto&, auto& v) { o.inputs.push_back(v); }}},
       {"--output-dir", {false, false, true, [](Options& o, auto&, auto& v) { o.outputDir = v; }}},
@@ -168,6 +169,8 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
       "                         for S seconds (default 300)\n"
       "  --trace=FILE.json      pipeline programs: write the schedule of steps 2-4 (each\n"
       "                         stage's forward and backward passes) as a Chrome trace\n"
+      "  --cuda-graphs=BOOL     GPU programs: capture the train step once as a CUDA graph\n"
+      "                         and replay it (default true; false runs every kernel launch)\n"
       "  --gradcheck            check the compiled gradients of the first batch against\n"
       "                         finite differences (programs compiled with plain SGD)\n",
       "  --threads=N            kernel threads (default: OMP_NUM_THREADS, else 1)\n",

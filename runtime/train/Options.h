@@ -37,6 +37,7 @@ struct Options {
   bool gradcheck = false;      // --gradcheck: finite differences vs. the compiled backward
   double timeoutSeconds = 300; // --timeout=S: a peer silent this long is an error
   std::string trace;           // --trace=FILE.json: pipeline programs, steps 2-4 as a Chrome trace
+  bool cudaGraphs = true;      // --cuda-graphs=true|false: GPU programs replay a captured step
   // Inference only.
   std::vector<std::string> inputs;  // --input=FILE.pb, repeatable
   std::string outputDir;            // --output-dir=DIR

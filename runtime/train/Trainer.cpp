@@ -90,6 +90,7 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
     dOutputs_.emplace_back(*device_, byteSize(spec.outputs[i]));
     dOutputPtrs_.push_back(dOutputs_.back().data());
   }
+  if (opts_.cudaGraphs && device_->hasGraphs()) graphs_ = std::make_unique<StepGraphs>(*device_);
 }
 
 void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows) {
@@ -140,7 +141,14 @@ float Trainer::runOnBatch(StepFunction step, double lr, int64_t stepNumber, int6
   StepContext ctx = context(reinterpret_cast<float*>(dLoss_.data()),
                             correct ? reinterpret_cast<int64_t*>(dCorrect_.data()) : nullptr, lr,
                             stepNumber);
-  step(ctx);
+  // Train and accumulate steps (evaluation passes `correct`) read lr and
+  // step from device memory, and may replay a captured graph.
+  const bool training = correct == nullptr;
+  if (training) device_->setStepScalars(lr, stepNumber);
+  if (training && graphs_)
+    graphs_->run(step, ctx);
+  else
+    step(ctx);
   float loss = NAN;
   device_->download(&loss, dLoss_.data(), sizeof loss);
   if (correct) device_->download(correct, dCorrect_.data(), sizeof *correct);
@@ -329,7 +337,9 @@ TrainResult Trainer::run() {
                  world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
                                  " per step)")
                            : std::string());
-  if (device_) layout += str(", on ", Device::targetOf(spec_));
+  if (device_)
+    layout += str(", on ", Device::targetOf(spec_),
+                  device_->hasGraphs() ? (graphs_ ? " (CUDA graphs)" : " (no CUDA graphs)") : "");
   log.line(str("training ", spec_.modelName ? spec_.modelName : "model", ": ", countWeights(spec_),
                " parameters", layout, ", ", spec_.optimizer ? spec_.optimizer : "?", " lr ", lr,
                "; data ", train.description, ", ", batches, " steps/epoch"));
@@ -425,6 +435,10 @@ TrainResult Trainer::run() {
                                 pos.step + 1);
         }
         loss = static_cast<float>(lossSum / static_cast<double>(micro));
+        if (graphs_) {
+          const std::string note = graphs_->takeNote();
+          if (!note.empty()) log.line(note);
+        }
       }
       const double dt = secondsSince(t0);
       ++pos.step;
@@ -463,6 +477,7 @@ TrainResult Trainer::run() {
   if (opts_.eval && lastEvalStep != pos.step && !result.losses.empty()) runEval(pos.epoch + 1);
   checkpoint();
   result.totalSteps = pos.step;
+  if (graphs_) result.graphReplays = graphs_->replays();
 
   downloadState();  // GPU programs: state() and --save see the trained weights
   if (!opts_.save.empty()) {

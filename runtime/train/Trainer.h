@@ -25,6 +25,7 @@
 #include "runtime/support/AlignedBuffer.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Device.h"
+#include "runtime/train/StepGraphs.h"
 #include "runtime/train/Options.h"
 #include "runtime/train/Pipeline.h"
 
@@ -56,6 +57,8 @@ struct TrainResult {
   // the measured peak after the first step of this run; 0 otherwise.
   size_t devicePlannedBytes = 0;
   size_t devicePeakBytes = 0;
+  // GPU programs: train/accumulate steps replayed from a captured CUDA graph.
+  int64_t graphReplays = 0;
 };
 
 class Trainer {
@@ -124,6 +127,9 @@ private:
   std::vector<DeviceMemory> dInputs_, dOutputs_;
   std::vector<const void*> dInputPtrs_;
   std::vector<void*> dOutputPtrs_;
+  // GPU programs with --cuda-graphs (null otherwise); released before the
+  // buffers its graphs read.
+  std::unique_ptr<StepGraphs> graphs_;
   // Last, so they go first: a group's operation in flight (after an error)
   // ends before the buffers it reads are freed.
   std::unique_ptr<Communicator> ownWorld_;  // when no `comm` was given

@@ -2,9 +2,10 @@
 # On a machine with an NVIDIA GPU (the `device` tool), with a bundle made by
 # bundle.sh: the CUDA kernel tests, then per-step losses of the CUDA
 # programs against the CPU programs on the same synthetic data (1e-3
-# relative, issue 5's bar: MLP, LeNet, ResNet-18, GPT), a 1-rank NCCL ddp
-# run, and compute-sanitizer on a few MLP steps. Writes logs to $OUT (when set) and exits non-zero on any
-# failure.
+# relative, issue 5's bar: MLP, LeNet, ResNet-18, GPT) and of the CUDA
+# programs with and without CUDA graphs (1e-6), a 1-rank NCCL ddp run, and
+# compute-sanitizer on a few MLP steps. Writes logs to $OUT (when set) and
+# exits non-zero on any failure.
 set -uo pipefail
 packed="$(cd "${1:?usage: check.sh BUNDLE}" && pwd)"
 out="${OUT:-/tmp/dtc-gpu}"
@@ -29,21 +30,29 @@ step() { echo "== $*"; }
 step "kernel tests"
 "$bundle/bin/dtcrt-test-cuda" 2>&1 | tee "$out/kernel-tests.log" | tail -5 || status=1
 
-compare() {  # name steps
-  local name=$1 steps=$2
-  "$bundle/bin/$name-cpu" --data=synthetic --shuffle=false --max-steps="$steps" --log-every=1 \
-    --metrics="$out/$name-cpu.jsonl" --quiet --threads=8 || { status=1; return; }
-  "$bundle/bin/$name-cuda" --data=synthetic --shuffle=false --max-steps="$steps" --log-every=1 \
-    --metrics="$out/$name-cuda.jsonl" 2>&1 | tail -3 || { status=1; return; }
-  python3 - "$out/$name-cpu.jsonl" "$out/$name-cuda.jsonl" <<'PY' || status=1
+same_losses() {  # reference.jsonl candidate.jsonl relative-tolerance
+  python3 - "$@" <<'PY' || status=1
 import json, sys
 def losses(path):
     return [r["loss"] for r in map(json.loads, open(path)) if "loss" in r and "step" in r]
-cpu, gpu = losses(sys.argv[1]), losses(sys.argv[2])
-worst = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(cpu, gpu))
-print(f"{sys.argv[2]}: {len(gpu)} steps, worst relative loss difference {worst:.2e}")
-sys.exit(0 if len(cpu) == len(gpu) > 0 and worst <= 1e-3 else 1)
+ref, got, tol = losses(sys.argv[1]), losses(sys.argv[2]), float(sys.argv[3])
+worst = max((abs(a - b) / max(abs(a), 1e-12) for a, b in zip(ref, got)), default=float("inf"))
+print(f"{sys.argv[2]} vs {sys.argv[1]}: {len(got)} steps, worst relative loss difference {worst:.2e} (bar {tol:g})")
+sys.exit(0 if len(ref) == len(got) > 0 and worst <= tol else 1)
 PY
+}
+
+compare() {  # name steps: CPU vs CUDA (graphs on, the default) vs CUDA without graphs
+  local name=$1 steps=$2
+  local flags=(--data=synthetic --shuffle=false --max-steps="$steps" --log-every=1)
+  "$bundle/bin/$name-cpu" "${flags[@]}" --metrics="$out/$name-cpu.jsonl" --quiet --threads=8 ||
+    { status=1; return; }
+  "$bundle/bin/$name-cuda" "${flags[@]}" --metrics="$out/$name-cuda.jsonl" 2>&1 | tail -3 ||
+    { status=1; return; }
+  "$bundle/bin/$name-cuda" "${flags[@]}" --metrics="$out/$name-cuda-nographs.jsonl" \
+    --cuda-graphs=false --quiet || { status=1; return; }
+  same_losses "$out/$name-cpu.jsonl" "$out/$name-cuda.jsonl" 1e-3
+  same_losses "$out/$name-cuda-nographs.jsonl" "$out/$name-cuda.jsonl" 1e-6
 }
 step "CUDA vs CPU losses"
 compare mlp 50

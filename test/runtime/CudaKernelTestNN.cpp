@@ -369,6 +369,93 @@ TEST_F(CudaKernel, MultiTensorOptimizers) {
   }
 }
 
+// What a captured training step does: the updates and dropout read lr and
+// step from ctx.scalars; step 1 runs directly, the later ones replay one
+// graph after set_step_scalars. Every step must equal the CPU kernels with
+// that step's lr and step (SGD's first-step momentum, Adam's bias correction,
+// dropout's mask).
+TEST_F(CudaKernel, CapturedUpdatesReplayWithTheCurrentStepScalars) {
+  const std::vector<int64_t> sizes = {7, 4096, 1, 5000};
+  int64_t total = 0;
+  for (int64_t k : sizes) total += k;
+  const Vec p0 = rng.vec(total), g = rng.vec(total), b0 = rng.vec(total), v0 = rng.vec(total, 0, 1);
+  const int64_t nDrop = 3000;
+  const Vec x = rng.vec(nDrop);
+  auto lrOf = [](int64_t step) { return 0.01 * double(step); };
+
+  Vec sp = p0, sb = b0, ap = p0, am = b0, av = v0;
+  DevF gsp(p0), gsb(b0), gap(p0), gam(b0), gav(v0), gg(g), gx(x), gy(static_cast<size_t>(nDrop));
+  Dev<uint8_t> gmask(nDrop);
+  std::vector<gpu::SgdSegment> sgd;
+  std::vector<gpu::AdamSegment> adam;
+  int64_t at = 0;
+  for (int64_t k : sizes) {
+    sgd.push_back({gsp.ptr + at, gg.ptr + at, gsb.ptr + at, k, 0});
+    adam.push_back({gap.ptr + at, gg.ptr + at, gam.ptr + at, gav.ptr + at, k, 0});
+    at += k;
+  }
+  gpu::layout_segments(sgd.data(), (int)sgd.size());
+  gpu::layout_segments(adam.data(), (int)adam.size());
+  Dev<char> sgdTable(sgd.size() * sizeof(gpu::SgdSegment));
+  Dev<char> adamTable(adam.size() * sizeof(gpu::AdamSegment));
+  cudaOk(cudaMemcpy(sgdTable.ptr, sgd.data(), sgdTable.n, cudaMemcpyHostToDevice), "upload");
+  cudaOk(cudaMemcpy(adamTable.ptr, adam.data(), adamTable.n, cudaMemcpyHostToDevice), "upload");
+  auto step = [&] {
+    gpu::multi_tensor_sgd_update(reinterpret_cast<const gpu::SgdSegment*>(sgdTable.ptr),
+                                 (int)sgd.size(), total, ctx.scalars, 0.9, 0.0, 1e-3, true, s);
+    gpu::multi_tensor_adam_update(reinterpret_cast<const gpu::AdamSegment*>(adamTable.ptr),
+                                  (int)adam.size(), total, ctx.scalars, 0.9, 0.99, 1e-8, 0.01,
+                                  true, s);
+    gpu::dropout(gx, gy, gmask, nDrop, 0.25f, 99, ctx.scalars, 0, s);
+  };
+  gpu::StepGraph* graph = nullptr;
+  for (int64_t k = 1; k <= 4; ++k) {
+    cpu::sgd_update(sp.data(), g.data(), sb.data(), total, lrOf(k), 0.9, 0.0, 1e-3, true, k == 1);
+    cpu::adam_update(ap.data(), g.data(), am.data(), av.data(), total, lrOf(k), 0.9, 0.99, 1e-8,
+                     0.01, true, k);
+    gpu::set_step_scalars(ctx, lrOf(k), k);
+    if (k == 1) {
+      step();
+    } else {
+      if (!graph) {
+        gpu::begin_capture(ctx);
+        step();
+        std::string why;
+        graph = gpu::end_capture(ctx, &why);
+        ASSERT_NE(graph, nullptr) << why;
+      }
+      gpu::replay(ctx, graph);
+    }
+    ctx.synchronize();
+    const std::string at = " after step " + std::to_string(k);
+    expectNear(gsp.get(), sp, "sgd param" + at, 1e-6, 1e-7);
+    expectNear(gsb.get(), sb, "sgd momentum" + at, 1e-6, 1e-7);
+    expectNear(gap.get(), ap, "adam param" + at, 1e-6, 1e-7);
+    expectNear(gav.get(), av, "adam v" + at, 1e-6, 1e-7);
+    Vec y(nDrop);
+    std::vector<uint8_t> mask(nDrop);
+    cpu::dropout(x.data(), y.data(), mask.data(), nDrop, 0.25f, 99, uint64_t(k));
+    EXPECT_EQ(gmask.get(), mask) << "dropout mask" << at;
+  }
+  gpu::destroy_graph(graph);
+}
+
+// A capture that meets a synchronizing call fails cleanly: end_capture
+// returns null with the reason, and the context keeps working.
+TEST_F(CudaKernel, AFailedCaptureLeavesTheContextUsable) {
+  DevF a(Vec{1, 2, 3});
+  gpu::begin_capture(ctx);
+  gpu::relu(a, a, 3, s);
+  (void)cudaStreamSynchronize(s);  // not allowed while capturing
+  std::string why;
+  gpu::StepGraph* graph = gpu::end_capture(ctx, &why);
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_FALSE(why.empty());
+  gpu::neg(a, a, 3, s);
+  ctx.synchronize();
+  EXPECT_EQ(a.get(), (Vec{-1, -2, -3}));
+}
+
 TEST_F(CudaKernel, ContextAndArena) {
   EXPECT_GE(ctx.device, 0);
   EXPECT_NE(ctx.lt, nullptr);

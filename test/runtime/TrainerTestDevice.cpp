@@ -50,6 +50,15 @@ struct FakeDevice {
   std::vector<std::function<void()>> queue;  // pending toDevice copies
   std::vector<Event> events;
   std::vector<std::string> violations;
+  // The graph backend (kGraphBackend): step scalars "in device memory", a
+  // capture in progress, what it recorded, live graphs, a forced failure.
+  double scalarLr = 0;
+  int64_t scalarStep = 0;
+  std::vector<int64_t> stepsRun;  // the scalar step each executed train step saw
+  bool capturing = false;
+  std::vector<std::function<void()>> recording;
+  int liveGraphs = 0;
+  bool failCapture = false;
 
   void reset() { *this = FakeDevice(); }
   void drain() {
@@ -150,6 +159,60 @@ const DeviceBackend kHostBackend = [] {
   return b;
 }();
 
+// The same backend with step scalars and step graphs: setStepScalars and
+// replay are queued like work on the stream; a capture records the graph
+// program's steps (see onGraphDevice) instead of running them.
+struct FakeGraph {
+  std::vector<std::function<void()>> work;
+};
+void fakeSetStepScalars(void*, double lr, int64_t step) {
+  if (g.capturing) g.violations.push_back("setStepScalars during a capture");
+  g.events.push_back({"setStepScalars", nullptr, nullptr, static_cast<size_t>(step)});
+  g.queue.push_back([=] {
+    g.scalarLr = lr;
+    g.scalarStep = step;
+  });
+}
+void fakeBeginCapture(void*) {
+  if (g.capturing) g.violations.push_back("nested capture");
+  g.events.push_back({"beginCapture", nullptr, nullptr, 0});
+  g.capturing = true;
+  g.recording.clear();
+}
+void* fakeEndCapture(void*, char* why, size_t whyBytes) {
+  if (!g.capturing) g.violations.push_back("endCapture without beginCapture");
+  g.capturing = false;
+  if (g.failCapture || g.recording.empty()) {
+    std::snprintf(why, whyBytes, "%s", g.failCapture ? "fake capture failure" : "nothing recorded");
+    g.recording.clear();
+    return nullptr;
+  }
+  ++g.liveGraphs;
+  return new FakeGraph{std::move(g.recording)};
+}
+void fakeReplay(void*, void* graph) {
+  g.events.push_back({"replay", nullptr, nullptr, 0});
+  auto* fake = static_cast<FakeGraph*>(graph);
+  g.queue.push_back([fake] {
+    for (auto& work : fake->work) work();
+  });
+}
+void fakeDestroyGraph(void*, void* graph) {
+  --g.liveGraphs;
+  delete static_cast<FakeGraph*>(graph);
+}
+
+const DeviceBackend kGraphBackend = [] {
+  DeviceBackend b = kHostBackend;
+  b.name = "graphdev";
+  b.setStepScalars = fakeSetStepScalars;
+  b.beginCapture = fakeBeginCapture;
+  b.endCapture = fakeEndCapture;
+  b.replay = fakeReplay;
+  b.destroyGraph = fakeDestroyGraph;
+  return b;
+}();
+
 // ---- device versions of the fake programs --------------------------------
 
 // Drains the copies queued before the step (in stream order), checks every
@@ -169,7 +232,26 @@ void onDevice(StepContext& c, const ProgramSpec& cpu, bool train, void (*step)(S
   step(c);
 }
 
+// A train step as generated GPU code runs it: lr and step come from the
+// step scalars in device memory, never from the StepContext; inside a capture
+// the work is recorded (with this call's context) for the graph, not run.
+void onGraphDevice(StepContext& c, void (*step)(StepContext&)) {
+  auto work = [c, step]() mutable {
+    c.lr = g.scalarLr;
+    c.step = g.scalarStep;
+    g.stepsRun.push_back(c.step);
+    step(c);
+  };
+  if (g.capturing) {
+    g.recording.push_back(work);
+    return;
+  }
+  onDevice(c, linearProgram(), true, [](StepContext&) {});
+  work();
+}
+
 void devLinearTrain(StepContext& c) { onDevice(c, linearProgram(), true, linearTrain); }
+void graphLinearTrain(StepContext& c) { onGraphDevice(c, linearTrain); }
 void devLinearEval(StepContext& c) { onDevice(c, linearProgram(), false, linearEval); }
 void devLinearForward(StepContext& c) { onDevice(c, linearProgram(), false, linearForwardStep); }
 void devClassifierTrain(StepContext& c) { onDevice(c, classifierProgram(), true, classifierTrain); }
@@ -185,6 +267,12 @@ ProgramSpec deviceLinear() {
   s.trainStep = devLinearTrain;
   s.evalStep = devLinearEval;
   s.forward = devLinearForward;
+  return s;
+}
+ProgramSpec graphLinear() {
+  ProgramSpec s = deviceLinear();
+  s.device = &kGraphBackend;
+  s.trainStep = graphLinearTrain;
   return s;
 }
 ProgramSpec deviceClassifier() {
@@ -498,4 +586,75 @@ TEST_F(TrainerDevice, TargetInTheFingerprintOfDevicePrograms) {
   ProgramSpec other = deviceLinear();
   other.target = "rocm";
   EXPECT_NE(programFingerprint(other), programFingerprint(deviceLinear()));
+}
+
+// ---- step graphs ------------------------------------------------------------
+
+std::vector<int64_t> oneTo(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 1; i <= n; ++i) v.push_back(i);
+  return v;
+}
+
+TEST_F(TrainerDevice, GraphsCaptureTheSecondStepAndReplayItWithCurrentScalars) {
+  TempDir dir;
+  writeRegression(dir, 40);
+  Options o = quiet(dir.path());
+  o.epochs = 3;
+  o.eval = true;
+  o.lr = 0.03;  // not the compiled lr: it reaches the replayed graph as a scalar
+  o.lrSet = true;
+  const TrainResult cpu = Trainer(linearProgram(), o).run();
+  const ProgramSpec spec = graphLinear();
+  TrainResult gpu = Trainer(spec, o).run();
+  ASSERT_EQ(cpu.losses.size(), 30u);
+  EXPECT_EQ(gpu.losses, cpu.losses);
+  ASSERT_EQ(gpu.evals.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(gpu.evals[i].loss, cpu.evals[i].loss);
+  // Step 1 ran directly, step 2 was captured, steps 2..30 replayed; every
+  // step saw its own number, set before it.
+  EXPECT_EQ(gpu.graphReplays, 29);
+  EXPECT_EQ(countEvents("beginCapture", 0), 1u);
+  EXPECT_EQ(countEvents("replay", 0), 29u);
+  EXPECT_EQ(g.stepsRun, oneTo(30));
+  EXPECT_EQ(g.scalarLr, 0.03);
+  EXPECT_EQ(g.liveGraphs, 0);  // destroyed with the trainer
+}
+
+TEST_F(TrainerDevice, GraphsOffRunsEveryStepDirectly) {
+  TempDir dir;
+  writeRegression(dir, 40);
+  Options o = quiet(dir.path());
+  o.epochs = 2;
+  o.maxSteps = 12;
+  const TrainResult cpu = Trainer(linearProgram(), o).run();
+  o.cudaGraphs = false;
+  const ProgramSpec spec = graphLinear();
+  const TrainResult gpu = Trainer(spec, o).run();
+  EXPECT_EQ(gpu.losses, cpu.losses);
+  EXPECT_EQ(gpu.graphReplays, 0);
+  EXPECT_EQ(countEvents("beginCapture", 0), 0u);
+  EXPECT_EQ(g.stepsRun, oneTo(12));  // the scalars are still set for every step
+}
+
+TEST_F(TrainerDevice, AFailedCaptureIsNotedAndTheStepsRunDirectly) {
+  TempDir dir;
+  writeRegression(dir, 40);
+  Options o = quiet(dir.path());
+  o.maxSteps = 8;
+  const TrainResult cpu = Trainer(linearProgram(), o).run();
+  g.failCapture = true;
+  o.quiet = false;
+  const ProgramSpec spec = graphLinear();
+  testing::internal::CaptureStdout();
+  const TrainResult gpu = Trainer(spec, o, /*forceTty=*/0).run();
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(gpu.losses, cpu.losses);
+  EXPECT_EQ(gpu.graphReplays, 0);
+  EXPECT_EQ(countEvents("beginCapture", 0), 1u);  // tried once, not again
+  EXPECT_EQ(g.stepsRun, oneTo(8));
+  EXPECT_NE(out.find("the step could not be captured as a CUDA graph (fake capture failure); "
+                     "running it without graphs"),
+            std::string::npos)
+      << out;
 }
