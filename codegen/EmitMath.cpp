@@ -63,7 +63,12 @@ LogicalResult emitCast(Operation *op, FunctionEmitter &fn) {
   StringRef to = cppElementType(cast.getOutput().getType());
   std::string x = fn.ptr(cast.getInput()), y = fn.ptr(cast.getOutput());
   std::string n = num(fn.numel(cast.getOutput()));
-  if (from == to)
+  // bf16 values are their bits (uint16_t) on both targets.
+  if (from == "float" && to == "uint16_t")
+    fn.kernel("cast_f32_to_bf16", x + ", " + y + ", " + n);
+  else if (from == "uint16_t" && to == "float")
+    fn.kernel("cast_bf16_to_f32", x + ", " + y + ", " + n);
+  else if (from == to)
     fn.copyBytes(y, x, tensorBytes(cast.getOutput().getType()));
   else if (from == "float" && to == "int64_t")
     fn.kernel("cast_f32_to_i64", x + ", " + y + ", " + n);

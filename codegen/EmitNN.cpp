@@ -12,9 +12,32 @@ namespace {
 std::string num(int64_t v) { return std::to_string(v); }
 std::string flag(bool b) { return b ? "true" : "false"; }
 
+bool isBf16(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getElementType().isBF16();
+}
+
+/// A gemm on bf16 operands (dtc-bf16-products leaves it without C).
+LogicalResult emitGemmBf16(GemmOp gemm, FunctionEmitter &fn) {
+  Value a = gemm.getA(), b = gemm.getB(), y = gemm.getOutput();
+  if (gemm.getC() || !isBf16(b) || !isBf16(y))
+    return codegenError(gemm) << "a bf16 gemm needs bf16 A, B and output and no C";
+  int64_t m = fn.dims(y)[0], n = fn.dims(y)[1];
+  int64_t k = fn.dims(a)[gemm.getTransA() ? 0 : 1];
+  fn.bf16Kernel("gemm_bf16",
+                flag(gemm.getTransA()) + ", " + flag(gemm.getTransB()) + ", " + num(m) + ", " +
+                    num(n) + ", " + num(k) + ", " +
+                    floatLiteral(gemm.getAlpha().convertToDouble()) + ", " + fn.ptr(a) + ", " +
+                    num(fn.dims(a)[1]) + ", " + fn.ptr(b) + ", " + num(fn.dims(b)[1]) + ", " +
+                    fn.ptr(y) + ", " + num(n),
+                "gemm_bf16_workspace(" + num(m) + ", " + num(n) + ", " + num(k) + ")");
+  return success();
+}
+
 LogicalResult emitGemm(Operation *op, FunctionEmitter &fn) {
   auto gemm = cast<GemmOp>(op);
   Value a = gemm.getA(), b = gemm.getB(), c = gemm.getC(), y = gemm.getOutput();
+  if (isBf16(a))
+    return emitGemmBf16(gemm, fn);
   int64_t m = fn.dims(y)[0], n = fn.dims(y)[1];
   int64_t k = fn.dims(a)[gemm.getTransA() ? 0 : 1];
   double beta = c ? gemm.getBeta().convertToDouble() : 0.0;
@@ -48,10 +71,18 @@ LogicalResult emitMatMul(Operation *op, FunctionEmitter &fn) {
     bShape.push_back(1);
     yShape.push_back(1);
   }
-  fn.libraryKernel("batched_matmul", fn.ptr(a) + ", " + fn.shape(aShape) + ", " +
+  std::string operands = fn.ptr(a) + ", " + fn.shape(aShape) + ", " +
           num(aShape.size()) + ", false, " + fn.ptr(b) + ", " + fn.shape(bShape) + ", " +
           num(bShape.size()) + ", false, " + fn.ptr(y) + ", " + fn.shape(yShape) + ", " +
-          num(yShape.size()));
+          num(yShape.size());
+  if (isBf16(a))
+    fn.bf16Kernel("batched_matmul_bf16", operands,
+                  "batched_matmul_bf16_workspace(" + fn.shape(aShape) + ", " +
+                      num(aShape.size()) + ", " + fn.shape(bShape) + ", " +
+                      num(bShape.size()) + ", " + fn.shape(yShape) + ", " +
+                      num(yShape.size()) + ")");
+  else
+    fn.libraryKernel("batched_matmul", operands);
   return success();
 }
 
@@ -78,6 +109,15 @@ LogicalResult emitConv(Operation *op, FunctionEmitter &fn) {
   std::string p = convParams(fn, fn.dims(conv.getInput()), fn.dims(conv.getWeight()),
                              conv.getStrides(), conv.getPads(), conv.getDilations(),
                              conv.getGroup());
+  if (isBf16(conv.getInput())) {
+    if (conv.getBias())
+      return codegenError(op) << "a bf16 convolution takes no bias (added in float32)";
+    fn.bf16Kernel("conv2d_forward_bf16",
+                  p + ", " + fn.ptr(conv.getInput()) + ", " + fn.ptr(conv.getWeight()) + ", " +
+                      fn.ptr(conv.getOutput()),
+                  "conv2d_forward_bf16_workspace(" + p + ")");
+    return success();
+  }
   std::string operands = p + ", " + fn.ptr(conv.getInput()) + ", " +
           fn.ptr(conv.getWeight()) + ", " +
           (conv.getBias() ? fn.ptr(conv.getBias()) : std::string("nullptr")) + ", " +
@@ -98,6 +138,11 @@ LogicalResult emitConvBackwardData(Operation *op, FunctionEmitter &fn) {
                              grad.getGroup());
   std::string operands = p + ", " + fn.ptr(grad.getGrad()) + ", " +
           fn.ptr(grad.getWeight()) + ", " + fn.ptr(grad.getOutput());
+  if (isBf16(grad.getGrad())) {
+    fn.bf16Kernel("conv2d_backward_data_bf16", operands,
+                  "conv2d_backward_data_bf16_workspace(" + p + ")");
+    return success();
+  }
   if (fn.cuda()) {
     fn.libraryKernel("conv2d_backward_data", operands);
   } else {
@@ -114,6 +159,11 @@ LogicalResult emitConvBackwardFilter(Operation *op, FunctionEmitter &fn) {
                              grad.getGroup());
   std::string operands = p + ", " + fn.ptr(grad.getInput()) + ", " +
           fn.ptr(grad.getGrad()) + ", " + fn.ptr(grad.getOutput());
+  if (isBf16(grad.getInput())) {
+    fn.bf16Kernel("conv2d_backward_filter_bf16", operands,
+                  "conv2d_backward_filter_bf16_workspace(" + p + ")");
+    return success();
+  }
   if (fn.cuda()) {
     fn.libraryKernel("conv2d_backward_filter", operands);
   } else {

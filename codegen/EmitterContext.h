@@ -59,6 +59,11 @@ public:
   /// A kernel that needs the device's library handles on CUDA (cuBLASLt,
   /// cuDNN): `cuda::NAME(gpu, ARGS);`; on the CPU the same as kernel().
   void libraryKernel(llvm::StringRef name, const std::string &args);
+  /// A bf16 product (--precision=bf16): `cuda::NAME(gpu, ARGS);` on CUDA;
+  /// on the CPU `cpu::NAME(ARGS, ctx.workspace);`, reserving the workspace
+  /// `cpu::WORKSPACEFLOATS` (a call of the kernel's *_workspace function).
+  void bf16Kernel(llvm::StringRef name, const std::string &args,
+                  const std::string &workspaceFloats);
   /// Copies `bytes` bytes between tensors: memcpy, or on CUDA a device copy
   /// on the compute stream.
   void copyBytes(const std::string &dst, const std::string &src, int64_t bytes);

@@ -31,6 +31,8 @@ StringRef cppElementType(Type type) {
     return "int32_t";
   if (element.isInteger(1))
     return "uint8_t";
+  if (element.isBF16())  // its bits (runtime/cpu/Kernels.h, section 10)
+    return "uint16_t";
   return "";
 }
 
@@ -87,6 +89,16 @@ void FunctionEmitter::libraryKernel(StringRef name, const std::string &args) {
     line("cuda::" + name + "(gpu, " + args + ");");
   else
     line("cpu::" + name + "(" + args + ");");
+}
+
+void FunctionEmitter::bf16Kernel(StringRef name, const std::string &args,
+                                 const std::string &workspaceFloats) {
+  if (cuda()) {
+    line("cuda::" + name + "(gpu, " + args + ");");
+    return;
+  }
+  workspaceTerms.push_back("4 * cpu::" + workspaceFloats);
+  line("cpu::" + name + "(" + args + ", ctx.workspace);");
 }
 
 void FunctionEmitter::copyBytes(const std::string &dst, const std::string &src, int64_t bytes) {

@@ -15,6 +15,17 @@ using namespace mlir;
 
 namespace dtc {
 
+/// Whether any value of the module is bf16 (dtc-bf16-products ran).
+static bool usesBf16(mlir::ModuleOp module) {
+  bool found = false;
+  module.walk([&](mlir::Operation *op) {
+    for (mlir::Type type : op->getResultTypes())
+      if (auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(type))
+        found |= tensor.getElementType().isBF16();
+  });
+  return found;
+}
+
 //===----------------------------------------------------------------------===//
 // Namespace-scope declarations
 //===----------------------------------------------------------------------===//
@@ -505,6 +516,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << ", " << (accumulate ? "accumulate_step" : "nullptr") << ",\n"
      << pipelineSpec
      << (program.cuda ? "    cuda::deviceBackend(), \"cuda\",\n" : "    nullptr, \"cpu\",\n")
+     << "    " << quoted(usesBf16(module) ? "bf16" : "fp32") << ",\n"
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

@@ -56,7 +56,9 @@ struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass>
   void keepColumns(func::FuncOp train) {
     for (ConvOp conv : llvm::make_early_inc_range(train.getOps<ConvOp>())) {
       ConvBackwardFilterOp grad = findFilterGradient(conv);
-      if (!grad || runsDirect(conv))
+      // Only float32 convolutions (not the bf16 ones of --precision=bf16).
+      if (!grad || runsDirect(conv) ||
+          !tensorOf(conv.getInput()).getElementType().isF32())
         continue;
       int64_t floats = convColumnsFloats(tensorOf(conv.getInput()).getShape(),
                                          tensorOf(conv.getWeight()).getShape(),

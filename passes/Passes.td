@@ -339,6 +339,38 @@ def SendEarly : Pass<"dtc-send-early", "mlir::ModuleOp"> {
   }];
 }
 
+def Bf16Products : Pass<"dtc-bf16-products", "mlir::ModuleOp"> {
+  let summary = "Computes every matrix product in bfloat16 (--precision=bf16)";
+  let description = [{
+    Mixed precision as an IR rewrite. Every dtc.gemm, dtc.matmul, dtc.conv,
+    dtc.conv_backward_data and dtc.conv_backward_filter on float32 operands,
+    in every function (forward and backward passes alike: run it after
+    autodiff), reads its two operands through `dtc.cast` to bf16 (round to
+    nearest even; one cast per value and function, shared by the forward
+    product and the backward ones that read the same activation or weight)
+    and produces a bf16 result (products exact, sums in fp32, the result
+    rounded once), which a `dtc.cast` turns back into float32 for the rest of
+    the step. A gemm's C operand and a conv's bias are split off and added
+    in float32 after that cast. Weights (the master copies), their
+    gradients, the optimizer state and gradient all-reduces stay float32;
+    elementwise ops, normalizations, softmax and the loss stay float32.
+    A gemm with beta other than 1 keeps float32.
+
+    Before:
+    ```mlir
+    %y = dtc.gemm %x, %w, %b {transB = true} : ... -> tensor<64x128xf32>
+    ```
+    After:
+    ```mlir
+    %x16 = dtc.cast %x {to = bf16}
+    %w16 = dtc.cast %w {to = bf16}
+    %p = dtc.gemm %x16, %w16 {transB = true} : ... -> tensor<64x128xbf16>
+    %p32 = dtc.cast %p {to = f32}
+    %y = dtc.add %p32, %b
+    ```
+  }];
+}
+
 def GroupOptimizerUpdates : Pass<"dtc-group-optimizer-updates", "mlir::ModuleOp"> {
   let summary = "Moves every optimizer update to the end of its step, in order";
   let description = [{

@@ -214,6 +214,9 @@ struct ProgramSpec {
   // (see DeviceBackend); `target` names it in banners and fingerprints.
   const DeviceBackend* device;
   const char* target;            // "cpu" or "cuda"
+  // "fp32", or "bf16" (dtc --precision=bf16: matrix products in bf16, float32
+  // weights, gradients and optimizer state); shown in the banner.
+  const char* precision;
 };
 
 } // namespace dtcrt

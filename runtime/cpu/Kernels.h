@@ -355,5 +355,43 @@ void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
                  double beta1, double beta2, double eps, double weightDecay, bool decoupled,
                  int64_t step);
 
+// ============================================================================
+// 10. bfloat16 products (Bf16.cpp), for programs compiled with --precision=bf16
+// ============================================================================
+// A bf16 value is stored as its 16 bits (uint16_t: the upper half of the
+// float32 with the same sign, exponent and top 7 mantissa bits). Casting
+// rounds to nearest even (NaN stays NaN); widening is exact. The products
+// below read bf16 operands and write a bf16 result: products of bf16 values
+// are exact in float32, sums are float32 (the float32 kernels on the widened
+// operands), and the result is rounded once. This is what the CUDA kernels
+// of the same names compute on tensor cores, up to summation order.
+// `workspace` holds the *_bf16_workspace floats (the widened operands,
+// result and the float32 kernel's own scratch).
+void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n);
+void cast_bf16_to_f32(const uint16_t* x, float* y, int64_t n);
+
+// As gemm (beta 0) with contiguous operands: A is MxK (KxM if transA), B is
+// KxN (NxK if transB), lda/ldb their row lengths; C is MxN with row length ldc.
+int64_t gemm_bf16_workspace(int64_t M, int64_t N, int64_t K);
+void gemm_bf16(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+               const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, uint16_t* C,
+               int64_t ldc, float* workspace);
+// As batched_matmul (alpha 1, beta 0).
+int64_t batched_matmul_bf16_workspace(const int64_t* aShape, int aRank, const int64_t* bShape,
+                                      int bRank, const int64_t* cShape, int cRank);
+void batched_matmul_bf16(const uint16_t* A, const int64_t* aShape, int aRank, bool transA,
+                         const uint16_t* B, const int64_t* bShape, int bRank, bool transB,
+                         uint16_t* C, const int64_t* cShape, int cRank, float* workspace);
+// As conv2d_forward (no bias), conv2d_backward_data, conv2d_backward_filter.
+int64_t conv2d_forward_bf16_workspace(const Conv2dParams& p);
+int64_t conv2d_backward_data_bf16_workspace(const Conv2dParams& p);
+int64_t conv2d_backward_filter_bf16_workspace(const Conv2dParams& p);
+void conv2d_forward_bf16(const Conv2dParams& p, const uint16_t* x, const uint16_t* w,
+                         uint16_t* y, float* workspace);
+void conv2d_backward_data_bf16(const Conv2dParams& p, const uint16_t* dy, const uint16_t* w,
+                               uint16_t* dx, float* workspace);
+void conv2d_backward_filter_bf16(const Conv2dParams& p, const uint16_t* x, const uint16_t* dy,
+                                 uint16_t* dw, float* workspace);
+
 }  // namespace cpu
 }  // namespace dtcrt

@@ -3,13 +3,15 @@
 // fits ctx.workspace, cached per shape in the Context; FMA math (exact fp32)
 // unless ctx.allowTf32. cuDNN pads symmetrically, so asymmetric padding runs
 // on the direct kernels below (slow but exact). Bias add and its gradient
-// are own kernels.
+// are own kernels. The same entry points exist for bf16 tensors (float32
+// compute, tensor-core math allowed) for --precision=bf16.
 #include "runtime/cuda/Internal.cuh"
 
 #include <cudnn.h>
 
 #include <array>
 #include <map>
+#include <type_traits>
 
 namespace dtcrt::cuda {
 
@@ -28,6 +30,7 @@ struct ConvPlan {
   cudnnMathType_t fwdMath = CUDNN_FMA_MATH, bwdDataMath = CUDNN_FMA_MATH,
                   bwdFilterMath = CUDNN_FMA_MATH;
   size_t fwdWs = 0, bwdDataWs = 0, bwdFilterWs = 0;
+  bool bf16 = false;  // bf16 tensors (tensor-core math), else float32
 };
 
 using ConvKey = std::array<int64_t, 17>;
@@ -76,24 +79,32 @@ void check(const char* name, const Conv2dParams& p) {
 
 bool symmetric(const Conv2dParams& p) { return p.padT == p.padB && p.padL == p.padR; }
 
-ConvPlan& planFor(Context& ctx, const Conv2dParams& p) {
+// The cuDNN data type of a tensor element type.
+template <typename T> cudnnDataType_t dnnType();
+template <> cudnnDataType_t dnnType<float>() { return CUDNN_DATA_FLOAT; }
+template <> cudnnDataType_t dnnType<__nv_bfloat16>() { return CUDNN_DATA_BFLOAT16; }
+
+// Float32 compute either way; bf16 plans may use tensor-core math.
+ConvPlan& planFor(Context& ctx, const Conv2dParams& p, bool bf16) {
   if (!ctx.impl || !ctx.dnn) fail("conv2d", "the Context is empty (destroyed or not created)");
   if (!ctx.impl->conv) ctx.impl->conv = new ConvCache();
   const ConvKey key = {p.N,       p.C,       p.H,       p.W,    p.K,    p.R,
                        p.S,       p.strideH, p.strideW, p.padT, p.padL, p.dilH,
-                       p.dilW,    p.groups,  ctx.allowTf32, 0, 0};
+                       p.dilW,    p.groups,  ctx.allowTf32, bf16, 0};
   auto& plans = ctx.impl->conv->plans;
   auto it = plans.find(key);
   if (it != plans.end()) return it->second;
   ConvPlan plan;
+  plan.bf16 = bf16;
+  const cudnnDataType_t data = bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   try {
     DTCRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan.x));
     DTCRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan.y));
     DTCRT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan.w));
     DTCRT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&plan.conv));
-    DTCRT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+    DTCRT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.x, CUDNN_TENSOR_NCHW, data,
                                                  (int)p.N, (int)p.C, (int)p.H, (int)p.W));
-    DTCRT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+    DTCRT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan.w, data, CUDNN_TENSOR_NCHW,
                                                  (int)p.K, (int)(p.C / p.groups), (int)p.R,
                                                  (int)p.S));
     DTCRT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
@@ -101,7 +112,7 @@ ConvPlan& planFor(Context& ctx, const Conv2dParams& p) {
         (int)p.dilW, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     DTCRT_CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan.conv, (int)p.groups));
     DTCRT_CUDNN_CHECK(cudnnSetConvolutionMathType(
-        plan.conv, ctx.allowTf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+        plan.conv, ctx.allowTf32 || bf16 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     int n = 0, c = 0, h = 0, w = 0;
     DTCRT_CUDNN_CHECK(
         cudnnGetConvolution2dForwardOutputDim(plan.conv, plan.x, plan.w, &n, &c, &h, &w));
@@ -109,7 +120,7 @@ ConvPlan& planFor(Context& ctx, const Conv2dParams& p) {
       fail("conv2d", "cuDNN output %dx%dx%dx%d differs from %lldx%lldx%lldx%lld", n, c, h, w,
            (long long)p.N, (long long)p.K, (long long)outH(p), (long long)outW(p));
     DTCRT_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(plan.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+        cudnnSetTensor4dDescriptor(plan.y, CUDNN_TENSOR_NCHW, data, n, c, h, w));
   } catch (...) {
     if (plan.x) cudnnDestroyTensorDescriptor(plan.x);
     if (plan.y) cudnnDestroyTensorDescriptor(plan.y);
@@ -120,14 +131,14 @@ ConvPlan& planFor(Context& ctx, const Conv2dParams& p) {
   return plans.emplace(key, plan).first->second;
 }
 
-// First heuristic result that succeeded, fits the workspace and (without
-// TF32) uses plain FMA math.
+// First heuristic result that succeeded, fits the workspace and (float32
+// plans without TF32) uses plain FMA math.
 template <typename Perf>
-const Perf* pick(const Perf* perf, int count, const Context& ctx) {
+const Perf* pick(const Perf* perf, int count, const Context& ctx, const ConvPlan& plan) {
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
     if (perf[i].memory > ctx.workspaceBytes) continue;
-    if (!ctx.allowTf32 && (perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+    if (!ctx.allowTf32 && !plan.bf16 && (perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
                            perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
       continue;
     return &perf[i];
@@ -142,8 +153,15 @@ void setMath(ConvPlan& plan, cudnnMathType_t math) {
 // ---------------------------------------------------------------------------
 // Direct kernels (asymmetric padding)
 // ---------------------------------------------------------------------------
-__global__ void directForward(Conv2dParams p, int64_t OH, int64_t OW, const float* x,
-                              const float* w, float* y) {
+// Float32 sums over float32 or bf16 elements (asymmetric padding only).
+__device__ __forceinline__ float toFloat(float v) { return v; }
+__device__ __forceinline__ float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+template <typename T>
+__global__ void directForward(Conv2dParams p, int64_t OH, int64_t OW, const T* x, const T* w,
+                              T* y) {
   const int64_t total = p.N * p.K * OH * OW;
   const int64_t cg = p.C / p.groups, kg = p.K / p.groups;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -153,24 +171,25 @@ __global__ void directForward(Conv2dParams p, int64_t OH, int64_t OW, const floa
     const int64_t g = k / kg;
     float acc = 0.0f;
     for (int64_t c = 0; c < cg; ++c) {
-      const float* xp = x + ((n * p.C + g * cg + c) * p.H) * p.W;
-      const float* wp = w + ((k * cg + c) * p.R) * p.S;
+      const T* xp = x + ((n * p.C + g * cg + c) * p.H) * p.W;
+      const T* wp = w + ((k * cg + c) * p.R) * p.S;
       for (int64_t r = 0; r < p.R; ++r) {
         const int64_t h = oh * p.strideH - p.padT + r * p.dilH;
         if (h < 0 || h >= p.H) continue;
         for (int64_t s = 0; s < p.S; ++s) {
           const int64_t ww = ow * p.strideW - p.padL + s * p.dilW;
           if (ww < 0 || ww >= p.W) continue;
-          acc += xp[h * p.W + ww] * wp[r * p.S + s];
+          acc += toFloat(xp[h * p.W + ww]) * toFloat(wp[r * p.S + s]);
         }
       }
     }
-    y[i] = acc;
+    store(&y[i], acc);
   }
 }
 
-__global__ void directBackwardData(Conv2dParams p, int64_t OH, int64_t OW, const float* dy,
-                                   const float* w, float* dx) {
+template <typename T>
+__global__ void directBackwardData(Conv2dParams p, int64_t OH, int64_t OW, const T* dy,
+                                   const T* w, T* dx) {
   const int64_t total = p.N * p.C * p.H * p.W;
   const int64_t cg = p.C / p.groups, kg = p.K / p.groups;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -181,8 +200,8 @@ __global__ void directBackwardData(Conv2dParams p, int64_t OH, int64_t OW, const
     float acc = 0.0f;
     for (int64_t kk = 0; kk < kg; ++kk) {
       const int64_t k = g * kg + kk;
-      const float* dyp = dy + ((n * p.K + k) * OH) * OW;
-      const float* wp = w + ((k * cg + cl) * p.R) * p.S;
+      const T* dyp = dy + ((n * p.K + k) * OH) * OW;
+      const T* wp = w + ((k * cg + cl) * p.R) * p.S;
       for (int64_t r = 0; r < p.R; ++r) {
         const int64_t th = xh + p.padT - r * p.dilH;
         if (th < 0 || th % p.strideH != 0) continue;
@@ -193,17 +212,18 @@ __global__ void directBackwardData(Conv2dParams p, int64_t OH, int64_t OW, const
           if (tw < 0 || tw % p.strideW != 0) continue;
           const int64_t ow = tw / p.strideW;
           if (ow >= OW) continue;
-          acc += dyp[oh * OW + ow] * wp[r * p.S + s];
+          acc += toFloat(dyp[oh * OW + ow]) * toFloat(wp[r * p.S + s]);
         }
       }
     }
-    dx[i] = acc;
+    store(&dx[i], acc);
   }
 }
 
 // One block per weight element, summing over the batch and output positions.
-__global__ void directBackwardFilter(Conv2dParams p, int64_t OH, int64_t OW, const float* x,
-                                     const float* dy, float* dw) {
+template <typename T>
+__global__ void directBackwardFilter(Conv2dParams p, int64_t OH, int64_t OW, const T* x,
+                                     const T* dy, T* dw) {
   __shared__ float shared[32];
   const int64_t cg = p.C / p.groups, kg = p.K / p.groups;
   const int64_t total = p.K * cg * p.R * p.S;
@@ -218,10 +238,11 @@ __global__ void directBackwardFilter(Conv2dParams p, int64_t OH, int64_t OW, con
       const int64_t h = oh * p.strideH - p.padT + r * p.dilH;
       const int64_t ww = ow * p.strideW - p.padL + s * p.dilW;
       if (h < 0 || h >= p.H || ww < 0 || ww >= p.W) continue;
-      acc += x[((n * p.C + c) * p.H + h) * p.W + ww] * dy[((n * p.K + k) * OH + oh) * OW + ow];
+      acc += toFloat(x[((n * p.C + c) * p.H + h) * p.W + ww]) *
+             toFloat(dy[((n * p.K + k) * OH + oh) * OW + ow]);
     }
     acc = blockSum(acc, shared);
-    if (threadIdx.x == 0) dw[i] = acc;
+    if (threadIdx.x == 0) store(&dw[i], acc);
   }
 }
 
@@ -232,10 +253,10 @@ __global__ void addChannelBias(float* y, const float* bias, int64_t N, int64_t K
     y[i] += bias[(i / HW) % K];
 }
 
-}  // namespace
-
-void conv2d_forward(Context& ctx, const Conv2dParams& p, const float* x, const float* w,
-                    const float* bias, float* y) {
+template <typename T>
+void forward(Context& ctx, const Conv2dParams& p, const T* x, const T* w, const float* bias,
+             T* y) {
+  constexpr bool bf16 = std::is_same_v<T, __nv_bfloat16>;
   check("conv2d_forward", p);
   const int64_t OH = outH(p), OW = outW(p);
   if (p.N == 0 || p.K == 0) return;
@@ -243,18 +264,18 @@ void conv2d_forward(Context& ctx, const Conv2dParams& p, const float* x, const f
     directForward<<<gridFor(p.N * p.K * OH * OW), kThreads, 0, ctx.stream>>>(p, OH, OW, x, w, y);
     DTCRT_LAUNCH_CHECK("conv2d_forward (direct)");
   } else {
-    ConvPlan& plan = planFor(ctx, p);
+    ConvPlan& plan = planFor(ctx, p, bf16);
     if (!plan.haveFwd) {
       cudnnConvolutionFwdAlgoPerf_t perf[16];
       int count = 0;
       DTCRT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.dnn, plan.x, plan.w,
                                                                plan.conv, plan.y, 16, &count,
                                                                perf));
-      const cudnnConvolutionFwdAlgoPerf_t* best = pick(perf, count, ctx);
+      const cudnnConvolutionFwdAlgoPerf_t* best = pick(perf, count, ctx, plan);
       if (!best) fail("conv2d_forward", "cuDNN has no algorithm within %zu workspace bytes",
                       ctx.workspaceBytes);
       plan.fwd = best->algo;
-      plan.fwdMath = ctx.allowTf32 ? best->mathType : CUDNN_FMA_MATH;
+      plan.fwdMath = ctx.allowTf32 || plan.bf16 ? best->mathType : CUDNN_FMA_MATH;
       setMath(plan, plan.fwdMath);
       DTCRT_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(ctx.dnn, plan.x, plan.w, plan.conv,
                                                                 plan.y, plan.fwd, &plan.fwdWs));
@@ -271,14 +292,16 @@ void conv2d_forward(Context& ctx, const Conv2dParams& p, const float* x, const f
                                               y));
   }
   if (bias) {
-    addChannelBias<<<gridFor(p.N * p.K * OH * OW), kThreads, 0, ctx.stream>>>(y, bias, p.N, p.K,
+    if constexpr (bf16) fail("conv2d_forward_bf16", "no bias (add it in float32)");
+    else addChannelBias<<<gridFor(p.N * p.K * OH * OW), kThreads, 0, ctx.stream>>>(y, bias, p.N, p.K,
                                                                                OH * OW);
     DTCRT_LAUNCH_CHECK("conv2d_forward (bias)");
   }
 }
 
-void conv2d_backward_data(Context& ctx, const Conv2dParams& p, const float* dy, const float* w,
-                          float* dx) {
+template <typename T>
+void backwardData(Context& ctx, const Conv2dParams& p, const T* dy, const T* w, T* dx) {
+  constexpr bool bf16 = std::is_same_v<T, __nv_bfloat16>;
   check("conv2d_backward_data", p);
   const int64_t OH = outH(p), OW = outW(p);
   if (p.N == 0 || p.C == 0) return;
@@ -288,17 +311,17 @@ void conv2d_backward_data(Context& ctx, const Conv2dParams& p, const float* dy, 
     DTCRT_LAUNCH_CHECK("conv2d_backward_data (direct)");
     return;
   }
-  ConvPlan& plan = planFor(ctx, p);
+  ConvPlan& plan = planFor(ctx, p, bf16);
   if (!plan.haveBwdData) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[16];
     int count = 0;
     DTCRT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         ctx.dnn, plan.w, plan.y, plan.conv, plan.x, 16, &count, perf));
-    const cudnnConvolutionBwdDataAlgoPerf_t* best = pick(perf, count, ctx);
+    const cudnnConvolutionBwdDataAlgoPerf_t* best = pick(perf, count, ctx, plan);
     if (!best) fail("conv2d_backward_data", "cuDNN has no algorithm within %zu workspace bytes",
                     ctx.workspaceBytes);
     plan.bwdData = best->algo;
-    plan.bwdDataMath = ctx.allowTf32 ? best->mathType : CUDNN_FMA_MATH;
+    plan.bwdDataMath = ctx.allowTf32 || plan.bf16 ? best->mathType : CUDNN_FMA_MATH;
     setMath(plan, plan.bwdDataMath);
     DTCRT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
         ctx.dnn, plan.w, plan.y, plan.conv, plan.x, plan.bwdData, &plan.bwdDataWs));
@@ -315,14 +338,15 @@ void conv2d_backward_data(Context& ctx, const Conv2dParams& p, const float* dy, 
                                                  &zero, plan.x, dx));
 }
 
-void conv2d_backward_filter(Context& ctx, const Conv2dParams& p, const float* x, const float* dy,
-                            float* dw) {
+template <typename T>
+void backwardFilter(Context& ctx, const Conv2dParams& p, const T* x, const T* dy, T* dw) {
+  constexpr bool bf16 = std::is_same_v<T, __nv_bfloat16>;
   check("conv2d_backward_filter", p);
   const int64_t OH = outH(p), OW = outW(p);
   const int64_t wCount = p.K * (p.C / p.groups) * p.R * p.S;
   if (wCount == 0) return;
   if (p.N == 0) {
-    fill(dw, wCount, 0.0f, ctx.stream);
+    DTCRT_CUDA_CHECK(cudaMemsetAsync(dw, 0, wCount * sizeof(T), ctx.stream));
     return;
   }
   if (!symmetric(p)) {
@@ -330,17 +354,17 @@ void conv2d_backward_filter(Context& ctx, const Conv2dParams& p, const float* x,
     DTCRT_LAUNCH_CHECK("conv2d_backward_filter (direct)");
     return;
   }
-  ConvPlan& plan = planFor(ctx, p);
+  ConvPlan& plan = planFor(ctx, p, bf16);
   if (!plan.haveBwdFilter) {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[16];
     int count = 0;
     DTCRT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         ctx.dnn, plan.x, plan.y, plan.conv, plan.w, 16, &count, perf));
-    const cudnnConvolutionBwdFilterAlgoPerf_t* best = pick(perf, count, ctx);
+    const cudnnConvolutionBwdFilterAlgoPerf_t* best = pick(perf, count, ctx, plan);
     if (!best) fail("conv2d_backward_filter", "cuDNN has no algorithm within %zu workspace bytes",
                     ctx.workspaceBytes);
     plan.bwdFilter = best->algo;
-    plan.bwdFilterMath = ctx.allowTf32 ? best->mathType : CUDNN_FMA_MATH;
+    plan.bwdFilterMath = ctx.allowTf32 || plan.bf16 ? best->mathType : CUDNN_FMA_MATH;
     setMath(plan, plan.bwdFilterMath);
     DTCRT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
         ctx.dnn, plan.x, plan.y, plan.conv, plan.w, plan.bwdFilter, &plan.bwdFilterWs));
@@ -355,6 +379,39 @@ void conv2d_backward_filter(Context& ctx, const Conv2dParams& p, const float* x,
   DTCRT_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.dnn, &one, plan.x, x, plan.y, dy,
                                                    plan.conv, plan.bwdFilter, ctx.workspace,
                                                    plan.bwdFilterWs, &zero, plan.w, dw));
+}
+
+}  // namespace
+
+void conv2d_forward(Context& ctx, const Conv2dParams& p, const float* x, const float* w,
+                    const float* bias, float* y) {
+  forward(ctx, p, x, w, bias, y);
+}
+void conv2d_backward_data(Context& ctx, const Conv2dParams& p, const float* dy, const float* w,
+                          float* dx) {
+  backwardData(ctx, p, dy, w, dx);
+}
+void conv2d_backward_filter(Context& ctx, const Conv2dParams& p, const float* x, const float* dy,
+                            float* dw) {
+  backwardFilter(ctx, p, x, dy, dw);
+}
+
+namespace {
+const __nv_bfloat16* bf(const uint16_t* p) { return reinterpret_cast<const __nv_bfloat16*>(p); }
+__nv_bfloat16* bf(uint16_t* p) { return reinterpret_cast<__nv_bfloat16*>(p); }
+}  // namespace
+
+void conv2d_forward_bf16(Context& ctx, const Conv2dParams& p, const uint16_t* x,
+                         const uint16_t* w, uint16_t* y) {
+  forward(ctx, p, bf(x), bf(w), nullptr, bf(y));
+}
+void conv2d_backward_data_bf16(Context& ctx, const Conv2dParams& p, const uint16_t* dy,
+                               const uint16_t* w, uint16_t* dx) {
+  backwardData(ctx, p, bf(dy), bf(w), bf(dx));
+}
+void conv2d_backward_filter_bf16(Context& ctx, const Conv2dParams& p, const uint16_t* x,
+                                 const uint16_t* dy, uint16_t* dw) {
+  backwardFilter(ctx, p, bf(x), bf(dy), bf(dw));
 }
 
 void conv2d_backward_bias(const Conv2dParams& p, const float* dy, float* db,

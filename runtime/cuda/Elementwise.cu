@@ -588,5 +588,11 @@ void cast_bf16_to_f32(const __nv_bfloat16* x, float* y, int64_t n, cudaStream_t 
   bf16ToF32<<<gridFor(n), kThreads, 0, stream>>>(x, y, n);
   DTCRT_LAUNCH_CHECK("cast_bf16_to_f32");
 }
+void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream) {
+  cast_f32_to_bf16(x, reinterpret_cast<__nv_bfloat16*>(y), n, stream);
+}
+void cast_bf16_to_f32(const uint16_t* x, float* y, int64_t n, cudaStream_t stream) {
+  cast_bf16_to_f32(reinterpret_cast<const __nv_bfloat16*>(x), y, n, stream);
+}
 
 }  // namespace dtcrt::cuda

@@ -82,17 +82,31 @@ __global__ void scaleMatrix(float* C, int64_t M, int64_t N, int64_t ldc, float b
   }
 }
 
-// Row-major, optionally strided-batched: C_i = alpha op(A_i) op(B_i) + beta C_i.
-// `bf16` selects bf16 A and B (C stays fp32).
-void ltMatmul(Context& ctx, const char* name, bool bf16, bool transA, bool transB, int64_t M,
+// Element types of a product: fp32 throughout, bf16 A and B with fp32 C, or
+// bf16 A, B and C (--precision=bf16: the fp32 sum rounded once into C).
+enum class Prec { F32, Bf16In, Bf16 };
+
+// Row-major, optionally strided-batched: C_i = alpha op(A_i) op(B_i) + beta C_i,
+// with fp32 accumulation whatever the element types (`prec`).
+void ltMatmul(Context& ctx, const char* name, Prec prec, bool transA, bool transB, int64_t M,
               int64_t N, int64_t K, float alpha, const void* A, int64_t lda, int64_t strideA,
-              const void* B, int64_t ldb, int64_t strideB, float beta, float* C, int64_t ldc,
+              const void* B, int64_t ldb, int64_t strideB, float beta, void* C, int64_t ldc,
               int64_t strideC, int64_t batch) {
   if (M <= 0 || N <= 0 || batch <= 0) return;
   if (!ctx.lt) fail(name, "the Context has no cuBLASLt handle (not created?)");
+  const bool bf16 = prec != Prec::F32, bf16C = prec == Prec::Bf16;
+  const int64_t cElem = bf16C ? 2 : 4;
   if (K <= 0) {  // empty product: C = beta*C
+    if (bf16C) {
+      if (beta != 0.0f) fail(name, "an empty bf16 product needs beta 0");
+      for (int64_t i = 0; i < batch; ++i)
+        DTCRT_CUDA_CHECK(cudaMemset2DAsync(static_cast<char*>(C) + i * strideC * cElem,
+                                           ldc * cElem, 0, N * cElem, M, ctx.stream));
+      return;
+    }
     for (int64_t i = 0; i < batch; ++i) {
-      scaleMatrix<<<gridFor(M * N), kThreads, 0, ctx.stream>>>(C + i * strideC, M, N, ldc, beta);
+      scaleMatrix<<<gridFor(M * N), kThreads, 0, ctx.stream>>>(static_cast<float*>(C) + i * strideC,
+                                                              M, N, ldc, beta);
       DTCRT_LAUNCH_CHECK("gemm (empty K)");
     }
     return;
@@ -100,10 +114,10 @@ void ltMatmul(Context& ctx, const char* name, bool bf16, bool transA, bool trans
   const int64_t elem = bf16 ? 2 : 4;
   const uint32_t alA = alignmentOf(A, strideA * elem, batch);
   const uint32_t alB = alignmentOf(B, strideB * elem, batch);
-  const uint32_t alC = alignmentOf(C, strideC * 4, batch);
+  const uint32_t alC = alignmentOf(C, strideC * cElem, batch);
   const bool tf32 = ctx.allowTf32 && !bf16;
   const LtKey key = {bf16,    transA,  transB,  M,   N,   K,   lda, ldb, ldc, strideA,
-                     strideB, strideC, batch,   alA, alB, alC, tf32, 0,  0,   0};
+                     strideB, strideC, batch,   alA, alB, alC, tf32, bf16C, 0, 0};
   if (!ctx.impl) fail(name, "the Context is empty (destroyed or not created)");
   if (!ctx.impl->gemm) ctx.impl->gemm = new GemmCache();
   auto& plans = ctx.impl->gemm->plans;
@@ -126,7 +140,7 @@ void ltMatmul(Context& ctx, const char* name, bool bf16, bool transA, bool trans
                       : makeLayout(abType, N, K, ldb, batch, strideB);
       plan.b = transA ? makeLayout(abType, M, K, lda, batch, strideA)
                       : makeLayout(abType, K, M, lda, batch, strideA);
-      plan.c = makeLayout(CUDA_R_32F, N, M, ldc, batch, strideC);
+      plan.c = makeLayout(bf16C ? CUDA_R_16BF : CUDA_R_32F, N, M, ldc, batch, strideC);
       cublasLtMatmulPreference_t pref = nullptr;
       DTCRT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
       const uint64_t ws = ctx.workspaceBytes;
@@ -151,7 +165,7 @@ void ltMatmul(Context& ctx, const char* name, bool bf16, bool transA, bool trans
         fail(name,
              "cuBLASLt has no algorithm for %s M=%lld N=%lld K=%lld lda=%lld ldb=%lld "
              "ldc=%lld batch=%lld (alignments %u/%u/%u bytes)",
-             bf16 ? "bf16" : "fp32", (long long)M, (long long)N, (long long)K, (long long)lda,
+             bf16C ? "bf16" : bf16 ? "bf16-in" : "fp32", (long long)M, (long long)N, (long long)K, (long long)lda,
              (long long)ldb, (long long)ldc, (long long)batch, alA, alB, alC);
       plan.algo = result[0].algo;
       plan.workspace = result[0].workspaceSize;
@@ -182,21 +196,31 @@ __global__ void addBiasRows(float* Y, const float* bias, int64_t M, int64_t N) {
 void gemm(Context& ctx, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
           int64_t ldc) {
-  ltMatmul(ctx, "gemm", false, transA, transB, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C,
+  ltMatmul(ctx, "gemm", Prec::F32, transA, transB, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C,
            ldc, 0, 1);
 }
 
 void gemm_bf16(Context& ctx, bool transA, bool transB, int64_t M, int64_t N, int64_t K,
                float alpha, const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* B,
                int64_t ldb, float beta, float* C, int64_t ldc) {
-  ltMatmul(ctx, "gemm_bf16", true, transA, transB, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta,
-           C, ldc, 0, 1);
+  ltMatmul(ctx, "gemm_bf16", Prec::Bf16In, transA, transB, M, N, K, alpha, A, lda, 0, B, ldb, 0,
+           beta, C, ldc, 0, 1);
 }
 
-void batched_matmul(Context& ctx, const float* A, const int64_t* aShape, int aRank, bool transA,
-                    const float* B, const int64_t* bShape, int bRank, bool transB, float* C,
-                    const int64_t* cShape, int cRank, float alpha, float beta) {
-  const char* name = "batched_matmul";
+void gemm_bf16(Context& ctx, bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+               float alpha, const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb,
+               uint16_t* C, int64_t ldc) {
+  ltMatmul(ctx, "gemm_bf16", Prec::Bf16, transA, transB, M, N, K, alpha, A, lda, 0, B, ldb, 0,
+           0.0f, C, ldc, 0, 1);
+}
+
+namespace {
+
+void batchedMatmul(Context& ctx, const char* name, Prec prec, const void* A,
+                   const int64_t* aShape, int aRank, bool transA, const void* B,
+                   const int64_t* bShape, int bRank, bool transB, void* C,
+                   const int64_t* cShape, int cRank, float alpha, float beta) {
+  const int64_t abElem = prec == Prec::F32 ? 4 : 2, cElem = prec == Prec::Bf16 ? 2 : 4;
   if (aRank < 2 || bRank < 2 || cRank < 2)
     fail(name, "operands need rank >= 2 (got %d, %d, %d)", aRank, bRank, cRank);
   const int64_t aRows = aShape[aRank - 2], aCols = aShape[aRank - 1];
@@ -243,31 +267,35 @@ void batched_matmul(Context& ctx, const float* A, const int64_t* aShape, int aRa
   const int64_t mA = aRows * aCols, mB = bRows * bCols, mC = M * N;
   // x[batch, M, K] @ W[K, N]: one (batch*M) x K gemm.
   if (!transA && aFull && bShared && cFull) {
-    ltMatmul(ctx, name, false, false, transB, batch * M, N, K, alpha, A, lda, 0, B, ldb, 0, beta,
+    ltMatmul(ctx, name, prec, false, transB, batch * M, N, K, alpha, A, lda, 0, B, ldb, 0, beta,
              C, ldc, 0, 1);
     return;
   }
   // dW = sum_b x_b^T dY_b, both contiguous over the batch: one gemm over folded rows.
   if (transA && aFull && !transB && bFull && cShared && batch > 1) {
-    ltMatmul(ctx, name, false, true, false, M, N, K * batch, alpha, A, lda, 0, B, ldb, 0, beta,
+    ltMatmul(ctx, name, prec, true, false, M, N, K * batch, alpha, A, lda, 0, B, ldb, 0, beta,
              C, ldc, 0, 1);
     return;
   }
   // Every operand either has the whole batch or is shared: one strided-batched call.
   if (cFull && (aFull || aShared) && (bFull || bShared)) {
-    ltMatmul(ctx, name, false, transA, transB, M, N, K, alpha, A, lda, aFull ? mA : 0, B, ldb,
+    ltMatmul(ctx, name, prec, transA, transB, M, N, K, alpha, A, lda, aFull ? mA : 0, B, ldb,
              bFull ? mB : 0, beta, C, ldc, mC, batch);
     return;
   }
   // General: one gemm per batch element; a C matrix receives beta on its first
   // visit and accumulates (beta = 1) afterwards (stream order serializes them).
+  if (prec == Prec::Bf16 && !cFull)
+    fail(name, "a bf16 output summed over broadcast batches is not supported");
   int64_t idx[kMaxRank] = {0};
   int64_t oa = 0, ob = 0, oc = 0;
   for (int64_t i = 0; i < batch; ++i) {
     bool first = true;
     for (int d = 0; d < batchRank; ++d) first &= sc[d] != 0 || idx[d] == 0;
-    ltMatmul(ctx, name, false, transA, transB, M, N, K, alpha, A + oa, lda, 0, B + ob, ldb, 0,
-             first ? beta : 1.0f, C + oc, ldc, 0, 1);
+    ltMatmul(ctx, name, prec, transA, transB, M, N, K, alpha,
+             static_cast<const char*>(A) + oa * abElem, lda, 0,
+             static_cast<const char*>(B) + ob * abElem, ldb, 0, first ? beta : 1.0f,
+             static_cast<char*>(C) + oc * cElem, ldc, 0, 1);
     for (int d = batchRank - 1; d >= 0; --d) {
       if (++idx[d] < bs[d]) {
         oa += sa[d];
@@ -281,6 +309,22 @@ void batched_matmul(Context& ctx, const float* A, const int64_t* aShape, int aRa
       oc -= sc[d] * (bs[d] - 1);
     }
   }
+}
+
+}  // namespace
+
+void batched_matmul(Context& ctx, const float* A, const int64_t* aShape, int aRank, bool transA,
+                    const float* B, const int64_t* bShape, int bRank, bool transB, float* C,
+                    const int64_t* cShape, int cRank, float alpha, float beta) {
+  batchedMatmul(ctx, "batched_matmul", Prec::F32, A, aShape, aRank, transA, B, bShape, bRank,
+                transB, C, cShape, cRank, alpha, beta);
+}
+
+void batched_matmul_bf16(Context& ctx, const uint16_t* A, const int64_t* aShape, int aRank,
+                         bool transA, const uint16_t* B, const int64_t* bShape, int bRank,
+                         bool transB, uint16_t* C, const int64_t* cShape, int cRank) {
+  batchedMatmul(ctx, "batched_matmul_bf16", Prec::Bf16, A, aShape, aRank, transA, B, bShape,
+                bRank, transB, C, cShape, cRank, 1.0f, 0.0f);
 }
 
 void add_bias_rows(float* Y, const float* bias, int64_t M, int64_t N, cudaStream_t stream) {

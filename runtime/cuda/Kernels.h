@@ -202,6 +202,9 @@ void cast_i64_to_f32(const int64_t* x, float* y, int64_t n, cudaStream_t stream)
 // Mixed-precision helpers: round to nearest even / exact widening.
 void cast_f32_to_bf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t stream);
 void cast_bf16_to_f32(const __nv_bfloat16* x, float* y, int64_t n, cudaStream_t stream);
+// The same on bf16 bits (uint16_t), as --precision=bf16 programs store them.
+void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
+void cast_bf16_to_f32(const uint16_t* x, float* y, int64_t n, cudaStream_t stream);
 
 // ============================================================================
 // 2. GEMM (Gemm.cu): cuBLASLt on ctx.stream with ctx.workspace
@@ -217,6 +220,15 @@ void gemm_bf16(Context& ctx, bool transA, bool transB, int64_t M, int64_t N, int
 void batched_matmul(Context& ctx, const float* A, const int64_t* aShape, int aRank, bool transA,
                     const float* B, const int64_t* bShape, int bRank, bool transB, float* C,
                     const int64_t* cShape, int cRank, float alpha = 1.0f, float beta = 0.0f);
+// --precision=bf16 (bf16 bits as uint16_t): bf16 A, B and C, fp32 sums
+// rounded once into C (cuBLASLt, tensor cores); the CPU kernels of the same
+// name compute the same values.
+void gemm_bf16(Context& ctx, bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+               float alpha, const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb,
+               uint16_t* C, int64_t ldc);
+void batched_matmul_bf16(Context& ctx, const uint16_t* A, const int64_t* aShape, int aRank,
+                         bool transA, const uint16_t* B, const int64_t* bShape, int bRank,
+                         bool transB, uint16_t* C, const int64_t* cShape, int cRank);
 void add_bias_rows(float* Y, const float* bias, int64_t M, int64_t N, cudaStream_t stream);
 void sum_rows(const float* dY, int64_t M, int64_t N, float* db, cudaStream_t stream);
 
@@ -235,6 +247,14 @@ void conv2d_backward_filter(Context& ctx, const Conv2dParams& p, const float* x,
                             float* dw);
 void conv2d_backward_bias(const Conv2dParams& p, const float* dy, float* db,
                           cudaStream_t stream);
+// --precision=bf16: bf16 tensors (bits as uint16_t), fp32 sums rounded once
+// into the bf16 result, no bias (added in fp32 by the program).
+void conv2d_forward_bf16(Context& ctx, const Conv2dParams& p, const uint16_t* x,
+                         const uint16_t* w, uint16_t* y);
+void conv2d_backward_data_bf16(Context& ctx, const Conv2dParams& p, const uint16_t* dy,
+                               const uint16_t* w, uint16_t* dx);
+void conv2d_backward_filter_bf16(Context& ctx, const Conv2dParams& p, const uint16_t* x,
+                                 const uint16_t* dy, uint16_t* dw);
 
 // ============================================================================
 // 4. Pooling, NCHW (Pool.cu): own kernels (CPU index/tie/NaN semantics)

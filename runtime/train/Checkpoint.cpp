@@ -82,6 +82,8 @@ uint64_t programFingerprint(const ProgramSpec& spec) {
   // GPU programs: the target too (CPU programs keep their fingerprint).
   if (spec.device || (spec.target && std::string(spec.target) != "cpu"))
     f.text(spec.target ? spec.target : "device");
+  // bf16 programs compute different values (fp32 fingerprints unchanged).
+  if (spec.precision && std::string(spec.precision) == "bf16") f.text("bf16");
   return f.h;
 }
 

@@ -337,6 +337,7 @@ TrainResult Trainer::run() {
                  world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
                                  " per step)")
                            : std::string());
+  if (spec_.precision && std::string(spec_.precision) == "bf16") layout += ", bf16 products";
   if (device_)
     layout += str(", on ", Device::targetOf(spec_),
                   device_->hasGraphs() ? (graphs_ ? " (CUDA graphs)" : " (no CUDA graphs)") : "");

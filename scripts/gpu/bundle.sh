@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Packs what a GPU session needs to check and benchmark the CUDA target on the
 # `device` machine (which cannot build dtc: no MLIR, no apt): CPU and CUDA
-# programs of the MLP, LeNet, ResNet-18 and the GPT-style model (for
-# check.sh's loss comparisons), CUDA programs of the MLP at batch 64 and 4096,
+# programs of the MLP, LeNet, ResNet-18 and the GPT-style model, and of the
+# MLP and LeNet with --precision=bf16 (for check.sh's loss comparisons), CUDA
+# programs of ResNet-50 bf16, of the MLP at batch 64 and 4096,
 # ResNet-50 at batch 64 on 224x224 and the GPT model (for
 # bench/gpu_throughput.py), dtcrun, the CUDA kernel tests, and the non-CUDA
 # shared libraries they load, as one bundle.tar.xz.
@@ -32,11 +33,14 @@ while read -r name targets model flags; do
   done
 done <<MODELS
 mlp cpu,cuda $ex/mlp.onnx --batch-size=64 --optimizer=sgd --lr=0.05 --momentum=0.9
+mlp-bf16 cpu,cuda $ex/mlp.onnx --batch-size=64 --optimizer=sgd --lr=0.05 --momentum=0.9 --precision=bf16
 lenet cpu,cuda $ex/lenet.onnx --batch-size=64 --optimizer=adam --lr=0.001
+lenet-bf16 cpu,cuda $ex/lenet.onnx --batch-size=64 --optimizer=adam --lr=0.001 --precision=bf16
 resnet18 cpu,cuda $models/resnet18-le.onnx --batch-size=16 --optimizer=sgd --lr=0.001
 gpt cpu,cuda $ex/gpt.onnx --batch-size=64 --optimizer=adamw --lr=0.001 --weight-decay=0.01
 mlp4096 cuda $ex/mlp.onnx --batch-size=4096 --optimizer=sgd --lr=0.05 --momentum=0.9
 resnet50 cuda $models/resnet50-le.onnx --batch-size=64 --optimizer=sgd --lr=0.01 --momentum=0.9
+resnet50-bf16 cuda $models/resnet50-le.onnx --batch-size=64 --optimizer=sgd --lr=0.01 --momentum=0.9 --precision=bf16
 MODELS
 "$dtc" "$ex/mlp.onnx" --optimizer=sgd --lr=0.05 --strategy=ddp --target=cuda \
   -o "$out/bin/mlp-ddp-cuda"

@@ -3,13 +3,15 @@
 # bundle.sh: the CUDA kernel tests, then per-step losses of the CUDA
 # programs against the CPU programs on the same synthetic data (1e-3
 # relative, issue 5's bar: MLP, LeNet, ResNet-18, GPT) and of the CUDA
-# programs with and without CUDA graphs (1e-6), a 1-rank NCCL ddp run, and
+# programs with and without CUDA graphs (1e-6), --precision=bf16 CUDA vs CPU
+# and the bf16 loss curve against fp32, a 1-rank NCCL ddp run, and
 # compute-sanitizer on a few MLP steps. Writes logs to $OUT (when set) and
 # exits non-zero on any failure.
 set -uo pipefail
 packed="$(cd "${1:?usage: check.sh BUNDLE}" && pwd)"
 out="${OUT:-/tmp/dtc-gpu}"
 mkdir -p "$out"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bundle="$("$(dirname "${BASH_SOURCE[0]}")/unpack.sh" "$packed")" || exit 1
 # The CUDA libraries of the image's PyTorch wheels (cuDNN, NCCL, cuBLAS) if
 # the toolkit's own lack them.
@@ -59,6 +61,20 @@ compare mlp 50
 compare lenet 30
 compare resnet18 10
 compare gpt 20
+
+step "bf16: CUDA vs CPU (10 steps, 1e-2) and the bf16 curve against fp32 (500 steps)"
+for name in mlp-bf16 lenet-bf16; do
+  flags=(--data=synthetic --shuffle=false --max-steps=10 --log-every=1 --quiet)
+  "$bundle/bin/$name-cpu" "${flags[@]}" --metrics="$out/$name-cpu.jsonl" --threads=8 &&
+    "$bundle/bin/$name-cuda" "${flags[@]}" --metrics="$out/$name-cuda.jsonl" ||
+    { status=1; continue; }
+  same_losses "$out/$name-cpu.jsonl" "$out/$name-cuda.jsonl" 1e-2
+done
+long=(--data=synthetic --shuffle=false --max-steps=500 --log-every=1 --quiet)
+"$bundle/bin/mlp-cuda" "${long[@]}" --metrics="$out/long-fp32.jsonl" &&
+  "$bundle/bin/mlp-bf16-cuda" "${long[@]}" --metrics="$out/long-bf16.jsonl" &&
+  python3 "$root/test/e2e/Inputs/curves_track.py" "$out/long-fp32.jsonl" "$out/long-bf16.jsonl" \
+    --window=100 --rtol=0.05 || status=1
 
 step "ddp on 1 rank (NCCL)"
 "$bundle/bin/dtcrun" --nproc-per-node=1 "$bundle/bin/mlp-ddp-cuda" --data=synthetic --max-steps=20 \

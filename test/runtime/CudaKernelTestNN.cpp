@@ -369,6 +369,96 @@ TEST_F(CudaKernel, MultiTensorOptimizers) {
   }
 }
 
+// --precision=bf16 products: the CUDA kernels (cuBLASLt / cuDNN bf16, tensor
+// cores; own kernels for asymmetric padding) against the CPU kernels that
+// define them. Both round an fp32 sum once; summation order may flip a
+// rounding, so each element may differ by one bf16 ulp (2^-8 relative) and
+// few may differ at all.
+void expectBf16Close(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want,
+                     const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  Vec g(got.size()), w(want.size());
+  cpu::cast_bf16_to_f32(got.data(), g.data(), (int64_t)g.size());
+  cpu::cast_bf16_to_f32(want.data(), w.data(), (int64_t)w.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    ++differ;
+    EXPECT_LE(std::fabs(g[i] - w[i]), std::fabs(w[i]) * (1.0f / 128) + 1e-6f)
+        << what << ": element " << i << " gpu " << g[i] << " cpu " << w[i];
+  }
+  EXPECT_LE(differ, g.size() / 20 + 1) << what << ": " << differ << " of " << g.size() << " differ";
+}
+
+std::vector<uint16_t> bf16Of(const Vec& v) {
+  std::vector<uint16_t> out(v.size());
+  cpu::cast_f32_to_bf16(v.data(), out.data(), (int64_t)v.size());
+  return out;
+}
+
+TEST_F(CudaKernel, Bf16ProductsMatchTheCpuDefinition) {
+  {  // gemm, all transposes
+    const int64_t M = 33, N = 40, K = 72;
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const auto A = bf16Of(rng.vec(M * K)), B = bf16Of(rng.vec(K * N));
+        const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+        std::vector<uint16_t> want(M * N);
+        Vec ws(cpu::gemm_bf16_workspace(M, N, K));
+        cpu::gemm_bf16(ta, tb, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, want.data(), N,
+                       ws.data());
+        Dev<uint16_t> ga(A), gb(B), gc(M * N);
+        gpu::gemm_bf16(ctx, ta, tb, M, N, K, 1.0f, ga, lda, gb, ldb, gc, N);
+        expectBf16Close(gc.get(), want, "gemm_bf16 " + std::to_string(ta) + std::to_string(tb));
+      }
+  }
+  {  // batched matmul: strided batches, and a weight gradient summed over them
+    const int64_t aShape[] = {4, 16, 24}, bShape[] = {4, 24, 32}, cShape[] = {4, 16, 32};
+    const auto A = bf16Of(rng.vec(4 * 16 * 24)), B = bf16Of(rng.vec(4 * 24 * 32));
+    std::vector<uint16_t> want(4 * 16 * 32);
+    Vec ws(cpu::batched_matmul_bf16_workspace(aShape, 3, bShape, 3, cShape, 3));
+    cpu::batched_matmul_bf16(A.data(), aShape, 3, false, B.data(), bShape, 3, false, want.data(),
+                             cShape, 3, ws.data());
+    Dev<uint16_t> ga(A), gb(B), gc(want.size());
+    gpu::batched_matmul_bf16(ctx, ga, aShape, 3, false, gb, bShape, 3, false, gc, cShape, 3);
+    expectBf16Close(gc.get(), want, "batched_matmul_bf16");
+    const int64_t xShape[] = {4, 24, 16}, dShape[] = {24, 32};  // x^T [4,24,16] @ dy [4,16,32]
+    const int64_t yShape[] = {4, 16, 32};
+    const auto X = bf16Of(rng.vec(4 * 24 * 16)), DY = bf16Of(rng.vec(4 * 16 * 32));
+    std::vector<uint16_t> wantW(24 * 32);
+    Vec ws2(cpu::batched_matmul_bf16_workspace(xShape, 3, yShape, 3, dShape, 2));
+    cpu::batched_matmul_bf16(X.data(), xShape, 3, false, DY.data(), yShape, 3, false, wantW.data(),
+                             dShape, 2, ws2.data());
+    Dev<uint16_t> gx(X), gdy(DY), gw(wantW.size());
+    gpu::batched_matmul_bf16(ctx, gx, xShape, 3, false, gdy, yShape, 3, false, gw, dShape, 2);
+    expectBf16Close(gw.get(), wantW, "batched_matmul_bf16 (summed batches)");
+  }
+  const Conv2dParams cases[] = {
+      {4, 16, 12, 12, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // cuDNN
+      {2, 8, 9, 8, 16, 3, 2, 1, 2, 0, 1, 1, 0, 1, 1, 1},     // asymmetric padding (direct)
+  };
+  for (const Conv2dParams& p : cases) {
+    const int64_t nx = p.N * p.C * p.H * p.W, nw = p.K * (p.C / p.groups) * p.R * p.S,
+                  ny = p.N * p.K * cpu::conv2d_out_h(p) * cpu::conv2d_out_w(p);
+    const auto X = bf16Of(rng.vec(nx)), W = bf16Of(rng.vec(nw)), DY = bf16Of(rng.vec(ny));
+    std::vector<uint16_t> y(ny), dx(nx), dw(nw);
+    Vec ws(std::max({cpu::conv2d_forward_bf16_workspace(p),
+                     cpu::conv2d_backward_data_bf16_workspace(p),
+                     cpu::conv2d_backward_filter_bf16_workspace(p)}));
+    cpu::conv2d_forward_bf16(p, X.data(), W.data(), y.data(), ws.data());
+    cpu::conv2d_backward_data_bf16(p, DY.data(), W.data(), dx.data(), ws.data());
+    cpu::conv2d_backward_filter_bf16(p, X.data(), DY.data(), dw.data(), ws.data());
+    Dev<uint16_t> gx(X), gw(W), gdy(DY), gy(ny), gdx(nx), gdw(nw);
+    gpu::conv2d_forward_bf16(ctx, p, gx, gw, gy);
+    gpu::conv2d_backward_data_bf16(ctx, p, gdy, gw, gdx);
+    gpu::conv2d_backward_filter_bf16(ctx, p, gx, gdy, gdw);
+    const std::string tag = " (padT=" + std::to_string(p.padT) + ")";
+    expectBf16Close(gy.get(), y, "conv2d_forward_bf16" + tag);
+    expectBf16Close(gdx.get(), dx, "conv2d_backward_data_bf16" + tag);
+    expectBf16Close(gdw.get(), dw, "conv2d_backward_filter_bf16" + tag);
+  }
+}
+
 // What a captured training step does: the updates and dropout read lr and
 // step from ctx.scalars; step 1 runs directly, the later ones replay one
 // graph after set_step_scalars. Every step must equal the CPU kernels with

@@ -586,6 +586,12 @@ TEST_F(TrainerDevice, TargetInTheFingerprintOfDevicePrograms) {
   ProgramSpec other = deviceLinear();
   other.target = "rocm";
   EXPECT_NE(programFingerprint(other), programFingerprint(deviceLinear()));
+  // --precision=bf16 programs differ from fp32 ones; "fp32" keeps the old value.
+  ProgramSpec fp32 = linearProgram(), bf16 = linearProgram();
+  fp32.precision = "fp32";
+  bf16.precision = "bf16";
+  EXPECT_EQ(programFingerprint(fp32), programFingerprint(cpu));
+  EXPECT_NE(programFingerprint(bf16), programFingerprint(cpu));
 }
 
 // ---- step graphs ------------------------------------------------------------

@@ -104,6 +104,12 @@ cl::opt<std::string> target("target",
                                      "Gloo or shared memory between ranks) or cuda (one NVIDIA "
                                      "GPU per rank: cuBLASLt, cuDNN, NCCL)"),
                             cl::init("cpu"), cl::cat(dtcCategory));
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("fp32 (default) or bf16: every matrix product (gemm, matmul, convolution, "
+             "forward and backward) reads bf16 copies of its operands and rounds its result "
+             "to bf16; weights, gradients, optimizer state and everything else stay fp32"),
+    cl::init("fp32"), cl::cat(dtcCategory));
 cl::opt<std::string> strategy("strategy",
                               cl::desc("Parallelism: none (one process), ddp (data "
                                        "parallel: gradients averaged over ranks), model "
@@ -198,6 +204,8 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     pm.addPass(dtc::createAddOptimizer(
         {optimizer, lr, momentum, dampening, weightDecay, nesterov, beta1, beta2, eps}));
     pm.addPass(mlir::createCanonicalizerPass());
+    if (precision == "bf16")
+      pm.addPass(dtc::createBf16Products());
     // im2col columns kept for backward: a CPU kernel choice (cuDNN on CUDA).
     if (target == "cpu")
       pm.addPass(dtc::createKeepConvColumns());
@@ -205,6 +213,8 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     if (target == "cuda")
       pm.addPass(dtc::createGroupOptimizerUpdates());
   }
+  if (mode != Mode::Train && precision == "bf16")
+    pm.addPass(dtc::createBf16Products());
   pm.addPass(mlir::createCSEPass());
   // What a neighbouring stage waits for is computed first in every phase.
   if (mode == Mode::Train && isPipeline() && sendEarly)
@@ -490,6 +500,11 @@ int main(int argc, char **argv) {
   if (target != "cpu" && target != "cuda") {
     llvm::errs() << "dtc: error: --target=" << target
                  << " is not supported (expected cpu or cuda)\n";
+    return 1;
+  }
+  if (precision != "fp32" && precision != "bf16") {
+    llvm::errs() << "dtc: error: --precision=" << precision
+                 << " is not supported (expected fp32 or bf16)\n";
     return 1;
   }
   if (target == "cuda" && isPipeline()) {

@@ -18,7 +18,8 @@ compares it with what the dtc program wrote:
      sample 0.  IDX images are scaled to value/255 and reshaped to the model's
      per-sample input shape; npy files are used as they are.
   4. Train ``--steps`` steps in train mode (batch norm uses batch statistics
-     and updates its running statistics), float32, one thread, with the
+     and updates its running statistics), float32 (``--precision=bf16``: with
+     dtc's bf16 matrix products, see bf16_products.py), one thread, with the
      torch.optim optimizer named by the same flags dtc takes.  The loss is
      ``F.cross_entropy`` (mean over the batch, and over every position of a
      sequence model).  Parameters matching ``--freeze`` (a full match, as
@@ -373,6 +374,8 @@ def parse_args(argv):
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--betas", default="0.9,0.999")
     p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="bf16: dtc's --precision=bf16 products (see bf16_products.py)")
     p.add_argument("--freeze", default="", help="regex of weights kept fixed (full match)")
     # Checks.
     p.add_argument("--losses", metavar="METRICS.jsonl")
@@ -397,6 +400,11 @@ def run(args):
     # oneDNN is off.  The reference should be as exact as float32 allows.
     torch.backends.mkldnn.enabled = False
     torch.manual_seed(0)
+    if args.precision == "bf16":
+        sys.path.insert(0, HERE)
+        from bf16_products import use_bf16_products
+
+        use_bf16_products()
     models = import_export_models(args.export_script)
     spec = models.MODELS[args.model]
     module = spec.make_model().float()
