@@ -80,11 +80,13 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   dCorrect_ = DeviceMemory(*device_, sizeof(int64_t));
   for (int32_t i = 0; i < spec.numInputs; ++i) {
     hostInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
+    spareInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
     batchInputs_.push_back(hostInputs_.back().data());
     dInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
     dInputPtrs_.push_back(dInputs_.back().data());
   }
   hostLabels_ = HostMemory(*device_, byteSize(spec.labels));
+  spareLabels_ = HostMemory(*device_, byteSize(spec.labels));
   batchLabels_ = hostLabels_.data();
   for (int32_t i = 0; i < spec.numOutputs; ++i) {
     dOutputs_.emplace_back(*device_, byteSize(spec.outputs[i]));
@@ -94,9 +96,33 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
 }
 
 void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows) {
+  const bool prefetched = prefetchedFrom_ == &d &&
+                          prefetchedIndices_.size() == static_cast<size_t>(rows) &&
+                          std::equal(indices, indices + rows, prefetchedIndices_.begin());
+  prefetchedFrom_ = nullptr;
+  prefetchedIndices_.clear();
+  if (prefetched) {
+    // The spare set holds this batch: it becomes the current one. (The old
+    // current set's upload was waited for when the previous step's loss came
+    // back, so the next prefetch may overwrite it.)
+    std::swap(hostInputs_, spareInputs_);
+    std::swap(hostLabels_, spareLabels_);
+    for (size_t i = 0; i < batchInputs_.size(); ++i) batchInputs_[i] = hostInputs_[i].data();
+    batchLabels_ = hostLabels_.data();
+    ++prefetchCount_;
+    return;
+  }
   for (size_t i = 0; i < batchInputs_.size(); ++i)
     d.inputs[i].copyRows(indices, rows, batchInputs_[i]);
   d.labels.copyRows(indices, rows, batchLabels_);
+}
+
+void Trainer::prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows) {
+  for (size_t i = 0; i < spareInputs_.size(); ++i)
+    d.inputs[i].copyRows(indices, rows, spareInputs_[i].data());
+  d.labels.copyRows(indices, rows, spareLabels_.data());
+  prefetchedFrom_ = &d;
+  prefetchedIndices_.assign(indices, indices + rows);
 }
 
 StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t step) {
@@ -128,7 +154,7 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
 }
 
 float Trainer::runOnBatch(StepFunction step, double lr, int64_t stepNumber, int64_t* correct,
-                          float initialLoss) {
+                          float initialLoss, const std::function<void()>& whileRunning) {
   if (!device_) {
     float loss = initialLoss;
     StepContext ctx = context(&loss, correct, lr, stepNumber);
@@ -149,6 +175,7 @@ float Trainer::runOnBatch(StepFunction step, double lr, int64_t stepNumber, int6
     graphs_->run(step, ctx);
   else
     step(ctx);
+  if (whileRunning) whileRunning();
   float loss = NAN;
   device_->download(&loss, dLoss_.data(), sizeof loss);
   if (correct) device_->download(correct, dCorrect_.data(), sizeof *correct);
@@ -430,10 +457,19 @@ TrainResult Trainer::run() {
         // `micro` times larger would give).
         double lossSum = 0;
         for (int64_t m = 0; m < micro; ++m) {
-          fillBatch(train, order.data() + (pos.batchInEpoch * micro + m) * spec_.batchSize,
-                    spec_.batchSize);
+          const int64_t batch = pos.batchInEpoch * micro + m;  // in this epoch's order
+          fillBatch(train, order.data() + batch * spec_.batchSize, spec_.batchSize);
+          // GPU programs: the next batch of this epoch (if this run takes it)
+          // loads while the device runs this one.
+          const bool last = m + 1 == micro && (pos.batchInEpoch + 1 >= batches ||
+                                               (opts_.maxSteps > 0 && pos.step + 1 >= opts_.maxSteps));
+          std::function<void()> prefetch;
+          if (device_ && !last)
+            prefetch = [&, batch] {
+              prefetchBatch(train, order.data() + (batch + 1) * spec_.batchSize, spec_.batchSize);
+            };
           lossSum += runOnBatch(m + 1 < micro ? spec_.accumulateStep : spec_.trainStep, lr,
-                                pos.step + 1);
+                                pos.step + 1, nullptr, NAN, prefetch);
         }
         loss = static_cast<float>(lossSum / static_cast<double>(micro));
         if (graphs_) {
@@ -479,6 +515,7 @@ TrainResult Trainer::run() {
   checkpoint();
   result.totalSteps = pos.step;
   if (graphs_) result.graphReplays = graphs_->replays();
+  result.prefetchedBatches = prefetchCount_;
 
   downloadState();  // GPU programs: state() and --save see the trained weights
   if (!opts_.save.empty()) {

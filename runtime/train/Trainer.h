@@ -31,6 +31,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -57,8 +58,10 @@ struct TrainResult {
   // the measured peak after the first step of this run; 0 otherwise.
   size_t devicePlannedBytes = 0;
   size_t devicePeakBytes = 0;
-  // GPU programs: train/accumulate steps replayed from a captured CUDA graph.
+  // GPU programs: train/accumulate steps replayed from a captured CUDA graph,
+  // and batches filled while the device ran the step before them.
   int64_t graphReplays = 0;
+  int64_t prefetchedBatches = 0;
 };
 
 class Trainer {
@@ -84,13 +87,19 @@ public:
   const char* state() const { return state_.data(); }
 
 private:
-  // Copies the samples `indices[0..rows)` of `d` into the input/label buffers.
+  // Copies the samples `indices[0..rows)` of `d` into the input/label buffers
+  // (GPU programs: takes the prefetched batch instead when it is that one).
   void fillBatch(const Dataset& d, const int64_t* indices, int64_t rows);
+  // GPU programs: fills the spare page-locked buffers with the batch the
+  // next fillBatch will ask for, while the device runs the current step.
+  void prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows);
   StepContext context(float* loss, int64_t* correct, double lr, int64_t step);
   // Runs `step` on the batch in the host buffers (GPU programs: uploads it
-  // first); returns the loss and, when `correct` is given, the count.
+  // first, and runs `whileRunning` on the host after queueing the step and
+  // before waiting for it); returns the loss and, when `correct` is given,
+  // the count.
   float runOnBatch(StepFunction step, double lr, int64_t stepNumber, int64_t* correct = nullptr,
-                   float initialLoss = NAN);
+                   float initialLoss = NAN, const std::function<void()>& whileRunning = {});
   // Pipeline programs: one optimizer step of this rank's stage on the rows
   // already in the batch buffers; returns the step's global mean loss.
   float pipelineStep(double lr, int64_t step, StepTracer* trace);
@@ -123,6 +132,13 @@ private:
   Device* device_ = nullptr;
   std::vector<HostMemory> hostInputs_;
   HostMemory hostLabels_;
+  // The second set, filled by prefetchBatch (swapped in by fillBatch), and
+  // which batch it holds (`prefetchedIndices` empty: none).
+  std::vector<HostMemory> spareInputs_;
+  HostMemory spareLabels_;
+  const Dataset* prefetchedFrom_ = nullptr;
+  std::vector<int64_t> prefetchedIndices_;
+  int64_t prefetchCount_ = 0;
   DeviceMemory dState_, dArena_, dWorkspace_, dLabels_, dLoss_, dCorrect_;
   std::vector<DeviceMemory> dInputs_, dOutputs_;
   std::vector<const void*> dInputPtrs_;

@@ -414,12 +414,13 @@ TEST_F(TrainerDevice, UploadsTheStateBeforeTheFirstStepAndBatchesPerStep) {
   Trainer t(spec, o);
   t.run();
   // Allocated once: state, arena, labels, loss, count, 1 input, 1 output;
-  // the batch's host side page-locked.
+  // the batch's host side page-locked, twice (the next batch loads into the
+  // second set while the device runs the step).
   EXPECT_EQ(std::count_if(g.events.begin(), g.events.end(),
                           [](const Event& e) { return e.what == "allocate"; }),
             7);
-  EXPECT_EQ(countEvents("allocateHost", 2 * kB * sizeof(float)), 1u);  // inputs
-  EXPECT_EQ(countEvents("allocateHost", kB * sizeof(float)), 1u);      // labels
+  EXPECT_EQ(countEvents("allocateHost", 2 * kB * sizeof(float)), 2u);  // inputs
+  EXPECT_EQ(countEvents("allocateHost", kB * sizeof(float)), 2u);      // labels
   size_t firstStep = 0;
   while (firstStep < g.events.size() && g.events[firstStep].what != "step") ++firstStep;
   ASSERT_LT(firstStep, g.events.size());
@@ -624,6 +625,10 @@ TEST_F(TrainerDevice, GraphsCaptureTheSecondStepAndReplayItWithCurrentScalars) {
   EXPECT_EQ(countEvents("replay", 0), 29u);
   EXPECT_EQ(g.stepsRun, oneTo(30));
   EXPECT_EQ(g.scalarLr, 0.03);
+  // Each step's work runs only when the loss is read back (the fake defers
+  // the replay): the next batch, loaded meanwhile, went into the other
+  // buffers (else the losses above would differ). Not across epochs.
+  EXPECT_EQ(gpu.prefetchedBatches, 27);
   EXPECT_EQ(g.liveGraphs, 0);  // destroyed with the trainer
 }
 
@@ -641,6 +646,9 @@ TEST_F(TrainerDevice, GraphsOffRunsEveryStepDirectly) {
   EXPECT_EQ(gpu.graphReplays, 0);
   EXPECT_EQ(countEvents("beginCapture", 0), 0u);
   EXPECT_EQ(g.stepsRun, oneTo(12));  // the scalars are still set for every step
+  // 9 in epoch 1; in epoch 2 step 12 is the last (--max-steps), 11 prefetches it.
+  EXPECT_EQ(gpu.prefetchedBatches, 10);
+  EXPECT_EQ(cpu.prefetchedBatches, 0);
 }
 
 TEST_F(TrainerDevice, AFailedCaptureIsNotedAndTheStepsRunDirectly) {
