@@ -153,9 +153,16 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
   FunctionEmitter fn(program, *plan);
   Block &body = func.front();
   unsigned numInputs = func.getNumArguments() - (kind == StepKind::Forward ? 0 : 1);
+  // bf16 exists only inside --precision=bf16 steps, not at the program's
+  // boundary (its inputs, outputs and TensorSpecs).
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+    if (cppElementType(type).empty() || cppElementType(type) == "uint16_t")
+      return emitError(func.getLoc())
+             << "codegen: output " << i << " has type " << type
+             << "; program outputs support float32, int64, int32 and bool";
   for (BlockArgument arg : body.getArguments()) {
     StringRef type = cppElementType(arg.getType());
-    if (type.empty())
+    if (type.empty() || type == "uint16_t")
       return emitError(func.getLoc())
              << "codegen: input " << arg.getArgNumber() << " has type " << arg.getType()
              << "; the CPU kernels support float32, int64, int32 and bool";
