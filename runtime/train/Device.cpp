@@ -143,6 +143,22 @@ void Device::destroyGraph(void* graph) {
   if (graph) backend_.destroyGraph(handle_, graph);
 }
 
+size_t DeviceBlock::reserve(size_t bytes) {
+  if (memory_.data()) fail("internal: DeviceBlock::reserve after allocate");
+  pieces_.push_back({total_, bytes});
+  total_ += (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return pieces_.size() - 1;
+}
+
+void DeviceBlock::allocate(Device& device) { memory_ = DeviceMemory(device, total_); }
+
+DeviceSpan DeviceBlock::piece(size_t id) const {
+  const Piece& p = pieces_.at(id);
+  if (p.bytes == 0) return {};
+  if (!memory_.data()) fail("internal: DeviceBlock::piece before allocate");
+  return {memory_.data() + p.offset, p.bytes};
+}
+
 std::string formatMiB(size_t bytes) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / 1048576.0);

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dtcrt {
 
@@ -54,6 +55,35 @@ private:
   Device* device_ = nullptr;  // null: aligned_alloc'd
   char* data_ = nullptr;
   size_t size_ = 0;
+};
+
+// A piece of a DeviceBlock (not owned); null for 0 bytes.
+struct DeviceSpan {
+  char* ptr = nullptr;
+  size_t bytes = 0;
+  char* data() const { return ptr; }
+  size_t size() const { return bytes; }
+};
+
+// One device allocation (zero-filled) carved into pieces at 256-byte
+// boundaries, so a rank's buffers cost one cudaMalloc: reserve() every
+// piece, allocate() once, then piece() gives each.
+class DeviceBlock {
+public:
+  static constexpr size_t kAlignment = 256;
+  // Returns the piece's id.
+  size_t reserve(size_t bytes);
+  void allocate(Device& device);
+  DeviceSpan piece(size_t id) const;
+  size_t size() const { return total_; }
+
+private:
+  struct Piece {
+    size_t offset, bytes;
+  };
+  std::vector<Piece> pieces_;
+  size_t total_ = 0;
+  DeviceMemory memory_;
 };
 
 class Device {

@@ -72,24 +72,36 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
     device = ownDevice_.get();
   }
   device_ = device;
-  dState_ = DeviceMemory(*device_, spec.stateBytes);
-  dArena_ = DeviceMemory(*device_, spec.arenaBytes);
-  dWorkspace_ = DeviceMemory(*device_, spec.workspaceBytes ? spec.workspaceBytes() : 0);
-  dLabels_ = DeviceMemory(*device_, byteSize(spec.labels));
-  dLoss_ = DeviceMemory(*device_, sizeof(float));
-  dCorrect_ = DeviceMemory(*device_, sizeof(int64_t));
+  // One device allocation for every buffer a step touches.
+  const size_t state = dBlock_.reserve(spec.stateBytes);
+  const size_t arena = dBlock_.reserve(spec.arenaBytes);
+  const size_t workspace = dBlock_.reserve(spec.workspaceBytes ? spec.workspaceBytes() : 0);
+  const size_t labels = dBlock_.reserve(byteSize(spec.labels));
+  const size_t loss = dBlock_.reserve(sizeof(float));
+  const size_t correct = dBlock_.reserve(sizeof(int64_t));
+  std::vector<size_t> inputs, outputs;
+  for (int32_t i = 0; i < spec.numInputs; ++i) inputs.push_back(dBlock_.reserve(byteSize(spec.inputs[i])));
+  for (int32_t i = 0; i < spec.numOutputs; ++i)
+    outputs.push_back(dBlock_.reserve(byteSize(spec.outputs[i])));
+  dBlock_.allocate(*device_);
+  dState_ = dBlock_.piece(state);
+  dArena_ = dBlock_.piece(arena);
+  dWorkspace_ = dBlock_.piece(workspace);
+  dLabels_ = dBlock_.piece(labels);
+  dLoss_ = dBlock_.piece(loss);
+  dCorrect_ = dBlock_.piece(correct);
   for (int32_t i = 0; i < spec.numInputs; ++i) {
     hostInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
     spareInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
     batchInputs_.push_back(hostInputs_.back().data());
-    dInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
+    dInputs_.push_back(dBlock_.piece(inputs[i]));
     dInputPtrs_.push_back(dInputs_.back().data());
   }
   hostLabels_ = HostMemory(*device_, byteSize(spec.labels));
   spareLabels_ = HostMemory(*device_, byteSize(spec.labels));
   batchLabels_ = hostLabels_.data();
   for (int32_t i = 0; i < spec.numOutputs; ++i) {
-    dOutputs_.emplace_back(*device_, byteSize(spec.outputs[i]));
+    dOutputs_.push_back(dBlock_.piece(outputs[i]));
     dOutputPtrs_.push_back(dOutputs_.back().data());
   }
   if (opts_.cudaGraphs && device_->hasGraphs()) graphs_ = std::make_unique<StepGraphs>(*device_);

@@ -139,8 +139,10 @@ private:
   const Dataset* prefetchedFrom_ = nullptr;
   std::vector<int64_t> prefetchedIndices_;
   int64_t prefetchCount_ = 0;
-  DeviceMemory dState_, dArena_, dWorkspace_, dLabels_, dLoss_, dCorrect_;
-  std::vector<DeviceMemory> dInputs_, dOutputs_;
+  // All of them carved from one device allocation.
+  DeviceBlock dBlock_;
+  DeviceSpan dState_, dArena_, dWorkspace_, dLabels_, dLoss_, dCorrect_;
+  std::vector<DeviceSpan> dInputs_, dOutputs_;
   std::vector<const void*> dInputPtrs_;
   std::vector<void*> dOutputPtrs_;
   // GPU programs with --cuda-graphs (null otherwise); released before the

@@ -413,12 +413,20 @@ TEST_F(TrainerDevice, UploadsTheStateBeforeTheFirstStepAndBatchesPerStep) {
   const ProgramSpec spec = deviceLinear();
   Trainer t(spec, o);
   t.run();
-  // Allocated once: state, arena, labels, loss, count, 1 input, 1 output;
-  // the batch's host side page-locked, twice (the next batch loads into the
-  // second set while the device runs the step).
-  EXPECT_EQ(std::count_if(g.events.begin(), g.events.end(),
+  // One device allocation holds state, arena, labels, loss, count, the input
+  // and the output (each 256-byte aligned); the batch's host side is
+  // page-locked, twice (the next batch loads into the second set while the
+  // device runs the step).
+  ASSERT_EQ(std::count_if(g.events.begin(), g.events.end(),
                           [](const Event& e) { return e.what == "allocate"; }),
-            7);
+            1);
+  const auto block = std::find_if(g.events.begin(), g.events.end(),
+                                  [](const Event& e) { return e.what == "allocate"; });
+  auto aligned = [](size_t b) { return (b + 255) / 256 * 256; };
+  EXPECT_EQ(block->bytes, aligned(spec.stateBytes) + aligned(spec.arenaBytes) +
+                              aligned(spec.workspaceBytes ? spec.workspaceBytes() : 0) +
+                              aligned(kB * sizeof(float)) + 256 + 256 +
+                              aligned(2 * kB * sizeof(float)) + aligned(kB * sizeof(float)));
   EXPECT_EQ(countEvents("allocateHost", 2 * kB * sizeof(float)), 2u);  // inputs
   EXPECT_EQ(countEvents("allocateHost", kB * sizeof(float)), 2u);      // labels
   size_t firstStep = 0;
