@@ -2,6 +2,7 @@
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "dialect/ShapeHelpers.h"
 
 using namespace mlir;
@@ -97,6 +98,46 @@ LogicalResult emitWhere(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// One kernel for a chain of elementwise ops: the steps are a constant table,
+/// the inputs (pointers, broadcast blocks) a local one.
+LogicalResult emitFusedElementwise(Operation *op, FunctionEmitter &fn) {
+  auto fused = cast<FusedElementwiseOp>(op);
+  static unsigned counter = 0;
+  ArrayRef<int32_t> args = fused.getArgs();
+  std::string steps;
+  for (auto [j, attr] : llvm::enumerate(fused.getOps())) {
+    StringRef name = llvm::cast<StringAttr>(attr).getValue();
+    std::string code = llvm::StringSwitch<std::string>(name)
+                           .Case("add", "Add").Case("sub", "Sub").Case("mul", "Mul")
+                           .Case("div", "Div").Case("neg", "Neg").Case("relu", "Relu")
+                           .Case("relu_grad", "ReluGrad").Case("bf16", "Bf16")
+                           .Default("Copy");
+    steps += (j ? ", " : "") + std::string("{dtcrt::cpu::FusedOp::") + code + ", " +
+             num(args[2 * j]) + ", " + num(args[2 * j + 1]) + "}";
+  }
+  const size_t numSteps = fused.getOps().size();
+  std::string table = fn.program.declareStatic(
+      "std::array<dtcrt::cpu::FusedStep, " + std::to_string(numSteps) + ">", "kFused",
+      "{{" + steps + "}}");
+  Value out = fused.getOutput();
+  ArrayRef<int64_t> shape = fn.dims(out);
+  std::string inputs;
+  for (auto [k, input] : llvm::enumerate(fused.getInputs())) {
+    int64_t inner = 1, count = 1;
+    FusedElementwiseOp::blockBroadcast(fn.dims(input), shape, inner, count);
+    bool bf16 = llvm::cast<RankedTensorType>(input.getType()).getElementType().isBF16();
+    inputs += (k ? ", " : "") + std::string("{") + fn.ptr(input) + ", " +
+              (bf16 ? "true" : "false") + ", " + num(inner) + ", " + num(count) + "}";
+  }
+  std::string name = "fused" + std::to_string(counter++);
+  fn.line("const dtcrt::cpu::FusedInput " + name + "[] = {" + inputs + "};");
+  bool outBf16 = llvm::cast<RankedTensorType>(out.getType()).getElementType().isBF16();
+  fn.kernel("fused_elementwise", name + ", " + num(fused.getInputs().size()) + ", " + table +
+                                     ".data(), " + num(numSteps) + ", " + fn.ptr(out) + ", " +
+                                     (outBf16 ? "true" : "false") + ", " + num(fn.numel(out)));
+  return success();
+}
+
 LogicalResult emitDropout(Operation *op, FunctionEmitter &fn) {
   auto dropout = cast<DropoutOp>(op);
   fn.kernel("dropout", fn.ptr(dropout.getInput()) + ", " + fn.ptr(dropout.getOutput()) +
@@ -141,6 +182,7 @@ void populateMathEmitters(OpEmitterTable &table) {
     table[name] = emitPointwiseGrad;
   table["dtc.gelu_grad"] = emitGeluGrad;
   table["dtc.cast"] = emitCast;
+  table["dtc.fused_elementwise"] = emitFusedElementwise;
   table["dtc.where"] = emitWhere;
   table["dtc.dropout"] = emitDropout;
   table["dtc.dropout_grad"] = emitDropoutGrad;

@@ -54,6 +54,35 @@ def Dtc_WhereOp : Dtc_InferredOp<"where"> {
   let results = (outs Dtc_Tensor:$output);
 }
 
+def Dtc_FusedElementwiseOp : Dtc_Op<"fused_elementwise", [Pure]> {
+  let summary = "a chain of exact elementwise ops in one pass over memory";
+  let description = [{
+    Made by dtc-fuse-elementwise. Values 0..n-1 are the n inputs, each read
+    as float32 (bf16 inputs widened) and broadcast to the result's shape; an
+    input's non-unit dimensions must be one contiguous run of the result's
+    (a bias [C] against [N, C], [C, 1, 1] against [N, C, H, W], a scalar or
+    the full shape). Step j computes value n+j as `ops[j]` of the values
+    `args[2j]` and `args[2j+1]` (-1 for unary ops): add, sub, mul, div, neg,
+    relu, relu_grad (x, dy), bf16 (round to bfloat16), copy. The result is
+    the last value (rounded to bf16 when the result type is bf16). Every step
+    is exactly rounded float arithmetic, so the fused op computes bit for bit
+    what the separate ops did.
+  }];
+  let arguments = (ins Variadic<Dtc_Tensor>:$inputs, StrArrayAttr:$ops,
+                       DenseI32ArrayAttr:$args);
+  let results = (outs Dtc_Tensor:$output);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// How input `i` maps to the result: element e reads input element
+    /// (e / inner) % count. False when it does not broadcast that way.
+    static bool blockBroadcast(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> output,
+                               int64_t &inner, int64_t &count);
+    /// The number of operands of a step op (1 or 2), 0 if unknown.
+    static int arity(llvm::StringRef op);
+  }];
+}
+
 def Dtc_DropoutOp : Dtc_Op<"dropout", [InferTypeOpAdaptor]> {
   let summary = "training-mode dropout: zeroes elements with probability `ratio`";
   let description = [{

@@ -1,6 +1,7 @@
 //===- MathOps.cpp - type inference and verifiers of elementwise ops -----===//
 #include "dialect/DtcDialect.h"
 #include "dialect/ShapeHelpers.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace dtc;
@@ -80,5 +81,86 @@ LogicalResult DropoutOp::verify() {
   float ratio = getRatio().convertToFloat();
   if (!(ratio >= 0.0f && ratio < 1.0f))
     return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  return success();
+}
+
+bool FusedElementwiseOp::blockBroadcast(ArrayRef<int64_t> input, ArrayRef<int64_t> output,
+                                        int64_t &inner, int64_t &count) {
+  if (input.size() > output.size())
+    return false;
+  const size_t lead = output.size() - input.size();
+  // Dimensions of size 1 in the output do not matter; of the others, the
+  // ones the input has (not broadcast) must be one contiguous run.
+  int lo = -1, hi = -1;
+  bool gap = false;
+  for (size_t d = 0; d < output.size(); ++d) {
+    const int64_t in = d < lead ? 1 : input[d - lead];
+    if (output[d] == 1) {
+      if (in != 1)
+        return false;
+      continue;
+    }
+    if (in == output[d]) {
+      if (gap)
+        return false;
+      if (lo < 0)
+        lo = int(d);
+      hi = int(d);
+    } else if (in == 1) {
+      gap = lo >= 0;
+    } else {
+      return false;
+    }
+  }
+  inner = 1;
+  count = 1;
+  if (lo < 0)
+    return true;
+  for (int d = lo; d <= hi; ++d)
+    count *= output[d];
+  for (size_t d = hi + 1; d < output.size(); ++d)
+    inner *= output[d];
+  return true;
+}
+
+int FusedElementwiseOp::arity(StringRef op) {
+  return llvm::StringSwitch<int>(op)
+      .Cases("add", "sub", "mul", "div", "relu_grad", 2)
+      .Cases("neg", "relu", "bf16", "copy", 1)
+      .Default(0);
+}
+
+LogicalResult FusedElementwiseOp::verify() {
+  auto isFloat = [](Type t) {
+    Type e = llvm::cast<RankedTensorType>(t).getElementType();
+    return e.isF32() || e.isBF16();
+  };
+  RankedTensorType out = tensorOf(getOutput());
+  if (!isFloat(out))
+    return emitOpError("result must be f32 or bf16");
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    int64_t inner, count;
+    if (!isFloat(input.getType()))
+      return emitOpError("input ") << i << " must be f32 or bf16";
+    if (!blockBroadcast(tensorOf(input).getShape(), out.getShape(), inner, count))
+      return emitOpError("input ") << i << " of shape " << formatShape(tensorOf(input).getShape())
+                                   << " does not broadcast as one block to "
+                                   << formatShape(out.getShape());
+  }
+  ArrayRef<int32_t> args = getArgs();
+  const int64_t n = getInputs().size();
+  if (getOps().empty() || args.size() != 2 * getOps().size())
+    return emitOpError("needs at least one step and two args per step");
+  for (auto [j, attr] : llvm::enumerate(getOps())) {
+    StringRef op = llvm::cast<StringAttr>(attr).getValue();
+    int k = arity(op);
+    if (k == 0)
+      return emitOpError("unknown step '") << op << "'";
+    for (int a = 0; a < 2; ++a) {
+      int32_t v = args[2 * j + a];
+      if (a >= k ? v != -1 : (v < 0 || v >= n + int64_t(j)))
+        return emitOpError("step ") << j << " (" << op << ") has a bad operand " << v;
+    }
+  }
   return success();
 }

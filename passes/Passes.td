@@ -371,6 +371,34 @@ def Bf16Products : Pass<"dtc-bf16-products", "mlir::ModuleOp"> {
   }];
 }
 
+def FuseElementwise : Pass<"dtc-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuses chains of exact elementwise ops into one pass over memory";
+  let description = [{
+    Finds chains of add, sub, mul, div, neg, relu, relu_grad and f32<->bf16
+    casts whose intermediate results have the chain's full shape and one use
+    (inside the chain), and replaces each chain of two or more ops by one
+    `dtc.fused_elementwise` at the position of its last op: one kernel launch
+    and one pass over memory instead of one per op, and no intermediate
+    buffers for the planner. Inputs from outside the chain may broadcast as
+    one block (a bias). Typical chains: bias add + relu, and under
+    --precision=bf16 the cast back from a product, its bias add, the
+    activation and the cast to bf16 for the next product. An op is not
+    pulled past anything with side effects (an optimizer update, a
+    collective), so it reads the same memory as before. The arithmetic is
+    unchanged bit for bit.
+
+    Before:
+    ```mlir
+    %a = dtc.add %p, %b : (tensor<64x128xf32>, tensor<128xf32>) -> tensor<64x128xf32>
+    %r = dtc.relu %a : tensor<64x128xf32>
+    ```
+    After:
+    ```mlir
+    %r = dtc.fused_elementwise %p, %b {args = array<i32: 0, 1, 2, -1>, ops = ["add", "relu"]}
+    ```
+  }];
+}
+
 def GroupOptimizerUpdates : Pass<"dtc-group-optimizer-updates", "mlir::ModuleOp"> {
   let summary = "Moves every optimizer update to the end of its step, in order";
   let description = [{

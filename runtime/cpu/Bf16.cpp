@@ -1,23 +1,13 @@
 // bfloat16 casts and products (--precision=bf16; see Kernels.h, section 10):
 // each product widens its bf16 operands into the workspace (exact), runs the
 // float32 kernel there, and rounds the float32 result into the bf16 output.
-#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Internal.h"
 
 #include <cstring>
 
 namespace dtcrt::cpu {
 
 namespace {
-
-uint16_t toBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // quiet NaN, sign kept
-  // Round to nearest even: add 0x7fff plus the lowest kept bit.
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
 
 int64_t product(const int64_t* shape, int rank) {
   int64_t n = 1;
@@ -37,14 +27,11 @@ int64_t outputCount(const Conv2dParams& p) {
 }  // namespace
 
 void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = toBf16(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = detail::roundToBf16(x[i]);
 }
 
 void cast_bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
-    std::memcpy(&y[i], &bits, sizeof bits);
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = detail::widenBf16(x[i]);
 }
 
 int64_t gemm_bf16_workspace(int64_t M, int64_t N, int64_t K) {

@@ -35,6 +35,23 @@ inline bool hasAvx2Fma() {
 [[noreturn]] void fail(const char* kernel, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+// float32 -> bf16 bits, round to nearest even (NaN stays a quiet NaN).
+inline uint16_t roundToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+// bf16 bits -> float32 (exact).
+inline float widenBf16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
 inline int64_t numElements(const int64_t* shape, int rank) {
   int64_t n = 1;
   for (int i = 0; i < rank; ++i) n *= shape[i];

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 
 namespace dtcrt {
@@ -392,6 +393,32 @@ void conv2d_backward_data_bf16(const Conv2dParams& p, const uint16_t* dy, const 
                                uint16_t* dx, float* workspace);
 void conv2d_backward_filter_bf16(const Conv2dParams& p, const uint16_t* x, const uint16_t* dy,
                                  uint16_t* dw, float* workspace);
+
+// ============================================================================
+// 11. Fused elementwise chains (Fused.cpp), from dtc.fused_elementwise
+// ============================================================================
+// Values 0..numInputs-1 are the inputs: output element e reads element
+// (e / inner) % count of input k (a block broadcast; inner 1, count n for a
+// full tensor), widened when it is bf16. Step j makes value numInputs + j
+// from values a and b (b unused by unary steps); the output is the last
+// value (rounded to bf16 bits when outBf16). The steps are the separate
+// kernels' arithmetic exactly: add a+b, sub a-b, mul a*b, div a/b, neg -a,
+// relu a<0?0:a, relu_grad (a = x, b = dy) a>0?b:0, bf16 (round to bf16 and
+// widen), copy a. numInputs + numSteps <= kMaxFusedValues.
+enum class FusedOp : int32_t { Add, Sub, Mul, Div, Neg, Relu, ReluGrad, Bf16, Copy };
+struct FusedStep {
+  FusedOp op;
+  int32_t a, b;
+};
+struct FusedInput {
+  const void* data;
+  bool bf16;
+  int64_t inner, count;
+};
+constexpr int kMaxFusedValues = 16;
+constexpr int kMaxFusedInputs = 8;
+void fused_elementwise(const FusedInput* inputs, int numInputs, const FusedStep* steps,
+                       int numSteps, void* out, bool outBf16, int64_t n);
 
 }  // namespace cpu
 }  // namespace dtcrt

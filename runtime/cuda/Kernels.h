@@ -44,6 +44,9 @@ typedef struct cudnnContext* cudnnHandle_t;
 namespace dtcrt::cuda {
 
 using cpu::Conv2dParams;
+using cpu::FusedInput;
+using cpu::FusedOp;
+using cpu::FusedStep;
 using cpu::kIgnoreIndex;
 using cpu::kMaxRank;
 using cpu::Pool2dParams;
@@ -420,5 +423,14 @@ void multi_tensor_sgd_update(const SgdSegment* deviceSegments, int num, int64_t 
 void multi_tensor_adam_update(const AdamSegment* deviceSegments, int num, int64_t totalElements,
                               const StepScalars* scalars, double beta1, double beta2, double eps,
                               double weightDecay, bool decoupled, cudaStream_t stream);
+
+// ============================================================================
+// 10. Fused elementwise chains (Fused.cu): the CPU kernel's definition
+//     (runtime/cpu/Kernels.h, section 11), one thread per element, the
+//     tables passed by value (no device copy; safe to capture in a graph).
+// ============================================================================
+
+void fused_elementwise(const FusedInput* inputs, int numInputs, const FusedStep* steps,
+                       int numSteps, void* out, bool outBf16, int64_t n, cudaStream_t stream);
 
 }  // namespace dtcrt::cuda

@@ -195,5 +195,28 @@ TEST_F(CudaKernel, Blas1AndCasts) {
   expectNear(dy.get(), x, "bf16 round trip", 1.0 / 256, 0);
 }
 
+// A fused chain (bf16 input, block-broadcast bias, relu_grad, rounding to
+// bf16) gives the CPU kernel's bits: every step is exact IEEE arithmetic.
+TEST_F(CudaKernel, FusedElementwiseMatchesTheCpuBitForBit) {
+  const int64_t N = 4, C = 6, HW = 333, n = N * C * HW;
+  const Vec pf = rng.vec(n, -2, 2), bias = rng.vec(C), dy = rng.vec(n);
+  std::vector<uint16_t> p(n);
+  cpu::cast_f32_to_bf16(pf.data(), p.data(), n);
+  const cpu::FusedStep steps[] = {{cpu::FusedOp::Add, 0, 1},
+                                  {cpu::FusedOp::ReluGrad, 3, 2},
+                                  {cpu::FusedOp::Mul, 4, 3},
+                                  {cpu::FusedOp::Bf16, 5, -1}};
+  const cpu::FusedInput host[] = {{p.data(), true, 1, n}, {bias.data(), false, HW, C},
+                                  {dy.data(), false, 1, n}};
+  std::vector<uint16_t> want(n);
+  cpu::fused_elementwise(host, 3, steps, 4, want.data(), true, n);
+  Dev<uint16_t> gp(p), gout(n);
+  DevF gbias(bias), gdy(dy);
+  const gpu::FusedInput dev[] = {{gp.ptr, true, 1, n}, {gbias.ptr, false, HW, C},
+                                 {gdy.ptr, false, 1, n}};
+  gpu::fused_elementwise(dev, 3, steps, 4, gout.ptr, true, n, s);
+  EXPECT_EQ(gout.get(), want);
+}
+
 }  // namespace
 }  // namespace dtcrt_cuda_test

@@ -104,6 +104,11 @@ cl::opt<std::string> target("target",
                                      "Gloo or shared memory between ranks) or cuda (one NVIDIA "
                                      "GPU per rank: cuBLASLt, cuDNN, NCCL)"),
                             cl::init("cpu"), cl::cat(dtcCategory));
+cl::opt<bool> fuseElementwise(
+    "fuse-elementwise",
+    cl::desc("Run chains of elementwise ops (bias add + relu, bf16 casts...) as one kernel "
+             "(default true)"),
+    cl::init(true), cl::cat(dtcCategory));
 cl::opt<std::string> precision(
     "precision",
     cl::desc("fp32 (default) or bf16: every matrix product (gemm, matmul, convolution, "
@@ -216,6 +221,8 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   if (mode != Mode::Train && precision == "bf16")
     pm.addPass(dtc::createBf16Products());
   pm.addPass(mlir::createCSEPass());
+  if (fuseElementwise)
+    pm.addPass(dtc::createFuseElementwise());
   // What a neighbouring stage waits for is computed first in every phase.
   if (mode == Mode::Train && isPipeline() && sendEarly)
     pm.addPass(dtc::createSendEarly());

@@ -1,0 +1,90 @@
+// fused_elementwise (Kernels.h, section 11): a dtc.fused_elementwise chain in
+// one pass over memory. Works on blocks of kBlock elements: the inputs are
+// gathered into per-value rows, each step runs as a vectorizable loop over
+// the block, and the last row is stored; blocks are split over the kernel
+// threads. Each step is the separate kernel's expression, so results are
+// bit-identical to running the ops one by one.
+#include "runtime/cpu/Internal.h"
+#include "runtime/cpu/Parallel.h"
+
+namespace dtcrt::cpu {
+
+namespace {
+
+constexpr int64_t kBlock = 256;
+
+void loadInput(const FusedInput& in, int64_t base, int64_t len, float* row) {
+  if (in.inner == 1 && in.count > base && in.count >= base + len) {  // contiguous here
+    if (in.bf16) {
+      const uint16_t* p = static_cast<const uint16_t*>(in.data) + base;
+      for (int64_t t = 0; t < len; ++t) row[t] = detail::widenBf16(p[t]);
+    } else {
+      std::memcpy(row, static_cast<const float*>(in.data) + base, len * sizeof(float));
+    }
+    return;
+  }
+  for (int64_t t = 0; t < len; ++t) {
+    const int64_t idx = ((base + t) / in.inner) % in.count;
+    row[t] = in.bf16 ? detail::widenBf16(static_cast<const uint16_t*>(in.data)[idx])
+                     : static_cast<const float*>(in.data)[idx];
+  }
+}
+
+void runStep(const FusedStep& s, float (*v)[kBlock], int out, int64_t len) {
+  const float* a = v[s.a];
+  const float* b = s.b >= 0 ? v[s.b] : nullptr;
+  float* y = v[out];
+  switch (s.op) {
+  case FusedOp::Add: DTCRT_SIMD for (int64_t t = 0; t < len; ++t) y[t] = a[t] + b[t]; break;
+  case FusedOp::Sub: DTCRT_SIMD for (int64_t t = 0; t < len; ++t) y[t] = a[t] - b[t]; break;
+  case FusedOp::Mul: DTCRT_SIMD for (int64_t t = 0; t < len; ++t) y[t] = a[t] * b[t]; break;
+  case FusedOp::Div: DTCRT_SIMD for (int64_t t = 0; t < len; ++t) y[t] = a[t] / b[t]; break;
+  case FusedOp::Neg: DTCRT_SIMD for (int64_t t = 0; t < len; ++t) y[t] = -a[t]; break;
+  case FusedOp::Relu:
+    DTCRT_SIMD for (int64_t t = 0; t < len; ++t) y[t] = a[t] < 0.0f ? 0.0f : a[t];
+    break;
+  case FusedOp::ReluGrad:
+    DTCRT_SIMD for (int64_t t = 0; t < len; ++t) y[t] = a[t] > 0.0f ? b[t] : 0.0f;
+    break;
+  case FusedOp::Bf16:
+    for (int64_t t = 0; t < len; ++t) y[t] = detail::widenBf16(detail::roundToBf16(a[t]));
+    break;
+  case FusedOp::Copy: std::memcpy(y, a, len * sizeof(float)); break;
+  }
+}
+
+}  // namespace
+
+void fused_elementwise(const FusedInput* inputs, int numInputs, const FusedStep* steps,
+                       int numSteps, void* out, bool outBf16, int64_t n) {
+  if (numInputs < 0 || numInputs > kMaxFusedInputs || numSteps < 1 ||
+      numInputs + numSteps > kMaxFusedValues)
+    detail::fail("fused_elementwise", "%d inputs and %d steps exceed the limits", numInputs,
+                 numSteps);
+  for (int j = 0; j < numSteps; ++j) {
+    const int limit = numInputs + j;
+    const bool unary = steps[j].op == FusedOp::Neg || steps[j].op == FusedOp::Relu ||
+                       steps[j].op == FusedOp::Bf16 || steps[j].op == FusedOp::Copy;
+    if (steps[j].a < 0 || steps[j].a >= limit || (!unary && (steps[j].b < 0 || steps[j].b >= limit)))
+      detail::fail("fused_elementwise", "step %d reads a value not computed yet", j);
+  }
+  // Work items of up to 16 blocks (16 KiB of rows per thread on its stack).
+  constexpr int64_t kItem = 16 * kBlock;
+  detail::parallelFor((n + kItem - 1) / kItem, [&](int64_t item) {
+    float v[kMaxFusedValues][kBlock];
+    for (int64_t base = item * kItem; base < std::min(n, (item + 1) * kItem); base += kBlock) {
+      const int64_t len = std::min(kBlock, n - base);
+      for (int k = 0; k < numInputs; ++k) loadInput(inputs[k], base, len, v[k]);
+      for (int j = 0; j < numSteps; ++j) runStep(steps[j], v, numInputs + j, len);
+      const float* result = v[numInputs + numSteps - 1];
+      if (outBf16) {
+        uint16_t* y = static_cast<uint16_t*>(out) + base;
+        for (int64_t t = 0; t < len; ++t) y[t] = detail::roundToBf16(result[t]);
+      } else {
+        std::memcpy(static_cast<float*>(out) + base, result, len * sizeof(float));
+      }
+    }
+  });
+}
+
+}  // namespace dtcrt::cpu

@@ -1,0 +1,93 @@
+// Tests of fused_elementwise: a chain equals the separate kernels bit for bit
+// (block-broadcast inputs, bf16 inputs and output, NaN and signed zeros
+// through relu and relu_grad), for any number of kernel threads, on sizes that
+// are not a multiple of its blocks; bad tables are refused.
+#include "TestUtil.h"
+
+#include "runtime/cpu/Parallel.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace dtcrt_test;
+namespace k = dtcrt::cpu;
+
+namespace {
+
+std::vector<uint32_t> bitsOf(const Vec& v) {
+  std::vector<uint32_t> b(v.size());
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+  return b;
+}
+
+}  // namespace
+
+// y = bf16(relu((widen(p) + bias[c]) * s) - x) over [N, C, HW], against
+// cast, add, mul, relu, sub, cast run one by one.
+TEST(Fused, ChainEqualsTheSeparateKernelsBitForBit) {
+  Rng rng(3);
+  const int64_t N = 3, C = 5, HW = 997, n = N * C * HW;  // not a multiple of 256
+  Vec pf = rng.vec(n, -2, 2), bias = rng.vec(C), x = rng.vec(n);
+  pf[7] = NAN;
+  pf[8] = -0.0f;
+  std::vector<uint16_t> p(n);
+  k::cast_f32_to_bf16(pf.data(), p.data(), n);
+  const float s = 1.7f;
+
+  Vec want(n), t(n);
+  k::cast_bf16_to_f32(p.data(), want.data(), n);
+  const int64_t yShape[] = {N, C, HW}, bShape[] = {C, 1}, sShape[] = {1};
+  k::add(want.data(), yShape, 3, bias.data(), bShape, 2, t.data(), yShape, 3);
+  k::mul(t.data(), yShape, 3, &s, sShape, 0, want.data(), yShape, 3);
+  k::relu(want.data(), t.data(), n);
+  k::sub(t.data(), yShape, 3, x.data(), yShape, 3, want.data(), yShape, 3);
+  std::vector<uint16_t> wantBits(n);
+  k::cast_f32_to_bf16(want.data(), wantBits.data(), n);
+
+  const k::FusedInput inputs[] = {{p.data(), true, 1, n},
+                                  {bias.data(), false, HW, C},
+                                  {&s, false, 1, 1},
+                                  {x.data(), false, 1, n}};
+  const k::FusedStep steps[] = {{k::FusedOp::Add, 0, 1},
+                                {k::FusedOp::Mul, 4, 2},
+                                {k::FusedOp::Relu, 5, -1},
+                                {k::FusedOp::Sub, 6, 3}};
+  for (int threads : {1, 2, 3}) {
+    dtcrt::cpu::detail::setKernelThreads(threads);
+    std::vector<uint16_t> got(n, 0xdead);
+    k::fused_elementwise(inputs, 4, steps, 4, got.data(), true, n);
+    EXPECT_EQ(got, wantBits) << threads << " threads";
+  }
+  dtcrt::cpu::detail::setKernelThreads(1);
+}
+
+TEST(Fused, ReluGradNegAndBf16RoundingMatch) {
+  Rng rng(4);
+  const int64_t n = 700;
+  Vec x = rng.vec(n), dy = rng.vec(n);
+  x[0] = NAN;
+  x[1] = 0.0f;
+  x[2] = -0.0f;
+  Vec want(n), t(n);
+  k::relu_grad(x.data(), dy.data(), t.data(), n);
+  std::vector<uint16_t> h(n);
+  k::cast_f32_to_bf16(t.data(), h.data(), n);  // a cast to bf16 and back
+  k::cast_bf16_to_f32(h.data(), t.data(), n);
+  k::neg(t.data(), want.data(), n);
+  const k::FusedInput inputs[] = {{x.data(), false, 1, n}, {dy.data(), false, 1, n}};
+  const k::FusedStep steps[] = {
+      {k::FusedOp::ReluGrad, 0, 1}, {k::FusedOp::Bf16, 2, -1}, {k::FusedOp::Neg, 3, -1}};
+  Vec got(n);
+  k::fused_elementwise(inputs, 2, steps, 3, got.data(), false, n);
+  EXPECT_EQ(bitsOf(got), bitsOf(want));
+}
+
+TEST(FusedDeath, BadTablesAreRefused) {
+  const float a = 1;
+  float y = 0;
+  const k::FusedInput in[] = {{&a, false, 1, 1}};
+  const k::FusedStep forward[] = {{k::FusedOp::Add, 0, 1}};  // value 1 is not computed yet
+  EXPECT_DEATH(k::fused_elementwise(in, 1, forward, 1, &y, false, 1), "fused_elementwise");
+  const k::FusedStep none[] = {{k::FusedOp::Copy, 0, -1}};
+  EXPECT_DEATH(k::fused_elementwise(in, 1, none, 0, &y, false, 1), "fused_elementwise");
+}
