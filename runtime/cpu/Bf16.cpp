@@ -83,37 +83,46 @@ int64_t conv2d_backward_filter_bf16_workspace(const Conv2dParams& p) {
          conv2d_backward_filter_workspace(p);
 }
 
+namespace {
+
+// Widens the bf16 operands a (na elements) and b (nb) into the workspace,
+// runs `product(a, b, out, scratch)` there and rounds its `nout` results.
+template <typename Product>
+void onWidened(const uint16_t* a, int64_t na, const uint16_t* b, int64_t nb, uint16_t* out,
+               int64_t nout, float* workspace, Product product) {
+  float* fa = workspace;
+  float* fb = fa + padded(na);
+  float* fout = fb + padded(nb);
+  cast_bf16_to_f32(a, fa, na);
+  cast_bf16_to_f32(b, fb, nb);
+  product(fa, fb, fout, fout + padded(nout));
+  cast_f32_to_bf16(fout, out, nout);
+}
+
+}  // namespace
+
 void conv2d_forward_bf16(const Conv2dParams& p, const uint16_t* x, const uint16_t* w,
                          uint16_t* y, float* workspace) {
-  float* fx = workspace;
-  float* fw = fx + padded(inputCount(p));
-  float* fy = fw + padded(weightCount(p));
-  cast_bf16_to_f32(x, fx, inputCount(p));
-  cast_bf16_to_f32(w, fw, weightCount(p));
-  conv2d_forward(p, fx, fw, nullptr, fy, fy + padded(outputCount(p)));
-  cast_f32_to_bf16(fy, y, outputCount(p));
+  onWidened(x, inputCount(p), w, weightCount(p), y, outputCount(p), workspace,
+            [&](float* fx, float* fw, float* fy, float* scratch) {
+              conv2d_forward(p, fx, fw, nullptr, fy, scratch);
+            });
 }
 
 void conv2d_backward_data_bf16(const Conv2dParams& p, const uint16_t* dy, const uint16_t* w,
                                uint16_t* dx, float* workspace) {
-  float* fdy = workspace;
-  float* fw = fdy + padded(outputCount(p));
-  float* fdx = fw + padded(weightCount(p));
-  cast_bf16_to_f32(dy, fdy, outputCount(p));
-  cast_bf16_to_f32(w, fw, weightCount(p));
-  conv2d_backward_data(p, fdy, fw, fdx, fdx + padded(inputCount(p)));
-  cast_f32_to_bf16(fdx, dx, inputCount(p));
+  onWidened(dy, outputCount(p), w, weightCount(p), dx, inputCount(p), workspace,
+            [&](float* fdy, float* fw, float* fdx, float* scratch) {
+              conv2d_backward_data(p, fdy, fw, fdx, scratch);
+            });
 }
 
 void conv2d_backward_filter_bf16(const Conv2dParams& p, const uint16_t* x, const uint16_t* dy,
                                  uint16_t* dw, float* workspace) {
-  float* fx = workspace;
-  float* fdy = fx + padded(inputCount(p));
-  float* fdw = fdy + padded(outputCount(p));
-  cast_bf16_to_f32(x, fx, inputCount(p));
-  cast_bf16_to_f32(dy, fdy, outputCount(p));
-  conv2d_backward_filter(p, fx, fdy, fdw, fdw + padded(weightCount(p)));
-  cast_f32_to_bf16(fdw, dw, weightCount(p));
+  onWidened(x, inputCount(p), dy, outputCount(p), dw, weightCount(p), workspace,
+            [&](float* fx, float* fdy, float* fdw, float* scratch) {
+              conv2d_backward_filter(p, fx, fdy, fdw, scratch);
+            });
 }
 
 }  // namespace dtcrt::cpu
