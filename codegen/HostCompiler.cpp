@@ -32,12 +32,20 @@ LogicalResult compileProgram(Location loc, const std::string &cppPath,
                                    outputPath};
   llvm::SmallVector<llvm::StringRef> linkFlags;
   // A CUDA program links the CUDA runtime first (it depends on the rest).
+  // Tests replace it (and the CUDA libraries) with DTC_CUDA_LINK_OVERRIDE: a
+  // library that emulates it on the CPU (test/cuda-emu), so the generated
+  // CUDA code runs on machines without a GPU.
+  const char *cudaOverride = std::getenv("DTC_CUDA_LINK_OVERRIDE");
+  const bool emulated = cuda && cudaOverride && *cudaOverride;
   if (cuda) {
     args.push_back("-I" DTC_CUDA_INCLUDE_DIR);
-    llvm::StringRef(DTC_CUDA_LINK_FLAGS).split(linkFlags, ';', -1, /*KeepEmpty=*/false);
+    if (emulated)
+      args.push_back(cudaOverride);
+    else
+      llvm::StringRef(DTC_CUDA_LINK_FLAGS).split(linkFlags, ';', -1, /*KeepEmpty=*/false);
   }
   llvm::StringRef(DTC_RUNTIME_LINK_FLAGS).split(linkFlags, ';', -1, /*KeepEmpty=*/false);
-  if (cuda)
+  if (cuda && !emulated)
     llvm::StringRef(DTC_CUDA_SYSTEM_LIBS).split(linkFlags, ';', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef flag : linkFlags)
     args.push_back(flag.str());

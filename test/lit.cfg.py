@@ -32,3 +32,4 @@ config.substitutions.append(("%models", os.path.join(config.dtc_source_root, "ex
 config.substitutions.append(("%python", config.python_reference))
 config.substitutions.append(("%gen", gen_dir))
 config.substitutions.append(("%srcroot", config.dtc_source_root))
+config.substitutions.append(("%cuda_emu", getattr(config, "dtc_cuda_emu", "")))

@@ -559,7 +559,8 @@ TrainResult Trainer::run() {
                 static_cast<long long>(ran), result.trainSeconds,
                 result.trainSeconds > 0 ? ran * samplesPerStep / result.trainSeconds : 0.0,
                 ran ? result.losses.back() : NAN);
-  log.line(summary);
+  log.line(graphs_ ? str(summary, "; ", result.graphReplays, " replayed from a CUDA graph")
+                   : std::string(summary));
   return result;
 }
 
