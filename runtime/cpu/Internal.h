@@ -25,8 +25,14 @@
 
 namespace dtcrt::cpu::detail {
 
+// DTC_CPU_ISA=baseline in the environment makes the runtime take its
+// baseline x86-64 kernels on any CPU, as a CPU without AVX2 would (the
+// portability tests run every numeric test both ways).
+bool baselineIsaFromEnvironment();
+
 inline bool hasAvx2Fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool yes = !baselineIsaFromEnvironment() && __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma");
   return yes;
 }
 
