@@ -37,6 +37,15 @@ compares it with what the dtc program wrote:
                           against the reference's state_dict (weight-rtol,
                           relative to the tensor's largest magnitude;
                           --weight-rtol-for REGEX=TOL for named exceptions).
+       --stepwise DIR     teacher-forced steps, for chaotic models (see
+                          check_stepwise): DIR/step-K.onnx is dtc's model after
+                          K steps (K = 1..steps); each step K is recomputed in
+                          float64 from dtc's own weights after step K-1 and
+                          compared: the loss (loss-rtol), the whole update
+                          (update-rtol, relative to its norm) and the batch-norm
+                          running statistics (weight-rtol).  Plain SGD only
+                          (a stateless optimizer: the saved weights are the
+                          whole training state).
        --frozen S.onnx    the weights matching --freeze are bit-identical in S
                           and in the initial model.
        --checker S.onnx   S passes onnx.checker.check_model (full check) and has
@@ -204,7 +213,7 @@ def train(args, module, x, y):
     losses, first_grads, first_buffers = [], None, None
     for xb, yb in batches(x, y, args.batch_size, args.steps):
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(module(xb), yb)
+        loss = loss_fn(module(xb.to(args.dtype)), yb)
         loss.backward()
         if first_grads is None:
             first_grads = {
@@ -326,6 +335,71 @@ def check_weights(label, saved, state, names, rtol, overrides=()):
     print(f"{label}: {len(names)} tensors, max relative difference {worst:.3g} (tolerance {default_rtol:g})")
 
 
+def check_stepwise(args, spec, initial, x, y):
+    """Teacher forcing: every step recomputed in float64 from dtc's own state.
+
+    A ReLU network on random data is chaotic under float32 rounding: once a
+    pre-activation lies within rounding of its kink (every ResNet-18 batch
+    here has ReLU inputs within ~1e-6 of 0 relative to their RMS, see
+    kinks.py), two correct implementations may take different branches, and
+    a free-running multi-step comparison then measures the luck of the BLAS
+    kernels, not dtc.  Restarting each step from dtc's own weights removes
+    the accumulation: step K's loss is a continuous function of dtc's
+    weights after step K-1, so it must equal the float64 loss to float32
+    accuracy whatever kernels ran; the update dtc applied, w_{K-1} - w_K,
+    must equal lr * g64 up to the few gradient elements a kink decision can
+    change, which the norm over the whole model keeps small (measured below
+    1e-3 of the update's norm; a wrong lr, sign or stale weight is >= 1e-2).
+    The float32 rounding of w_K (<= 2^-24 |w_K| per element) is added to
+    the allowance.
+    """
+    if args.optimizer != "sgd" or args.momentum or args.weight_decay or args.nesterov:
+        raise SystemExit("error: --stepwise needs plain SGD (no momentum, no weight decay)")
+    dtc_losses = read_metrics(args.losses) if args.losses else {}
+    models_state = [initial] + [
+        onnx_weights(onnx.load(os.path.join(args.stepwise, f"step-{k}.onnx"))) for k in range(1, args.steps + 1)
+    ]
+    module = spec.make_model().double()
+    worst_loss = worst_update = worst_stats = 0.0
+    for k, (xb, yb) in enumerate(batches(x, y, args.batch_size, args.steps), start=1):
+        before, after = models_state[k - 1], models_state[k]
+        load_onnx_weights(module, {n: v.astype(np.float64) if v.dtype.kind == "f" else v for n, v in before.items()})
+        module.train()
+        module.zero_grad(set_to_none=True)
+        loss = loss_fn(module(xb.double()), yb)
+        loss.backward()
+        ref_loss = loss.item()
+        if k in dtc_losses:
+            rel = abs(dtc_losses[k] - ref_loss) / abs(ref_loss)
+            if not math.isfinite(dtc_losses[k]) or rel > args.loss_rtol:
+                raise Mismatch(f"stepwise: step {k}: loss dtc {dtc_losses[k]:.9g} vs float64 {ref_loss:.9g} "
+                               f"from dtc's weights after step {k - 1} (relative {rel:.3g} > {args.loss_rtol:g})")
+            worst_loss = max(worst_loss, rel)
+        diff_sq = ref_sq = rounding_sq = 0.0
+        for name, p in module.named_parameters():
+            expected = args.lr * p.grad.numpy()
+            applied = before[name].astype(np.float64) - after[name].astype(np.float64)
+            diff_sq += float(np.sum((applied - expected) ** 2))
+            ref_sq += float(np.sum(expected**2))
+            rounding_sq += float(np.sum((F32_UNIT_ROUNDOFF * after[name].astype(np.float64)) ** 2))
+        excess = max(0.0, math.sqrt(diff_sq) - math.sqrt(rounding_sq)) / math.sqrt(ref_sq)
+        if not math.isfinite(excess) or excess > args.update_rtol:
+            raise Mismatch(f"stepwise: step {k}: ||update_dtc - lr*g64|| / ||lr*g64|| = {excess:.3g} "
+                           f"> {args.update_rtol:g} (the update dtc applied from its weights after step {k - 1})")
+        worst_update = max(worst_update, excess)
+        print(f"stepwise: step {k}: loss {ref_loss:.9g}, update difference {excess:.3g}")
+        stats = {n: b.detach().numpy() for n, b in module.named_buffers() if n.endswith(("running_mean", "running_var"))}
+        for name, ref in stats.items():
+            scale = max_abs(ref)
+            rel = max_abs(after[name].astype(np.float64) - ref) / scale if scale > 0 else 0.0
+            if rel > args.weight_rtol:
+                raise Mismatch(f"stepwise: step {k}: {name}: relative to max {rel:.3g} > {args.weight_rtol:g}")
+            worst_stats = max(worst_stats, rel)
+    print(f"stepwise: {args.steps} steps from dtc's own weights against float64: losses {worst_loss:.3g} "
+          f"(tolerance {args.loss_rtol:g}), updates {worst_update:.3g} (tolerance {args.update_rtol:g}), "
+          f"running stats {worst_stats:.3g} (tolerance {args.weight_rtol:g})")
+
+
 def check_frozen(initial, saved, pattern):
     names = [n for n in initial if re.fullmatch(pattern, n)]
     if not names:
@@ -377,6 +451,8 @@ def parse_args(argv):
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                    help="bf16: dtc's --precision=bf16 products (see bf16_products.py)")
     p.add_argument("--freeze", default="", help="regex of weights kept fixed (full match)")
+    p.add_argument("--float64", action="store_true",
+                   help="train the reference in float64 (an exact reference, independent of the BLAS kernels)")
     # Checks.
     p.add_argument("--losses", metavar="METRICS.jsonl")
     p.add_argument("--loss-rtol", type=float, default=1e-4)
@@ -386,6 +462,8 @@ def parse_args(argv):
     p.add_argument("--weight-rtol", type=float, default=1e-4)
     p.add_argument("--weight-rtol-for", action="append", default=[], metavar="REGEX=TOL",
                    help="another tolerance for the weights whose names match REGEX (repeatable)")
+    p.add_argument("--stepwise", metavar="DIR", help="DIR/step-K.onnx: dtc's model after K steps (plain SGD)")
+    p.add_argument("--update-rtol", type=float, default=1e-2)
     p.add_argument("--frozen", metavar="SAVED.onnx")
     p.add_argument("--checker", metavar="SAVED.onnx")
     return p.parse_args(argv)
@@ -407,7 +485,8 @@ def run(args):
         use_bf16_products()
     models = import_export_models(args.export_script)
     spec = models.MODELS[args.model]
-    module = spec.make_model().float()
+    args.dtype = torch.float64 if args.float64 else torch.float32
+    module = spec.make_model().to(args.dtype)
 
     initial_proto = onnx.load(args.onnx)
     initial = onnx_weights(initial_proto)
@@ -415,6 +494,9 @@ def run(args):
 
     sample_shape = tuple(spec.make_input().shape[1:])
     x, y = load_training_set(args.data, sample_shape)
+    if args.stepwise:
+        check_stepwise(args, spec, initial, x, y)
+        return
     losses, first_grads, first_buffers = train(args, module, x, y)
     print(f"torch: {args.model}, {args.steps} steps of {args.optimizer} lr {args.lr:g}, batch {args.batch_size}, "
           f"losses {losses[0]:.6f} .. {losses[-1]:.6f}")
