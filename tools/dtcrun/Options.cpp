@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,6 +84,27 @@ std::string resolveProgram(const std::string& program) {
   return {};
 }
 
+// A port no socket of this machine is bound to now: the kernel's choice for
+// port 0. Rank 0 binds it moments later; another process taking it in
+// between makes rank 0 fail with "address in use", never a wrong job.
+int freeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw UsageError(std::string("--master-port=0: socket: ") + std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw UsageError(std::string("--master-port=0: no free port: ") + std::strerror(e));
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
 }  // namespace
 
 std::string usage() {
@@ -98,7 +122,8 @@ std::string usage() {
          "  --nnodes=K              nodes in the job (default 1)\n"
          "  --node-rank=I           this node's index, 0 <= I < K (default 0)\n"
          "  --master-addr=HOST      rank 0's host (default 127.0.0.1)\n"
-         "  --master-port=PORT      rank 0's port (default 29500)\n"
+         "  --master-port=PORT      rank 0's port (default 29500; 0 = a free port of\n"
+         "                          this machine, for single-node jobs)\n"
          "  --threads-per-rank=T    OMP_NUM_THREADS / OPENBLAS_NUM_THREADS\n"
          "                          (default max(1, cores / N))\n"
          "  --bind=cores|none       give each rank its own T cores (CPU affinity) when\n"
@@ -154,7 +179,7 @@ Options parseOptions(int argc, char** argv) {
       if (value.empty()) throw UsageError("--master-addr is empty");
       o.masterAddr = value;
     } else if (name == "--master-port") {
-      o.masterPort = static_cast<int>(parseInt(name, value, 1, 65535));
+      o.masterPort = static_cast<int>(parseInt(name, value, 0, 65535));
     } else if (name == "--threads-per-rank") {
       o.threadsPerRank = static_cast<int>(parseInt(name, value, 1, 0x7fffffff));
     } else if (name == "--bind") {
@@ -176,6 +201,12 @@ Options parseOptions(int argc, char** argv) {
                      std::to_string(o.nnodes));
   if (static_cast<long long>(o.nnodes) * o.nprocPerNode > 0x7fffffff)
     throw UsageError("--nnodes * --nproc-per-node is too large");
+  if (o.masterPort == 0) {
+    if (o.nnodes > 1)
+      throw UsageError("--master-port=0 (a free port of this machine) needs a single-node job: "
+                       "every node must be given the same port");
+    o.masterPort = freeLoopbackPort();
+  }
   if (i >= argc) throw UsageError("missing PROGRAM (see dtcrun --help)");
   o.program = argv[i];
   o.programPath = resolveProgram(o.program);
