@@ -15,7 +15,9 @@ config.test_exec_root = os.path.join(config.dtc_binary_root, "test")
 
 path = [config.dtc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
 config.environment["PATH"] = os.pathsep.join(path)
-for var in ["HOME", "TMPDIR", "OPENBLAS_CORETYPE"]:
+# OPENBLAS_CORETYPE, DTC_CONV_ALGO, DTC_CPU_ISA and OMP_NUM_THREADS (the
+# programs' default --threads) pick kernels: scripts/test-portability.sh sets them.
+for var in ["HOME", "TMPDIR", "OPENBLAS_CORETYPE", "DTC_CONV_ALGO", "DTC_CPU_ISA", "OMP_NUM_THREADS"]:
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
@@ -32,4 +34,8 @@ config.substitutions.append(("%models", os.path.join(config.dtc_source_root, "ex
 config.substitutions.append(("%python", config.python_reference))
 config.substitutions.append(("%gen", gen_dir))
 config.substitutions.append(("%srcroot", config.dtc_source_root))
+# A free loopback port, for tests that start ranks without dtcrun (dtcrun
+# takes --master-port=0): use as $(%free_port) inside `sh -c`.
+config.substitutions.append(
+    ("%free_port", config.python_reference + " " + os.path.join(config.dtc_source_root, "test", "Inputs", "free_port.py")))
 config.substitutions.append(("%cuda_emu", getattr(config, "dtc_cuda_emu", "")))

@@ -2,7 +2,7 @@
 # launch.sh STYLE NRANKS PORT PROGRAM [ARGS...]
 # Starts NRANKS copies of PROGRAM on this machine without dtcrun, each with
 # the variables one launcher sets (STYLE), and MASTER_ADDR=127.0.0.1,
-# MASTER_PORT=PORT:
+# MASTER_PORT=PORT (0: a free port of this machine):
 #   env    RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE  (torchrun's names)
 #   ompi   OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE (what mpirun sets)
 #   slurm  SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE (srun)
@@ -18,6 +18,9 @@ start_rank() {
   esac
 }
 case $style in env|ompi|slurm) ;; *) echo "launch.sh: unknown style $style" >&2; exit 2 ;; esac
+if [ "$port" = 0 ]; then
+  port=$(/usr/bin/python3 "$(dirname "$0")/../../Inputs/free_port.py") || exit 1
+fi
 export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port
 unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE SLURM_PROCID SLURM_NTASKS
 pids=""

@@ -30,6 +30,7 @@ non-zero when a rank fails or the job takes longer than --timeout seconds.
 import argparse
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -53,7 +54,7 @@ def parse_args(argv):
     p.add_argument("--batch-size", type=int, default=64, help="per rank")
     p.add_argument("--world-size", type=int, default=2)
     p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--master-port", type=int, required=True)
+    p.add_argument("--master-port", type=int, default=0, help="0 (default): a free port of this machine")
     p.add_argument("--timeout", type=float, default=100.0, help="seconds for the whole job")
     p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
     p.add_argument("--lr", type=float, default=0.01)
@@ -74,6 +75,10 @@ def parse_args(argv):
 def launch(argv, args):
     """Start the ranks, wait for all of them; the first failure stops the rest."""
     procs = []
+    if args.master_port == 0:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            args.master_port = s.getsockname()[1]
     for rank in range(args.world_size):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.world_size),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(args.master_port),
