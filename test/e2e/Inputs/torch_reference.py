@@ -213,7 +213,7 @@ def train(args, module, x, y):
     losses, first_grads, first_buffers = [], None, None
     for xb, yb in batches(x, y, args.batch_size, args.steps):
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(module(xb.to(args.dtype)), yb)
+        loss = loss_fn(module(xb.to(args.dtype) if xb.is_floating_point() else xb), yb)
         loss.backward()
         if first_grads is None:
             first_grads = {
@@ -366,7 +366,7 @@ def check_stepwise(args, spec, initial, x, y):
         load_onnx_weights(module, {n: v.astype(np.float64) if v.dtype.kind == "f" else v for n, v in before.items()})
         module.train()
         module.zero_grad(set_to_none=True)
-        loss = loss_fn(module(xb.double()), yb)
+        loss = loss_fn(module(xb.double() if xb.is_floating_point() else xb), yb)
         loss.backward()
         ref_loss = loss.item()
         if k in dtc_losses:
