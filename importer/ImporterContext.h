@@ -35,6 +35,7 @@ struct ValueSlot {
 };
 
 class NodeContext;
+struct TrainableInitializers;
 using NodeBuilderFn = mlir::LogicalResult (*)(NodeContext &);
 using BuilderTable = llvm::StringMap<NodeBuilderFn>;
 
@@ -74,6 +75,7 @@ private:
 
   mlir::LogicalResult checkSupport();
   mlir::LogicalResult importInitializers();
+  mlir::LogicalResult reportTrainable(const TrainableInitializers &classes);
   mlir::LogicalResult importNodes();
   mlir::LogicalResult importNode(const onnx::NodeProto &node, llvm::StringRef name);
   mlir::LogicalResult tryFold(NodeContext &nc, bool &folded);

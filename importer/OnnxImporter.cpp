@@ -12,6 +12,7 @@
 #include "importer/ImporterContext.h"
 #include "importer/ModelLoader.h"
 #include "importer/TensorConversion.h"
+#include "importer/TrainableInitializers.h"
 
 #include "mlir/IR/Verifier.h"
 
@@ -65,10 +66,48 @@ LogicalResult Importer::checkSupport() {
   return failure();
 }
 
+/// Float initializers that are not parameters and at most this many
+/// elements are also known on the host, so that what only depends on them
+/// (a causal mask compared with 0) folds at compile time.
+static constexpr int64_t kMaxFoldedConstantElements = 1 << 22;
+
+/// Reports which initializers will not be trained, or why that is unclear.
+LogicalResult Importer::reportTrainable(const TrainableInitializers &classes) {
+  if (!classes.error.empty()) {
+    emitError(fileLoc) << classes.error;
+    return failure();
+  }
+  auto list = [](llvm::ArrayRef<std::string> names) {
+    std::string text;
+    for (size_t i = 0; i < names.size() && i < 8; ++i)
+      text += (i ? ", " : "") + names[i];
+    if (names.size() > 8)
+      text += ", ... (" + std::to_string(names.size()) + " in all)";
+    return text;
+  };
+  if (!classes.unknownNames.empty()) {
+    emitError(fileLoc) << "metadata '" << kParametersMetadataKey
+                       << "' names parameters that are no initializer of the graph: "
+                       << list(classes.unknownNames)
+                       << " (was the model exported with constant folding on?)";
+    return failure();
+  }
+  if (!classes.ambiguous.empty())
+    emitWarning(fileLoc) << "no parameter list in the model (metadata '" << kParametersMetadataKey
+                         << "'): training " << list(classes.ambiguous)
+                         << " as weights; if PyTorch holds any of them as a buffer, export with "
+                            "tools/export/dtc_export.py or use --freeze";
+  return success();
+}
+
 /// Initializers become dtc.param: float ones are weights (buffers when they
-/// are BatchNormalization running statistics), others are constants that
-/// are also known on the host for folding.
+/// are BatchNormalization running statistics, constants when they are not
+/// parameters, see TrainableInitializers.h), others are constants that are
+/// also known on the host for folding.
 LogicalResult Importer::importInitializers() {
+  TrainableInitializers classes = classifyInitializers(model);
+  if (failed(reportTrainable(classes)))
+    return failure();
   llvm::StringSet<> buffers;
   for (const auto &node : model.graph().node())
     if (node.op_type() == "BatchNormalization")
@@ -95,8 +134,15 @@ LogicalResult Importer::importInitializers() {
     ParamKind kind = ParamKind::constant;
     ElementsAttr value;
     if (isFloatDType(init.data_type())) {
-      kind = buffers.contains(name) ? ParamKind::buffer : ParamKind::weight;
+      kind = buffers.contains(name)            ? ParamKind::buffer
+             : classes.constants.contains(name) ? ParamKind::constant
+                                                : ParamKind::weight;
       value = tensorProtoToAttr(init, type, error);
+      if (value && kind == ParamKind::constant && type.getNumElements() <= kMaxFoldedConstantElements) {
+        HostTensor host;
+        if (tensorProtoToHost(init, host, error))
+          slot.host = std::move(host);
+      }
     } else {
       HostTensor host;
       if (tensorProtoToHost(init, host, error)) {
