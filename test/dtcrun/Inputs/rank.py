@@ -27,9 +27,45 @@ def say(text, stream=sys.stdout):
     os.write(stream.fileno(), (text + "\n").encode())
 
 
+# Ranks of one dtcrun share its pid as their parent: a folder named after it
+# holds a marker per rank whose signal handlers are installed, so a rank
+# that must fail or die "after the others are waiting" waits for those
+# markers (bounded) instead of sleeping and hoping.
+def _parent_start_time():
+    with open("/proc/%d/stat" % os.getppid()) as f:
+        return f.read().rsplit(")", 1)[1].split()[19]  # field 22: start time
+
+
+READY_DIR = "/tmp/dtcrun-test-ready-%d-%s" % (os.getppid(), _parent_start_time())
+
+
+def mark_ready():
+    os.makedirs(READY_DIR, exist_ok=True)
+    open(os.path.join(READY_DIR, str(rank)), "w").close()
+
+
+def unmark_ready():
+    try:
+        os.unlink(os.path.join(READY_DIR, str(rank)))
+        os.rmdir(READY_DIR)
+    except OSError:
+        pass  # another rank's marker is still there, or already gone
+
+
+def wait_for_others():
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    deadline = time.monotonic() + 30
+    while True:
+        ready = set(os.listdir(READY_DIR)) if os.path.isdir(READY_DIR) else set()
+        if len(ready - {str(rank)}) >= world - 1 or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
+
+
 def wait_for_signal(ignore_term=False):
     def on_signal(sig, _frame):
         say("rank %d got %s" % (rank, signal.Signals(sig).name))
+        unmark_ready()
         sys.exit(0 if sig == signal.SIGTERM else 1)
     if ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -37,6 +73,7 @@ def wait_for_signal(ignore_term=False):
         signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     say("rank %d ready" % rank)
+    mark_ready()
     time.sleep(50)  # the tests' `timeout 60` is the backstop
     say("rank %d was never stopped" % rank)
     sys.exit(5)
@@ -82,16 +119,17 @@ elif mode == "barbreak":
     os.write(1, b"\rstep 2\n")
 elif mode == "fail":
     if rank == int(sys.argv[2]):
-        time.sleep(0.5)  # let the others install their handlers
+        wait_for_others()  # their handlers are installed
         say("rank %d failing" % rank, sys.stderr)
         sys.exit(int(sys.argv[3]))
     option = sys.argv[4] if len(sys.argv) > 4 else ""
     if option == "early-zero" and rank == 0:
+        mark_ready()  # counts as waiting: the failing rank need not wait for it
         sys.exit(0)
     wait_for_signal(ignore_term=option == "ignore-term")
 elif mode == "kill":
     if rank == int(sys.argv[2]):
-        time.sleep(0.5)
+        wait_for_others()
         os.kill(os.getpid(), signal.SIGKILL)
     wait_for_signal()
 elif mode == "wait":
