@@ -67,6 +67,25 @@ public:
   virtual void end() = 0;
 };
 
+// --profile and --trace (CPU programs): the generated step functions bracket
+// the kernels of kernel op `op` (an index into ProgramSpec::profileOps) with
+// begin(op) / end() when ctx.profiler is set. Null when nothing is measured.
+class OpProfiler {
+public:
+  virtual ~OpProfiler() = default;
+  virtual void begin(int32_t op) = 0;
+  virtual void end() = 0;
+};
+
+// What one kernel op of the step functions is, for the profile.
+struct OpProfile {
+  const char* kind;   // the dtc op ("dtc.gemm")
+  const char* node;   // the ONNX node it comes from ("/fc1/Gemm"), "" if none
+  const char* phase;  // "forward", "backward", "optimizer" or "communication"
+  double flops;       // floating-point operations of one run (compile-time estimate)
+  double bytes;       // bytes it reads and writes (compile-time estimate)
+};
+
 // What one call of a step function reads and writes. The runtime owns every
 // buffer; the step functions never allocate.
 struct StepContext {
@@ -91,6 +110,16 @@ struct StepContext {
   Communicator* pipe;
   StepTracer* trace;           // pipeline programs: --trace, else null
   void* device;                // GPU programs: DeviceBackend::open's handle, else null
+  OpProfiler* profiler;        // --profile / --trace of a CPU program, else null
+
+  // The generated code brackets each kernel op with these (one branch when
+  // no profiler is set).
+  void profile_begin(int32_t op) const {
+    if (profiler) profiler->begin(op);
+  }
+  void profile_end() const {
+    if (profiler) profiler->end();
+  }
 };
 
 using StepFunction = void (*)(StepContext&);
@@ -217,6 +246,10 @@ struct ProgramSpec {
   // "fp32", or "bf16" (dtc --precision=bf16: matrix products in bf16, float32
   // weights, gradients and optimizer state); shown in the banner.
   const char* precision;
+  // The kernel ops of every step function, indexed by the ids the step
+  // functions pass to OpProfiler::begin (null/0 in programs without them).
+  const OpProfile* profileOps;
+  int32_t numProfileOps;
 };
 
 } // namespace dtcrt

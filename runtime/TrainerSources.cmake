@@ -30,6 +30,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/train/Pipeline.cpp
   ${DTCRT_RUNTIME_DIR}/train/StepGraphs.cpp
   ${DTCRT_RUNTIME_DIR}/train/Trace.cpp
+  ${DTCRT_RUNTIME_DIR}/train/Profiler.cpp
   ${DTCRT_RUNTIME_DIR}/train/Device.cpp
   ${DTCRT_RUNTIME_DIR}/train/Trainer.cpp
   ${DTCRT_RUNTIME_DIR}/train/Inference.cpp

@@ -78,6 +78,7 @@ const std::map<std::string, Flag>& flagTable() {
          if (o.timeoutSeconds <= 0) fail(f, ": expected a positive number of seconds, got '", v, "'");
        }}},
       {"--trace", {false, true, false, [](Options& o, auto&, auto& v) { o.trace = v; }}},
+      {"--profile", {true, true, false, [](Options& o, auto& f, auto& v) { o.profile = parseBool(f, v); }}},
       {"--cuda-graphs", {true, true, false, [](Options& o, auto& f, auto& v) { o.cudaGraphs = parseBool(f, v); }}},
       {"--gradcheck", {true, true, false, [](Options& o, auto& f, auto& v) { o.gradcheck = parseBool(f, v); }}},
       {"--input", {false, false, true, [](Options& o, auto&, auto& v) { o.inputs.push_back(v); }}},
@@ -167,8 +168,10 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
       "  --resume               continue from the latest checkpoint in --checkpoint-dir\n",
       "  --timeout=S            several ranks: stop with an error when a peer is silent\n"
       "                         for S seconds (default 300)\n"
-      "  --trace=FILE.json      pipeline programs: write the schedule of steps 2-4 (each\n"
-      "                         stage's forward and backward passes) as a Chrome trace\n"
+      "  --trace=FILE.json      write a Chrome trace: every kernel of step 2 (pipelines:\n"
+      "                         each stage's forward and backward passes of steps 2-4)\n"
+      "  --profile              after training, print the time of steps 2-11 per op kind,\n"
+      "                         ONNX node and phase, against this machine's measured peaks\n"
       "  --cuda-graphs=BOOL     GPU programs: capture the train step once as a CUDA graph\n"
       "                         and replay it (default true; false runs every kernel launch)\n"
       "  --gradcheck            check the compiled gradients of the first batch against\n"

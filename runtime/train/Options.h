@@ -36,7 +36,9 @@ struct Options {
   bool resume = false;         // --resume (needs --checkpoint-dir)
   bool gradcheck = false;      // --gradcheck: finite differences vs. the compiled backward
   double timeoutSeconds = 300; // --timeout=S: a peer silent this long is an error
-  std::string trace;           // --trace=FILE.json: pipeline programs, steps 2-4 as a Chrome trace
+  std::string trace;           // --trace=FILE.json: a Chrome trace (pipelines: the schedule of
+                               // steps 2-4; other CPU programs: every kernel of step 2)
+  bool profile = false;        // --profile: time per op kind, ONNX node and phase over steps 2-11
   bool cudaGraphs = true;      // --cuda-graphs=true|false: GPU programs replay a captured step
   // Inference only.
   std::vector<std::string> inputs;  // --input=FILE.pb, repeatable

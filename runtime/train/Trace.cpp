@@ -18,6 +18,8 @@ int64_t nowNs() {
       .count();
 }
 
+} // namespace
+
 // Phase names come from the compiler; keep the JSON valid whatever they are.
 std::string jsonString(const char* s) {
   std::string out = "\"";
@@ -36,8 +38,6 @@ std::string jsonString(const char* s) {
   }
   return out + "\"";
 }
-
-} // namespace
 
 void Tracer::begin(const char* phase, int64_t microBatch) {
   const int64_t t = nowNs();

@@ -50,6 +50,9 @@ private:
   std::vector<TraceEvent> events_;
 };
 
+// `s` as a JSON string literal (quotes and escapes added).
+std::string jsonString(const char* s);
+
 // Every rank's events, on every rank (collective over `world`).
 std::vector<TraceEvent> gatherTrace(Communicator& world, const std::vector<TraceEvent>& mine);
 

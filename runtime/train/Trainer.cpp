@@ -8,6 +8,7 @@
 #include "runtime/support/Rank.h"
 #include "runtime/support/TensorInfo.h"
 #include "runtime/train/Logger.h"
+#include "runtime/train/Profiler.h"
 #include "runtime/train/Trace.h"
 
 #include <algorithm>
@@ -137,6 +138,8 @@ void Trainer::prefetchBatch(const Dataset& d, const int64_t* indices, int64_t ro
   prefetchedIndices_.assign(indices, indices + rows);
 }
 
+Trainer::~Trainer() = default;
+
 StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t step) {
   StepContext ctx{};
   if (device_) {
@@ -162,6 +165,7 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
   ctx.seed = opts_.seed;
   // GPU jobs: gradients are all-reduced on the device communicator.
   ctx.comm = device_ && device_->comm() ? device_->comm() : comm_;
+  ctx.profiler = profiler_.get();
   return ctx;
 }
 
@@ -283,8 +287,16 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
 TrainResult Trainer::run() {
   if (!spec_.trainStep && !pipeline_) fail("internal: Trainer on an inference-only program");
   const int rank = processRank(), world = worldSize();
-  if (!opts_.trace.empty() && !pipeline_)
-    fail("--trace=", opts_.trace, ": --trace needs a pipeline program (dtc --strategy=pipeline)");
+  // --profile, and --trace of a program that is not a pipeline: the step
+  // functions report each kernel op to the profiler.
+  if (opts_.profile || (!opts_.trace.empty() && !pipeline_)) {
+    const char* flag = opts_.profile ? "--profile" : "--trace";
+    if (pipeline_) fail(flag, ": pipeline programs are not profiled per op yet (--trace shows their schedule)");
+    if (device_) fail(flag, ": GPU programs are not profiled per op yet");
+    if (spec_.numProfileOps == 0)
+      fail(flag, ": this program has no op table (compiled by an older dtc); compile it again");
+    profiler_ = std::make_unique<Profiler>(spec_);
+  }
   if (pipeline_) {
     place_ = pipelinePlace(spec_, rank, world);
     if (spec_.accumulateSteps > 1)
@@ -465,6 +477,10 @@ TrainResult Trainer::run() {
         loss = pipelineStep(lr, pos.step + 1, traced ? &tracer : nullptr);
         if (runStep == 1) arenaPeak = measuredArenaPeak(arena_.data(), arena_.size());
       } else {
+        // --profile: steps 2-11 of this run (step 1 warms up); --trace: step 2.
+        if (profiler_)
+          profiler_->setRecording(opts_.profile && runStep >= 2 && runStep <= 11,
+                                  !opts_.trace.empty() && runStep == 2);
         // The step's loss is the mean over its micro-batches (as one batch
         // `micro` times larger would give).
         double lossSum = 0;
@@ -490,6 +506,10 @@ TrainResult Trainer::run() {
         }
       }
       const double dt = secondsSince(t0);
+      if (profiler_) {
+        profiler_->stepDone(dt);
+        profiler_->setRecording(false, false);
+      }
       ++pos.step;
       ++pos.batchInEpoch;
       if (!std::isfinite(loss))
@@ -537,7 +557,15 @@ TrainResult Trainer::run() {
       log.line("saved the trained model to " + opts_.save);
     }
   }
-  if (!opts_.trace.empty()) {
+  if (profiler_ && isLogRank()) {
+    if (opts_.profile) std::fputs(profiler_->report(measurePeaks()).c_str(), stdout);
+    if (!opts_.trace.empty()) {
+      writeFileAtomic(opts_.trace, profiler_->chromeTrace());
+      log.line(profiler_->hasTrace() ? str("wrote the trace of step 2 to ", opts_.trace)
+                                     : str("wrote an empty trace to ", opts_.trace, " (step 2 did not run)"));
+    }
+  }
+  if (!opts_.trace.empty() && pipeline_) {
     const std::vector<TraceEvent> events = gatherTrace(*comm_, tracer.events());
     if (isLogRank()) {
       writeFileAtomic(opts_.trace, chromeTraceJson(events, place_.stages));

@@ -37,6 +37,8 @@
 
 namespace dtcrt {
 
+class Profiler;
+
 struct EvalResult {
   int64_t epoch = 0;         // 1-based epoch after which it ran
   double loss = 0;           // mean over the evaluated samples
@@ -74,6 +76,7 @@ public:
   // opens its own (local rank 0).
   Trainer(const ProgramSpec& spec, const Options& opts, int forceTty = -1,
           Communicator* comm = nullptr, Device* device = nullptr);
+  ~Trainer();
 
   // Loads data and the initial state (or the latest checkpoint with
   // --resume) and trains. Throws Error (non-finite loss, bad data, ...).
@@ -148,6 +151,7 @@ private:
   // GPU programs with --cuda-graphs (null otherwise); released before the
   // buffers its graphs read.
   std::unique_ptr<StepGraphs> graphs_;
+  std::unique_ptr<Profiler> profiler_;  // --profile, --trace of a non-pipeline program
   // Last, so they go first: a group's operation in flight (after an error)
   // ends before the buffers it reads are freed.
   std::unique_ptr<Communicator> ownWorld_;  // when no `comm` was given

@@ -54,10 +54,10 @@ if(EXISTS /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz)
   set_tests_properties(runtime.trainer.cli.fashion-mnist PROPERTIES
     PASS_REGULAR_EXPRESSION "eval loss [0-9.]+ accuracy [6-9][0-9]\\.")
 endif()
-add_test(NAME runtime.trainer.cli.trace-needs-pipeline
+add_test(NAME runtime.trainer.cli.trace-needs-op-table
   COMMAND dtcrt_fake_program --data=synthetic --trace=t.json)
-set_tests_properties(runtime.trainer.cli.trace-needs-pipeline PROPERTIES
-  PASS_REGULAR_EXPRESSION "^error: --trace=t.json: --trace needs a pipeline program \\(dtc --strategy=pipeline\\)\n$")
+set_tests_properties(runtime.trainer.cli.trace-needs-op-table PROPERTIES
+  PASS_REGULAR_EXPRESSION "^error: --trace: this program has no op table \\(compiled by an older dtc\\); compile it again\n$")
 
 # A 2-stage pipeline started as one process, or as rank 0 of 3: the job-size
 # error at once (no rendezvous, no hang).

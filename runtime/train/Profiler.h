@@ -1,0 +1,65 @@
+// Profiler: `--profile` and `--trace` of CPU programs. The generated step
+// functions bracket each kernel op with OpProfiler::begin(id) / end()
+// (Program.h); the profiler adds up each op's time over the profiled steps
+// and reports it per op kind, per ONNX node and per phase (forward, backward,
+// optimizer, communication), with the achieved GFLOP/s and GB/s of each row
+// against the peaks it measures on this machine (an OpenBLAS GEMM and a
+// memory copy). With a trace it also keeps the start and end of every op of
+// one step and writes them as a Chrome trace (chrome://tracing, Perfetto).
+#pragma once
+
+#include "runtime/Program.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtcrt {
+
+// What this core reaches, measured when the report is made.
+struct MachinePeaks {
+  double gemmFlopsPerSecond = 0;  // square sgemm through OpenBLAS, one thread
+  double copyBytesPerSecond = 0;  // memcpy of a buffer larger than the caches
+};
+MachinePeaks measurePeaks();
+
+class Profiler : public OpProfiler {
+public:
+  explicit Profiler(const ProgramSpec& spec);
+
+  // What the next steps record: nothing, totals, or totals and every op's
+  // span (the step traced).
+  void setRecording(bool totals, bool spans);
+  // A recorded step took `seconds` of wall time (the report's denominator).
+  void stepDone(double seconds);
+
+  void begin(int32_t op) override;
+  void end() override;
+
+  int64_t profiledSteps() const { return steps_; }
+  // The report, for `steps` steps of `modelName`.
+  std::string report(const MachinePeaks& peaks, int topNodes = 15) const;
+  // The one traced step as Chrome trace JSON (one thread: the step's ops).
+  std::string chromeTrace() const;
+  bool hasTrace() const { return !spans_.empty(); }
+
+private:
+  struct Totals {
+    int64_t calls = 0;
+    int64_t ns = 0;
+  };
+  struct Span {
+    int32_t op;
+    int64_t startNs, endNs;
+  };
+  const ProgramSpec& spec_;
+  std::vector<Totals> totals_;
+  std::vector<Span> spans_;
+  bool recordTotals_ = false, recordSpans_ = false;
+  int32_t open_ = -1;
+  int64_t openNs_ = 0;
+  int64_t steps_ = 0;
+  double stepSeconds_ = 0;
+};
+
+}  // namespace dtcrt
