@@ -4,6 +4,7 @@
 
 #include "dialect/DtcDialect.h"
 #include "dialect/ShapeHelpers.h"
+#include "passes/CostModel.h"
 #include "passes/PipelineSimulation.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
@@ -145,6 +146,17 @@ struct EmittedFunction {
 /// What each kind of step function does with its results.
 enum class StepKind { Forward, Train, Eval };
 
+/// The phase a kernel op belongs to, for the profile.
+StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss) {
+  if (isa<SgdUpdateOp, AdamUpdateOp>(op))
+    return "optimizer";
+  StringRef name = op->getName().getStringRef();
+  if (name.starts_with("dtc.all_reduce") || name.starts_with("dtc.send") ||
+      name.starts_with("dtc.recv") || name.starts_with("dtc.broadcast"))
+    return "communication";
+  return kind == StepKind::Train && pastLoss ? "backward" : "forward";
+}
+
 FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
                                         ProgramEmitter &program) {
   FailureOr<MemoryPlan> plan = MemoryPlan::compute(func);
@@ -174,6 +186,7 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
             type.str() + "*>(" + source + ");");
     fn.bind(arg, name);
   }
+  bool pastLoss = false;  // train steps: the ops after the loss are the backward pass
   for (auto next = body.begin(); &*next != body.getTerminator(); ++next) {
     Operation &op = *next;
     if (program.cuda) {
@@ -208,8 +221,15 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
       return codegenError(&op) << "no C++ emitter for this op";
     fn.comment(&op);
     fn.declareResults(&op);
+    const int profileId = program.cuda ? -1 : program.addProfileOp(&op, phaseOf(&op, kind, pastLoss));
+    if (profileId >= 0)
+      fn.line("ctx.profile_begin(" + std::to_string(profileId) + ");");
     if (failed(it->second(&op, fn)))
       return failure();
+    if (profileId >= 0)
+      fn.line("ctx.profile_end();");
+    if (isa<SoftmaxCrossEntropyOp, MseLossOp>(op))
+      pastLoss = true;
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   if (!func.getOps<SchedulePhaseOp>().empty())
@@ -292,6 +312,16 @@ StringRef argName(func::FuncOp func, unsigned i) {
 }
 
 } // namespace
+
+int ProgramEmitter::addProfileOp(Operation *op, StringRef phase) {
+  std::string node;
+  if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
+    node = name.getName().str();
+  profileOps.push_back("{" + quoted(op->getName().getStringRef()) + ", " + quoted(node) + ", " +
+                       quoted(phase) + ", " + doubleLiteral(estimateFlops(op)) + ", " +
+                       doubleLiteral(estimateBytes(op)) + "}");
+  return static_cast<int>(profileOps.size()) - 1;
+}
 
 //===----------------------------------------------------------------------===//
 // The file
@@ -464,6 +494,16 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
                       ? llvm::cast<RankedTensorType>(forward.getArgumentTypes()[0]).getDimSize(0)
                       : 1;
 
+  // --profile / --trace: what each profiled kernel op is (kind, ONNX node,
+  // phase, estimated FLOPs and bytes).
+  std::string profileTable;
+  if (!program.profileOps.empty()) {
+    profileTable = "const dtcrt::OpProfile kProfileOps[] = {\n";
+    for (auto [i, entry] : llvm::enumerate(program.profileOps))
+      profileTable += "    " + entry + ",  // " + std::to_string(i) + "\n";
+    profileTable += "};\n";
+  }
+
   std::string workspace;
   for (const std::string &term : workspaceTerms)
     workspace += "  bytes = std::max(bytes, size_t(" + term + "));\n";
@@ -502,7 +542,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "const dtcrt::ParamSpec kParams[] = {\n" << paramTable << "};\n"
      << "const dtcrt::TensorSpec kInputs[] = {\n" << inputs << "};\n"
      << "const dtcrt::TensorSpec kOutputs[] = {\n" << outputs << "};\n"
-     << pipelineTables << "\n"
+     << pipelineTables << profileTable << "\n"
      << "const dtcrt::ProgramSpec kProgram = {\n"
      << "    " << quoted(modelName) << ",\n"
      << "    " << quoted(options.compileCommand) << ",\n"
@@ -524,6 +564,8 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << pipelineSpec
      << (program.cuda ? "    cuda::deviceBackend(), \"cuda\",\n" : "    nullptr, \"cpu\",\n")
      << "    " << quoted(usesBf16(module) ? "bf16" : "fp32") << ",\n"
+     << (program.profileOps.empty() ? std::string("    nullptr, 0,\n")
+                                    : "    kProfileOps, " + std::to_string(program.profileOps.size()) + ",\n")
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();
