@@ -43,7 +43,7 @@ private:
 // zeros when the program embeds no model (onnxSize == 0, hand-written specs).
 void loadInitialState(const ProgramSpec& spec, char* state);
 // Writes the embedded model with the trained Weight/Buffer values to `path`
-// atomically (PATH.tmp, then rename). Error when the program embeds no model.
+// atomically (a unique temporary file, then rename). Error when the program embeds no model.
 void saveTrainedModel(const ProgramSpec& spec, const char* state, const std::string& path);
 
 } // namespace dtcrt

@@ -3,9 +3,12 @@
 
 #include "runtime/support/Error.h"
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,28 +45,50 @@ static void fsyncDir(const std::string& dir) {
   ::close(fd);
 }
 
+// Creates a new file beside `path` under a unique, unpredictable name
+// (PATH.tmp.XXXXXXXX), exclusively and without following a symbolic link
+// planted there; returns its descriptor and sets `tmp` to its name.
+static int createUniqueTemp(const std::string& path, std::string& tmp) {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device entropy;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    uint64_t salt = (uint64_t(entropy()) << 32) ^ entropy() ^
+                    (uint64_t(::getpid()) << 16) ^ counter.fetch_add(1);
+    char suffix[24];
+    std::snprintf(suffix, sizeof suffix, ".tmp.%016llx", static_cast<unsigned long long>(salt));
+    tmp = path + suffix;
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST) fail(path, ": cannot create a temporary file beside it (", tmp,
+                              "): ", std::strerror(errno));
+  }
+  fail(path, ": cannot create a temporary file beside it: every name tried exists");
+}
+
 void writeFileAtomic(const std::string& path, const void* bytes, size_t size) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail(tmp, ": cannot create: ", std::strerror(errno));
+  std::string tmp;
+  int fd = createUniqueTemp(path, tmp);
+  auto abandon = [&](const std::string& what, int e) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    fail(path, ": ", what, ": ", std::strerror(e));
+  };
   const char* p = static_cast<const char*>(bytes);
   size_t left = size;
   while (left > 0) {
     ssize_t w = ::write(fd, p, left);
     if (w < 0) {
       if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail(tmp, ": write failed: ", std::strerror(e));
+      abandon("write failed", errno);
     }
     p += w;
     left -= static_cast<size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if (::fsync(fd) != 0) abandon("cannot flush", errno);
+  if (::close(fd) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
-    fail(tmp, ": cannot flush: ", std::strerror(e));
+    fail(path, ": cannot flush: ", std::strerror(e));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
@@ -71,6 +96,27 @@ void writeFileAtomic(const std::string& path, const void* bytes, size_t size) {
     fail(path, ": cannot rename ", tmp, " to it: ", std::strerror(e));
   }
   fsyncDir(dirName(path));
+}
+
+void checkOutputFile(const std::string& flag, const std::string& path) {
+  const std::string dir = dirName(path);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    fail(flag, "=", path, ": the folder '", dir, "' does not exist");
+  if (!S_ISDIR(st.st_mode)) fail(flag, "=", path, ": '", dir, "' is not a folder");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    fail(flag, "=", path, ": the folder '", dir, "' is not writable: ", std::strerror(errno));
+  if (dirExists(path)) fail(flag, "=", path, ": is a folder, not a file");
+}
+
+void checkOutputDir(const std::string& flag, const std::string& dir) {
+  try {
+    makeDirs(dir);
+  } catch (const Error& e) {
+    fail(flag, "=", dir, ": ", e.what());
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    fail(flag, "=", dir, ": the folder is not writable: ", std::strerror(errno));
 }
 
 void makeDirs(const std::string& path) {
@@ -82,6 +128,8 @@ void makeDirs(const std::string& path) {
     if (!prefix.empty() && !dirExists(prefix) && ::mkdir(prefix.c_str(), 0755) != 0 &&
         errno != EEXIST)
       fail(prefix, ": cannot create directory: ", std::strerror(errno));
+    if (!prefix.empty() && !dirExists(prefix))
+      fail(prefix, ": cannot create directory: a file of that name exists");
     if (pos == std::string::npos) break;
   }
 }

@@ -8,7 +8,8 @@
 //   i64 datasetSize  i32 worldSize  u64 stateBytes  state bytes
 //   u64 FNV-1a of everything before it
 // and DIR/latest holding "checkpoint-<step>.bin\n". Both are written
-// atomically (PATH.tmp, fsync, rename); older checkpoints are kept.
+// atomically (a unique temporary file, fsync, rename); older checkpoints
+// are kept.
 // Resuming keeps the checkpoint's seed and shuffle setting; --lr, --epochs and
 // --max-steps come from the resuming command line (pass the same ones).
 #pragma once

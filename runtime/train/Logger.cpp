@@ -16,7 +16,17 @@ Logger::Logger(bool quiet, const std::string& metricsPath, bool appendMetrics, i
   if (!metricsPath.empty() && isLogRank()) {
     metrics_ = std::fopen(metricsPath.c_str(), appendMetrics ? "a" : "w");
     if (!metrics_) fail("--metrics=", metricsPath, ": cannot open: ", std::strerror(errno));
+    metricsPath_ = metricsPath;
   }
+}
+
+void Logger::flushMetrics() {
+  if (std::fflush(metrics_) == 0 && !std::ferror(metrics_)) return;
+  const int e = errno;
+  // Written once: later lines would fail the same way.
+  std::fclose(metrics_);
+  metrics_ = nullptr;
+  fail("--metrics=", metricsPath_, ": write failed: ", std::strerror(e));
 }
 
 Logger::~Logger() {
@@ -29,7 +39,7 @@ void Logger::step(const StepLog& s) {
     std::fprintf(metrics_, "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"samples_per_s\":%.1f}\n",
                  static_cast<long long>(s.step), static_cast<long long>(s.epoch), s.loss,
                  s.samplesPerSec);
-    std::fflush(metrics_);
+    flushMetrics();
   }
   if (!print_) return;
   if (!tty_) {
@@ -61,7 +71,7 @@ void Logger::eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy)
     else
       std::fprintf(metrics_, "{\"epoch\":%lld,\"eval_loss\":%.9g}\n",
                    static_cast<long long>(epoch), loss);
-    std::fflush(metrics_);
+    flushMetrics();
   }
   char text[128];
   if (hasAccuracy)
@@ -75,7 +85,7 @@ void Logger::eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy)
 void Logger::metricsLine(const std::string& json) {
   if (!metrics_) return;
   std::fprintf(metrics_, "%s\n", json.c_str());
-  std::fflush(metrics_);
+  flushMetrics();
 }
 
 void Logger::line(const std::string& text) {

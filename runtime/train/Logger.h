@@ -9,7 +9,8 @@
 //    pipeline programs add one line after the first step,
 //      {"memory":[{"stage":0,"planned_bytes":N,"measured_bytes":N},...]};
 //    losses are written with 9 significant digits (float round trip).
-// --quiet silences stdout; the metrics file is still written.
+// --quiet silences stdout; the metrics file is still written, line by line:
+// a failed write (a full disk) throws Error naming the file.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,10 @@ private:
   bool tty_;
   bool barActive_ = false;
   std::FILE* metrics_ = nullptr;
+  std::string metricsPath_;
+  // Flushes the metrics line just written; throws Error naming the file
+  // when the write failed.
+  void flushMetrics();
 };
 
 } // namespace dtcrt

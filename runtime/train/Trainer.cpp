@@ -310,7 +310,13 @@ TrainResult Trainer::run() {
   // Problems that would otherwise only show after training.
   if (!opts_.save.empty() && (!spec_.onnxBytes || spec_.onnxSize == 0))
     fail("--save=", opts_.save, ": this program embeds no ONNX model to write back");
-  if (!opts_.checkpointDir.empty() && isLogRank()) makeDirs(opts_.checkpointDir);
+  // Output paths are checked now, not after the training they would record.
+  if (isLogRank()) {
+    if (!opts_.save.empty()) checkOutputFile("--save", opts_.save);
+    if (!opts_.metrics.empty()) checkOutputFile("--metrics", opts_.metrics);
+    if (!opts_.trace.empty()) checkOutputFile("--trace", opts_.trace);
+    if (!opts_.checkpointDir.empty()) checkOutputDir("--checkpoint-dir", opts_.checkpointDir);
+  }
   // A checkpoint of another program is the more fundamental error: read it first.
   TrainPosition pos;
   std::string resumedFrom;

@@ -22,6 +22,7 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestLoop.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestPipeline.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestDevice.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestFiles.cpp
 )
 # The tests build ONNX models with the protobuf API, like the io/ sources.
 target_compile_definitions(dtcrt_trainer_tests PRIVATE ONNX_ML=1 ONNX_NAMESPACE=onnx)
