@@ -3,7 +3,12 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
+#include "runtime/support/SizeMath.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
 #include <zlib.h>
 
 namespace dtcrt {
@@ -18,6 +23,14 @@ public:
     f_ = gzopen(path.c_str(), "rb");
     if (!f_) fail(path, ": cannot open");
     gzbuffer(f_, 1 << 17);
+  }
+  // Whether the file is not gzipped (zlib reads it as is).
+  bool plain() { return gzdirect(f_) != 0; }
+  // The size of the file on disk.
+  uint64_t fileSize() const {
+    struct stat st;
+    if (::stat(path_.c_str(), &st) != 0) fail(path_, ": cannot stat: ", std::strerror(errno));
+    return static_cast<uint64_t>(st.st_size);
   }
   ~GzReader() {
     if (f_) gzclose(f_);
@@ -48,6 +61,12 @@ uint32_t bigEndian32(const unsigned char* b) {
   return (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | uint32_t(b[3]);
 }
 
+std::string dimsText(const std::vector<int64_t>& dims) {
+  std::string s = "(";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + ")";
+}
+
 } // namespace
 
 IdxArray readIdx(const std::string& path) {
@@ -61,15 +80,27 @@ IdxArray readIdx(const std::string& path) {
     fail(path, ": unsupported IDX element type 0x", std::hex, int(magic[2]),
          " (only unsigned bytes, 0x08, are supported)");
   IdxArray a;
-  int64_t total = 1;
   for (int i = 0; i < magic[3]; ++i) {
     unsigned char b[4];
     in.read(b, 4, "header");
     a.dims.push_back(bigEndian32(b));
-    total *= a.dims.back();
   }
-  a.data.resize(static_cast<size_t>(total));
-  in.read(a.data.data(), a.data.size(), "data");
+  int64_t total = 0;
+  if (!checkedByteSize(a.dims, 1, total))
+    fail(path, ": the header's dims ", dimsText(a.dims), " overflow a 64-bit size");
+  // Never allocate more than the file holds: a plain file is checked against
+  // its size, a gzipped one is read in chunks that grow with what arrives.
+  const size_t headerBytes = 4 + 4 * a.dims.size();
+  if (in.plain() && in.fileSize() - headerBytes < static_cast<uint64_t>(total))
+    fail(path, ": truncated file: the header's dims ", dimsText(a.dims), " need ", total,
+         " data bytes, the file has ", in.fileSize() - headerBytes);
+  constexpr size_t kChunk = size_t(1) << 24;
+  while (a.data.size() < static_cast<size_t>(total)) {
+    const size_t done = a.data.size();
+    const size_t n = std::min(kChunk, static_cast<size_t>(total) - done);
+    a.data.resize(done + n);
+    in.read(a.data.data() + done, n, "data");
+  }
   return a;
 }
 

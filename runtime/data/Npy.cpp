@@ -3,6 +3,7 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
+#include "runtime/support/SizeMath.h"
 
 #include <cctype>
 #include <cstring>
@@ -130,13 +131,21 @@ NpyArray parseNpy(const std::string& bytes, const std::string& name) {
     if (!std::isdigit(static_cast<unsigned char>(shape[q])))
       fail(name, ": bad .npy header: shape: (", shape, ")");
     size_t used = 0;
-    a.shape.push_back(std::stoll(shape.substr(q), &used));
+    try {
+      a.shape.push_back(std::stoll(shape.substr(q), &used));
+    } catch (const std::exception&) {
+      fail(name, ": bad .npy header: a dim of shape (", shape, ") is out of range");
+    }
     q = skipSpace(shape, q + used);
     if (q < shape.size() && shape[q] == ',') ++q;
   }
 
   const size_t dataStart = headerStart + headerLen;
-  const size_t want = static_cast<size_t>(a.numElements()) * a.itemSize;
+  int64_t wantBytes = 0;
+  if (!checkedByteSize(a.shape, a.itemSize, wantBytes))
+    fail(name, ": bad .npy header: shape (", shape, ") of ", a.dtypeString(),
+         " overflows a 64-bit size");
+  const size_t want = static_cast<size_t>(wantBytes);
   if (bytes.size() - dataStart < want)
     fail(name, ": truncated file: shape ", [&] {
       std::string s = "(";

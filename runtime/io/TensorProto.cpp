@@ -4,6 +4,7 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
+#include "runtime/support/SizeMath.h"
 #include "runtime/support/TensorInfo.h"
 
 #include <cstring>
@@ -38,8 +39,10 @@ int32_t onnxFromDtype(DType t) {
 }
 
 // Reads the external data of `t` (keys location, offset, length) into `out`.
+// `bytes` is the size the shape needs; `out` is allocated once the file is
+// known to hold that many.
 static void readExternal(const onnx::TensorProto& t, const std::string& baseDir,
-                         const std::string& context, std::vector<char>& out) {
+                         const std::string& context, size_t bytes, std::vector<char>& out) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
@@ -55,10 +58,15 @@ static void readExternal(const onnx::TensorProto& t, const std::string& baseDir,
   const std::string path = joinPath(baseDir, location);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(context, ": external data file ", path, ": cannot open");
+  if (length < 0) length = static_cast<int64_t>(bytes);
+  if (static_cast<size_t>(length) != bytes)
+    fail(context, ": external data length ", length, " but the shape needs ", bytes, " bytes");
+  in.seekg(0, std::ios::end);
+  const int64_t fileSize = static_cast<int64_t>(in.tellg());
+  if (offset < 0 || offset > fileSize || fileSize - offset < length)
+    fail(context, ": external data file ", path, " is truncated");
   in.seekg(offset);
-  if (length < 0) length = static_cast<int64_t>(out.size());
-  if (static_cast<size_t>(length) != out.size())
-    fail(context, ": external data length ", length, " but the shape needs ", out.size(), " bytes");
+  out.assign(bytes, 0);
   in.read(out.data(), static_cast<std::streamsize>(out.size()));
   if (in.gcount() != static_cast<std::streamsize>(out.size()))
     fail(context, ": external data file ", path, " is truncated");
@@ -74,16 +82,35 @@ HostTensor decodeTensor(const onnx::TensorProto& t, const std::string& baseDir,
   h.dims.assign(t.dims().begin(), t.dims().end());
   for (int64_t d : h.dims)
     if (d < 0) fail(context, ": negative dim in ", shapeString(h.dims));
+  int64_t checkedBytes = 0;
+  if (!checkedByteSize(h.dims, static_cast<int64_t>(dtypeSize(h.dtype)), checkedBytes))
+    fail(context, ": shape ", shapeString(h.dims), " of ", dtypeName(h.dtype),
+         " overflows a 64-bit size");
   const int64_t n = numElements(h.dims);
-  const size_t bytes = static_cast<size_t>(n) * dtypeSize(h.dtype);
-  h.data.assign(bytes, 0);
+  const size_t bytes = static_cast<size_t>(checkedBytes);
+  // The data must be there before anything is allocated for it.
+  if (t.data_location() != onnx::TensorProto::EXTERNAL) {
+    if (t.has_raw_data()) {
+      if (t.raw_data().size() != bytes)
+        fail(context, ": raw_data has ", t.raw_data().size(), " bytes but shape ",
+             shapeString(h.dims), " of ", dtypeName(h.dtype), " needs ", bytes);
+    } else {
+      const int64_t have = h.dtype == DType::F32   ? t.float_data_size()
+                           : h.dtype == DType::I64 ? t.int64_data_size()
+                                                   : t.int32_data_size();
+      if (have != n)
+        fail(context, ": ", h.dtype == DType::F32 ? "float_data" : h.dtype == DType::I64 ? "int64_data" : "int32_data",
+             " has ", have, " values but shape ", shapeString(h.dims), " needs ", n);
+    }
+  }
+  if (t.data_location() != onnx::TensorProto::EXTERNAL) h.data.assign(bytes, 0);
 
   auto countCheck = [&](int64_t have, const char* field) {
     if (have != n)
       fail(context, ": ", field, " has ", have, " values but shape ", shapeString(h.dims), " needs ", n);
   };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    readExternal(t, baseDir, context, h.data);
+    readExternal(t, baseDir, context, bytes, h.data);
   } else if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)
       fail(context, ": raw_data has ", t.raw_data().size(), " bytes but shape ",

@@ -109,3 +109,83 @@ TEST(TrainerFiles, MetricsWriteErrorNamesTheFile) {
   EXPECT_EQ(errorOf([&] { log.step(s); }),
             "--metrics=/dev/full: write failed: No space left on device");
 }
+
+// --- Sizes from file headers ---------------------------------------------
+
+namespace {
+
+// The peak resident memory of this process, in bytes.
+int64_t peakRss() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+constexpr int64_t kAllowedGrowth = int64_t(256) << 20;
+
+} // namespace
+
+TEST(TrainerFiles, IdxDimsThatOverflowAreRefused) {
+  TempDir dir;
+  writeBytes(dir.file("x"), idxBytes({0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}, {1, 2}));
+  const std::string err = errorOf([&] { readIdx(dir.file("x")); });
+  EXPECT_EQ(err, dir.file("x") + ": the header's dims (4294967295,4294967295,4294967295,"
+                                 "4294967295) overflow a 64-bit size");
+}
+
+TEST(TrainerFiles, IdxHugeDimsInASmallFileAllocateNothing) {
+  TempDir dir;
+  // A 1 KB file declaring 1 GiB of pixels.
+  writeBytes(dir.file("x"), idxBytes({1024, 1024, 1024}, std::vector<uint8_t>(1000)));
+  const int64_t before = peakRss();
+  const std::string err = errorOf([&] { readIdx(dir.file("x")); });
+  EXPECT_EQ(err, dir.file("x") + ": truncated file: the header's dims (1024,1024,1024) need "
+                                 "1073741824 data bytes, the file has 1000");
+  EXPECT_LT(peakRss() - before, kAllowedGrowth);
+}
+
+TEST(TrainerFiles, GzippedIdxHugeDimsAllocateAsDataArrives) {
+  TempDir dir;
+  writeBytes(dir.file("x.gz"), idxBytes({1024, 1024, 1024}, std::vector<uint8_t>(1000)),
+             /*gz=*/true);
+  const int64_t before = peakRss();
+  const std::string err = errorOf([&] { readIdx(dir.file("x.gz")); });
+  EXPECT_EQ(err, dir.file("x.gz") + ": truncated file: the data ends early");
+  EXPECT_LT(peakRss() - before, kAllowedGrowth);
+}
+
+TEST(TrainerFiles, NpyShapesThatOverflowAreRefused) {
+  const float v = 0;
+  std::string err = errorOf(
+      [&] { parseNpy(npyBytes("<f4", {int64_t(1) << 32, int64_t(1) << 32}, &v, 4), "a.npy"); });
+  EXPECT_EQ(err, "a.npy: bad .npy header: shape (4294967296,4294967296) of float32 overflows a "
+                 "64-bit size");
+  std::string bytes = npyBytes("<f4", {1}, &v, 4);
+  bytes.replace(bytes.find("(1,)"), 4, "(99999999999999999999,)");
+  err = errorOf([&] { parseNpy(bytes, "b.npy"); });
+  EXPECT_EQ(err, "b.npy: bad .npy header: a dim of shape (99999999999999999999,) is out of "
+                 "range");
+}
+
+TEST(TrainerFiles, TensorProtoDimsThatOverflowAreRefused) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(int64_t(1) << 40);
+  t.add_dims(int64_t(1) << 40);
+  EXPECT_EQ(errorOf([&] { decodeTensor(t, "", "w.pb"); }),
+            "w.pb: shape [1099511627776,1099511627776] of float32 overflows a 64-bit size");
+}
+
+TEST(TrainerFiles, TensorProtoWithoutItsDataAllocatesNothing) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(int64_t(1) << 14);
+  t.add_dims(int64_t(1) << 14);
+  t.set_raw_data(std::string(4, '\0'));
+  const int64_t before = peakRss();
+  const std::string err = errorOf([&] { decodeTensor(t, "", "w.pb"); });
+  EXPECT_NE(err.find("w.pb: raw_data has 4 bytes"), std::string::npos) << err;
+  EXPECT_LT(peakRss() - before, kAllowedGrowth);
+}
