@@ -3,6 +3,7 @@
 #include "runtime/data/Dataset.h"
 
 #include "runtime/data/Idx.h"
+#include "runtime/cpu/Kernels.h"  // kIgnoreIndex
 #include "runtime/data/Npy.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
@@ -128,9 +129,10 @@ void checkLabelRange(const ProgramSpec& spec, const Column& labels, const std::s
   for (int64_t i = 0; i < labels.count(); ++i)
     for (int64_t j = 0; j < labels.rowElements(); ++j) {
       int64_t v = labels.intValue(i, j);
-      if (v < 0 || v >= c)
+      // -100 is PyTorch's ignore_index: the loss skips the row.
+      if ((v < 0 || v >= c) && v != cpu::kIgnoreIndex)
         fail(file, ": label ", v, " of sample ", i, " is outside [0, ", c, ") (model output '",
-             spec.outputs[0].name, "' has ", c, " classes)");
+             spec.outputs[0].name, "' has ", c, " classes; -100 marks an ignored label)");
     }
 }
 

@@ -40,7 +40,8 @@ Dataset loadDataset(const ProgramSpec& spec, const std::string& data, Split spli
 int64_t numClasses(const ProgramSpec& spec);
 
 // Throws Error naming `file` and the first offending sample when a label is
-// outside [0, numClasses(spec)). A no-op when numClasses(spec) is 0.
+// outside [0, numClasses(spec)) and not -100 (ignored, as PyTorch's
+// ignore_index). A no-op when numClasses(spec) is 0.
 void checkLabelRange(const ProgramSpec& spec, const Column& labels, const std::string& file);
 
 // The synthetic dataset (defined in Synthetic.cpp): float inputs uniform in

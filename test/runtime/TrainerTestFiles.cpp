@@ -189,3 +189,18 @@ TEST(TrainerFiles, TensorProtoWithoutItsDataAllocatesNothing) {
   EXPECT_NE(err.find("w.pb: raw_data has 4 bytes"), std::string::npos) << err;
   EXPECT_LT(peakRss() - before, kAllowedGrowth);
 }
+
+// --- Labels ---------------------------------------------------------------
+
+TEST(TrainerFiles, LabelMinus100IsIgnoredNotOutOfRange) {
+  TempDir dir;
+  SpecBuilder s(tensor("x", DType::F32, {4, 2}), tensor("labels", DType::I64, {4}),
+                tensor("logits", DType::F32, {4, 3}), "cross-entropy");
+  writeNpy<float>(dir.file("train_x.npy"), "<f4", {5, 2}, std::vector<float>(10));
+  writeNpy<int64_t>(dir.file("train_y.npy"), "<i8", {5}, {0, -100, 2, 0, 1});
+  EXPECT_EQ(errorOf([&] { loadDataset(s.spec, dir.path(), Split::Train, 0); }), "");
+  writeNpy<int64_t>(dir.file("train_y.npy"), "<i8", {5}, {0, -101, 2, 0, 1});
+  EXPECT_NE(errorOf([&] { loadDataset(s.spec, dir.path(), Split::Train, 0); })
+                .find("label -101 of sample 1 is outside [0, 3)"),
+            std::string::npos);
+}
