@@ -19,6 +19,10 @@ struct CodegenOptions {
   /// The ONNX file the module came from: embedded into the program (initial
   /// weights, and the model written back with trained weights).
   std::string modelPath;
+  /// When set, the file embedded instead of `modelPath` (a self-contained
+  /// binary copy of it: text syntax parsed, external data inlined);
+  /// `modelPath` still names the model.
+  std::string embeddedModelPath;
   /// Shown in the generated file's header and recorded in the program.
   std::string compileCommand;
   std::string loss = "cross-entropy";

@@ -508,7 +508,8 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   for (const std::string &term : workspaceTerms)
     workspace += "  bytes = std::max(bytes, size_t(" + term + "));\n";
 
-  SmallString<256> absolute(options.modelPath);
+  SmallString<256> absolute(options.embeddedModelPath.empty() ? options.modelPath
+                                                              : options.embeddedModelPath);
   llvm::sys::fs::make_absolute(absolute);
   std::string modelName = llvm::sys::path::filename(options.modelPath).str();
 

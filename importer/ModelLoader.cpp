@@ -39,7 +39,7 @@ static bool isTextSyntax(const std::string &path) {
 }
 
 static LogicalResult parseModel(Location loc, const std::string &path,
-                                onnx::ModelProto &model, std::string *binaryModel) {
+                                onnx::ModelProto &model) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/true);
   if (!buffer)
@@ -58,8 +58,6 @@ static LogicalResult parseModel(Location loc, const std::string &path,
     }
     if (!message.empty())
       return emitError(loc) << "not a valid ONNX text model: " << oneLine(message);
-    if (binaryModel && !model.SerializeToString(binaryModel))
-      return emitError(loc) << "cannot serialize the parsed text model";
   } else if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return emitError(loc) << "not an ONNX model (protobuf parsing failed: the "
                              "file is truncated or not a ModelProto)";
@@ -70,8 +68,42 @@ static LogicalResult parseModel(Location loc, const std::string &path,
   return success();
 }
 
+/// Checks that external data `location` names a file inside the model's
+/// folder `dir`: a relative path without `..`, which (symbolic links
+/// resolved) stays inside the folder. Sets `file` to the path to open.
+static LogicalResult resolveExternalFile(Location loc, const std::string &dir,
+                                         const onnx::TensorProto &tensor,
+                                         const std::string &location,
+                                         llvm::SmallString<256> &file) {
+  auto refuse = [&](llvm::StringRef why) {
+    return emitError(loc) << "initializer '" << tensor.name() << "': external data location '"
+                          << location << "' " << why;
+  };
+  namespace path = llvm::sys::path;
+  if (path::is_absolute(location, path::Style::posix) || location.find('\0') != std::string::npos)
+    return refuse("is not a relative path inside the model's folder");
+  for (auto part = path::begin(location, path::Style::posix),
+            end = path::end(location); part != end; ++part)
+    if (*part == "..")
+      return refuse("leaves the model's folder ('..' is not allowed)");
+  file = dir;
+  path::append(file, location);
+  llvm::SmallString<256> realDir, realFile;
+  if (llvm::sys::fs::real_path(dir.empty() ? "." : dir, realDir))
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "': cannot resolve the model's folder '" << dir << "'";
+  if (llvm::sys::fs::real_path(file, realFile))
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "': cannot open its external data file '" << file << "'";
+  llvm::StringRef inside(realFile);
+  if (!inside.consume_front(realDir) || !inside.starts_with("/"))
+    return refuse(("resolves to '" + realFile + "', outside the model's folder '" + realDir +
+                   "' (through a symbolic link)").str());
+  return success();
+}
+
 /// Replaces the external data of `tensor` by its bytes, read from the file
-/// named by its `location` key, relative to `dir`.
+/// named by its `location` key, relative to `dir` and inside it.
 static LogicalResult loadExternalData(Location loc, const std::string &dir,
                                       onnx::TensorProto &tensor) {
   std::string location;
@@ -87,8 +119,9 @@ static LogicalResult loadExternalData(Location loc, const std::string &dir,
   if (location.empty())
     return emitError(loc) << "initializer '" << tensor.name()
                           << "' has external data without a location";
-  llvm::SmallString<256> file(dir);
-  llvm::sys::path::append(file, location);
+  llvm::SmallString<256> file;
+  if (failed(resolveExternalFile(loc, dir, tensor, location, file)))
+    return failure();
   std::ifstream in(file.c_str(), std::ios::binary);
   if (!in)
     return emitError(loc) << "initializer '" << tensor.name()
@@ -164,14 +197,25 @@ LogicalResult loadModel(Location loc, const std::string &path,
                         const ImportOptions &options, onnx::ModelProto &model,
                         int64_t &opset) {
   try {
-    if (failed(parseModel(loc, path, model, options.binaryModel)) || failed(findOpset(loc, model, opset)))
+    if (failed(parseModel(loc, path, model)) || failed(findOpset(loc, model, opset)))
       return failure();
     llvm::SmallString<256> dir(path);
     llvm::sys::path::remove_filename(dir);
-    for (auto &init : *model.mutable_graph()->mutable_initializer())
-      if (init.data_location() == onnx::TensorProto::EXTERNAL &&
-          failed(loadExternalData(loc, dir.str().str(), init)))
+    bool external = false;
+    for (auto &init : *model.mutable_graph()->mutable_initializer()) {
+      if (init.data_location() != onnx::TensorProto::EXTERNAL)
+        continue;
+      external = true;
+      if (failed(loadExternalData(loc, dir.str().str(), init)))
         return failure();
+    }
+    // The program embeds a self-contained binary model: text syntax parsed,
+    // external data inlined (before the batch size is fixed: the model
+    // --save writes back keeps the original's inputs).
+    if (options.binaryModel && (isTextSyntax(path) || external) &&
+        !model.SerializeToString(options.binaryModel))
+      return emitError(loc) << "cannot embed the model: it does not serialize as one "
+                               "ONNX file (over 2 GiB with its external data inlined?)";
     if (failed(fixBatchSize(loc, *model.mutable_graph(), options.batchSize)))
       return failure();
 

@@ -19,9 +19,10 @@ struct ImportOptions {
   int64_t batchSize = 64;
   /// Run onnx::checker on the model before importing it.
   bool runChecker = true;
-  /// When set and the file is in ONNX text syntax: receives the model as a
-  /// binary ModelProto, as parsed (before the batch size is fixed), for
-  /// programs that embed the model.
+  /// When set and the file is in ONNX text syntax or has external data:
+  /// receives the model as one self-contained binary ModelProto (external
+  /// data inlined; before the batch size is fixed), for programs that embed
+  /// the model.
   std::string *binaryModel = nullptr;
 };
 

@@ -443,16 +443,28 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
   options.dataParallel = dataParallel;
   options.target = target;
   mlir::Location loc = mlir::FileLineColLoc::get(module->getContext(), inputPath, 0, 0);
-  // A model in ONNX text syntax is embedded as the binary ModelProto the
-  // runtime reads, written beside the output.
+  // A model in ONNX text syntax, or with external data, is embedded as the
+  // self-contained binary ModelProto the runtime reads: written beside the
+  // source for --emit=cpp (which names it), else to a temporary file.
   if (!binaryModel.empty()) {
-    options.modelPath = (program == "-" ? std::string("dtc-model") : program) + ".model.onnx";
     std::error_code ec;
-    llvm::raw_fd_ostream file(options.modelPath, ec);
+    int fd = -1;
+    llvm::SmallString<128> modelFile;
+    if (emit == Emit::Cpp) {
+      modelFile = (program == "-" ? std::string("dtc-model") : program) + ".model.onnx";
+      ec = llvm::sys::fs::openFileForWrite(modelFile, fd);
+    } else {
+      ec = llvm::sys::fs::createTemporaryFile("dtc-model", "onnx", fd, modelFile);
+    }
     if (ec)
-      return mlir::emitError(loc) << "cannot write '" << options.modelPath
-                                  << "': " << ec.message();
+      return mlir::emitError(loc) << "cannot write '" << modelFile << "': " << ec.message();
+    options.embeddedModelPath = modelFile.str().str();
+    llvm::raw_fd_ostream file(fd, /*shouldClose=*/true);
     file << binaryModel;
+    file.close();
+    if (file.has_error())
+      return mlir::emitError(loc) << "cannot write '" << modelFile
+                                  << "': " << file.error().message();
   }
   if (emit == Emit::Cpp) {
     std::string error;
@@ -477,7 +489,7 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
       dtc::compileProgram(loc, source.str().str(), program, target == "cuda");
   llvm::sys::fs::remove(source);
   if (!binaryModel.empty())
-    llvm::sys::fs::remove(options.modelPath);
+    llvm::sys::fs::remove(options.embeddedModelPath);
   return compiled;
 }
 } // namespace

@@ -1,8 +1,10 @@
 """Writes a model whose initializer `w` lives in an external data file.
 
-usage: make_external_data.py OUT_DIR [--drop | --truncate]
-  --drop      delete the data file afterwards (the model points at nothing)
-  --truncate  cut the data file short
+usage: make_external_data.py OUT_DIR [--drop | --truncate | --location=LOC]
+  --drop          delete the data file afterwards (the model points at nothing)
+  --truncate      cut the data file short
+  --location=LOC  the model names LOC as the data file (weights.bin is still
+                  written; tests plant what LOC points at)
 """
 import os
 import sys
@@ -21,6 +23,8 @@ for key, value in (("location", "weights.bin"), ("offset", "0"), ("length", "64"
     entry.key, entry.value = key, value
 data = np.arange(16, dtype=np.float32).tobytes()
 mode = sys.argv[2] if len(sys.argv) > 2 else ""
+if mode.startswith("--location="):
+    w.external_data[0].value = mode[len("--location="):]
 path = os.path.join(out, "weights.bin")
 with open(path, "wb") as f:
     f.write(data[:20] if mode == "--truncate" else data)
