@@ -33,6 +33,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <cmath>
+
 namespace cl = llvm::cl;
 
 namespace {
@@ -165,11 +167,57 @@ cl::opt<int64_t> accumulate("accumulate",
 cl::opt<std::string> freeze("freeze", cl::desc("Regex of weight names to keep fixed"),
                             cl::value_desc("regex"), cl::init(""), cl::cat(dtcCategory));
 
-/// Parses "--betas=B1,B2".
+/// Parses "--betas=B1,B2" (two finite numbers).
 bool parseBetas(double &beta1, double &beta2) {
   llvm::StringRef text(betas);
   auto [first, second] = text.split(',');
-  return !first.trim().getAsDouble(beta1) && !second.trim().getAsDouble(beta2);
+  return !first.trim().getAsDouble(beta1) && !second.trim().getAsDouble(beta2) &&
+         std::isfinite(beta1) && std::isfinite(beta2);
+}
+
+/// The numeric flags must be finite: nan or inf would reach the generated
+/// C++ and fail there. Prints the error naming the flag.
+bool checkFiniteFlags() {
+  for (const cl::opt<double> *flag :
+       {&lr, &momentum, &dampening, &weightDecay, &eps, &bucketCapMb}) {
+    if (std::isfinite(flag->getValue()))
+      continue;
+    double value = flag->getValue();
+    llvm::errs() << "dtc: error: --" << flag->ArgStr << " must be a finite number, got "
+                 << (std::isnan(value) ? "nan" : value < 0 ? "-inf" : "inf") << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// Where the program (or IR, or source) goes must not be the input model
+/// (dtc model, or -o naming it or a link to it), and its folder must exist.
+/// Prints the error.
+bool checkOutputPath(const std::string &path) {
+  if (path.empty() || path == "-")
+    return true;
+  llvm::sys::fs::UniqueID input, output;
+  if (!llvm::sys::fs::getUniqueID(inputPath, input) &&
+      !llvm::sys::fs::getUniqueID(path, output) && input == output) {
+    llvm::errs() << "dtc: error: the output '" << path << "' is the input model '"
+                 << inputPath << "'; name another output with -o\n";
+    return false;
+  }
+  llvm::StringRef folder = llvm::sys::path::parent_path(path);
+  if (!folder.empty() && !llvm::sys::fs::is_directory(folder)) {
+    llvm::errs() << "dtc: error: cannot write '" << path << "': the folder '" << folder
+                 << "' does not exist\n";
+    return false;
+  }
+  return true;
+}
+
+/// The program's path: -o, else the model's name without its extension, in
+/// the current folder.
+std::string programPath() {
+  if (!outputPath.empty())
+    return outputPath;
+  return llvm::sys::path::stem(inputPath).str();
 }
 
 bool isPipeline() { return strategy == "pipeline" || strategy == "model"; }
@@ -542,6 +590,14 @@ int main(int argc, char **argv) {
     llvm::errs() << "dtc: error: --strategy=" << strategy << " needs --mode=train\n";
     return 1;
   }
+  if (!checkFiniteFlags())
+    return 1;
+  if (!report && !checkOutputPath(emit == Emit::Binary || emit == Emit::Cpp
+                                       ? programPath()
+                                       : std::string(outputPath)))
+    return 1;
+  if (!emitSchedule.empty() && !checkOutputPath(emitSchedule))
+    return 1;
   if (isPipeline()) {
     std::optional<std::string> error =
         emit == Emit::Imported ? std::nullopt : resolveMicroBatches(context);
@@ -579,8 +635,6 @@ int main(int argc, char **argv) {
   }
   if (emit == Emit::Imported || emit == Emit::Mlir)
     return mlir::failed(writeModule(*module)) || diagnostics.errorCount() ? 1 : 0;
-  std::string program = outputPath;
-  if (program.empty())
-    program = llvm::sys::path::stem(inputPath).str();
+  std::string program = programPath();
   return mlir::failed(writeProgram(*module, binaryModel, argc, argv, program)) ? 1 : 0;
 }
