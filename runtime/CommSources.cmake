@@ -4,7 +4,8 @@
 # are found, NCCL for GPU tensors (dtcrt_comm_nccl, linked into dtcrt_comm's
 # users through DTCRT_WITH_NCCL). Include it from runtime/CMakeLists.txt:
 #   include(${CMAKE_CURRENT_LIST_DIR}/CommSources.cmake)
-# Needs Debian's libgloo-dev (/usr/lib/libgloo.so, /usr/include/gloo).
+# Needs Debian's libgloo-dev (/usr/lib/libgloo.so, /usr/include/gloo) and
+# libssl-dev (libcrypto).
 include_guard(GLOBAL)
 set(DTCRT_COMM_DIR ${CMAKE_CURRENT_LIST_DIR}/comm)
 
@@ -12,8 +13,11 @@ find_package(Threads REQUIRED)
 find_library(DTCRT_GLOO_LIBRARY gloo PATHS /usr/lib NO_DEFAULT_PATH)
 find_library(DTCRT_GLOO_LIBRARY gloo REQUIRED)
 find_path(DTCRT_GLOO_INCLUDE_DIR gloo/rendezvous/context.h PATHS /usr/include REQUIRED)
+# HMAC-SHA256 for the store's challenge-response (Debian's libssl-dev).
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 
 add_library(dtcrt_comm STATIC
+  ${DTCRT_COMM_DIR}/Auth.cpp
   ${DTCRT_COMM_DIR}/Store.cpp
   ${DTCRT_COMM_DIR}/TcpStore.cpp
   ${DTCRT_COMM_DIR}/Environment.cpp
@@ -28,7 +32,7 @@ target_include_directories(dtcrt_comm PUBLIC ${DTCRT_COMM_DIR}/../..)
 target_include_directories(dtcrt_comm SYSTEM PRIVATE ${DTCRT_GLOO_INCLUDE_DIR})
 target_compile_features(dtcrt_comm PUBLIC cxx_std_17)
 target_compile_options(dtcrt_comm PRIVATE -Wall -Wextra -Wno-unused-parameter)
-target_link_libraries(dtcrt_comm PUBLIC ${DTCRT_GLOO_LIBRARY} Threads::Threads)
+target_link_libraries(dtcrt_comm PUBLIC ${DTCRT_GLOO_LIBRARY} OpenSSL::Crypto Threads::Threads)
 
 # NCCL: compiled only when the CUDA runtime and NCCL are installed.
 set(DTCRT_CUDA_ROOT /usr/local/cuda CACHE PATH "CUDA toolkit root (for NCCL)")

@@ -1,6 +1,8 @@
 // dtcrt: PrefixStore, FileStore and the choice of store for a job.
 #include "runtime/comm/Store.h"
 
+#include "runtime/comm/Auth.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -208,7 +210,12 @@ std::shared_ptr<Store> makeStore(const RankInfo& info, std::chrono::milliseconds
   if (m.rfind("file://", 0) == 0) return std::make_shared<FileStore>(m.substr(7), timeout);
   if (!m.empty() && m != "env://")
     throw CommError("unknown init method '" + m + "' (want env:// or file://PATH)");
-  return std::make_shared<TcpStore>(info.masterAddr, info.masterPort, info.rank == 0, timeout);
+  TcpStoreOptions options;
+  options.secret = jobSecretFromEnvironment(info);
+  // Other hosts can only reach a master named by a non-loopback address.
+  options.listenOnAllInterfaces = !isLoopbackHost(info.masterAddr);
+  return std::make_shared<TcpStore>(info.masterAddr, info.masterPort, info.rank == 0, timeout,
+                                    std::move(options));
 }
 
 }  // namespace dtcrt

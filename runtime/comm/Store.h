@@ -87,12 +87,32 @@ private:
   std::string directory_;
 };
 
-// Rank 0 (isServer) runs a server thread on `port` (every interface) and
-// connects to it like every other rank; the others connect to host:port,
-// retrying until `timeout` passes. Thread-safe (one request at a time).
+// Limits and admission for a TcpStore (docs/security.md).
+struct TcpStoreOptions {
+  // Every client proves it knows this key (HMAC-SHA256 challenge-response,
+  // both ways) before any request; "" is a key like any other.
+  std::string secret;
+  // The server listens on every interface; otherwise on loopback only.
+  bool listenOnAllInterfaces = false;
+  // The largest value set() accepts; frames are bounded by it too.
+  size_t maxValueBytes = size_t(4) << 20;
+  // Connections not yet authenticated: the oldest is dropped to make room,
+  // and each is dropped when it has not authenticated within authTimeout.
+  size_t maxPendingClients = 32;
+  std::chrono::milliseconds authTimeout{std::chrono::seconds(10)};
+  // Authenticated connections at once (a job holds about one per rank).
+  size_t maxClients = 4096;
+};
+
+// Rank 0 (isServer) runs a server thread on `port` and connects to it like
+// every other rank; the others connect to host:port, retrying until `timeout`
+// passes, and authenticate with options.secret. Thread-safe (one request at
+// a time). A client that sends too much, too slowly or the wrong proof is
+// dropped; the others never notice.
 class TcpStore : public Store {
 public:
-  TcpStore(std::string host, int port, bool isServer, std::chrono::milliseconds timeout);
+  TcpStore(std::string host, int port, bool isServer, std::chrono::milliseconds timeout,
+           TcpStoreOptions options = {});
   ~TcpStore() override;
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key) override;
@@ -110,15 +130,23 @@ public:
 private:
   std::string request(const std::string& message, std::chrono::milliseconds replyTimeout,
                       const char* what);
+  // Proves to the server that we know the secret, and checks that it does.
+  // Returns false when the connection broke (try again), throws CommError
+  // when the server refused us or is not our job's store.
+  bool authenticate(int fd, std::chrono::steady_clock::time_point deadline,
+                    std::string& lastError);
   std::string host_;
   int port_;
   std::unique_ptr<Server> server_;
+  TcpStoreOptions options_;
   int fd_ = -1;
   std::mutex mutex_;
 };
 
 // The store of `info`: FileStore for "file://PATH", else TcpStore at
-// MASTER_ADDR:MASTER_PORT served by rank 0.
+// MASTER_ADDR:MASTER_PORT served by rank 0, authenticated with the job
+// secret (jobSecretFromEnvironment) and listening on every interface only
+// when MASTER_ADDR is not a loopback address.
 std::shared_ptr<Store> makeStore(const RankInfo& info, std::chrono::milliseconds timeout);
 
 }  // namespace dtcrt

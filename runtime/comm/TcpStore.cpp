@@ -1,6 +1,10 @@
 // dtcrt: TcpStore — rank 0 serves the keys over TCP, every rank is a client.
 //
-// Wire format (both directions): u32 frame length, then the frame. Requests
+// Wire format (both directions): u32 frame length, then the frame. First the
+// handshake (docs/security.md): the server greets with "DTCSTORE1" and a
+// random 32-byte nonce Ns; the client answers AUTH Nc HMAC(secret, "client" Ns
+// Nc); the server answers u8 0 (refused, then closes) or u8 1 and HMAC(secret,
+// "server" Nc Ns), which the client checks. Only then requests, which
 // start with a command byte; strings are u32 length + bytes, integers are
 // little-endian. WAIT carries its timeout: the server answers "timed out"
 // itself, so a client never has a stale reply in flight on its socket.
@@ -11,10 +15,14 @@
 //   WAIT n k... ms -> u8 all present [missing key]
 //   ON_CLOSE k     -> u8 1  (the server sets k = "1" when this client leaves)
 // The server is one thread polling the listening socket, its clients and a
-// wake-up pipe; it never blocks on a client.
+// wake-up pipe; it never blocks on a client. Frames over the limit, clients
+// that do not authenticate in time and replies a client does not read are
+// dropped with the client (TcpStoreOptions has the bounds).
+#include "runtime/comm/Auth.h"
 #include "runtime/comm/Store.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -32,7 +40,35 @@ namespace dtcrt {
 
 namespace {
 
-enum Command : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kWait = 5, kOnClose = 6 };
+enum Command : uint8_t {
+  kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kWait = 5, kOnClose = 6, kAuth = 7
+};
+
+const std::string kGreeting = "DTCSTORE1";
+constexpr size_t kNonceBytes = 32;
+constexpr size_t kMacBytes = 32;
+// Handshake frames are small; nothing bigger is read before a client
+// authenticated.
+constexpr uint32_t kMaxHandshakeFrame = 128;
+constexpr size_t kMaxKeyBytes = 4096;
+// A client that leaves this much of its replies unread is dropped.
+constexpr size_t kMaxUnsentBytes = size_t(64) << 20;
+// WAIT timeouts beyond this are clamped (no clock overflow).
+constexpr uint64_t kMaxWaitMs = uint64_t(7) * 24 * 3600 * 1000;
+
+std::string clientProof(const std::string& secret, const std::string& serverNonce,
+                        const std::string& clientNonce) {
+  return hmacSha256(secret, std::string("dtc-store client", 17) + serverNonce + clientNonce);
+}
+std::string serverProof(const std::string& secret, const std::string& serverNonce,
+                        const std::string& clientNonce) {
+  return hmacSha256(secret, std::string("dtc-store server", 17) + clientNonce + serverNonce);
+}
+
+// Frames carry a value plus the key and the command's few bytes.
+uint32_t maxFrame(const TcpStoreOptions& o) {
+  return uint32_t(std::min<size_t>(o.maxValueBytes + kMaxKeyBytes + 64, 0x7fffffff));
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -141,28 +177,36 @@ int connectOnce(const addrinfo* ai, Clock::time_point deadline) {
 
 class TcpStore::Server {
 public:
-  Server(int port, const std::string& host) {
-    // Every interface, IPv6 and IPv4 together when the host has IPv6.
-    listenFd_ = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  Server(int port, const std::string& host, const TcpStoreOptions& options)
+      : options_(options), maxFrame_(maxFrame(options)) {
+    // Every interface (IPv6 and IPv4 together when the host has IPv6), or
+    // loopback only: 127.0.0.1, or ::1 when MASTER_ADDR names it.
+    in6_addr v6{};
+    bool v6Loopback = !options.listenOnAllInterfaces &&
+                      inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
     int one = 1, zero = 0;
-    int rc;
+    int rc = -1;
+    if (options.listenOnAllInterfaces || v6Loopback)
+      listenFd_ = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listenFd_ >= 0) {
       setsockopt(listenFd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      setsockopt(listenFd_, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+      if (!v6Loopback) setsockopt(listenFd_, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
       sockaddr_in6 a{};
       a.sin6_family = AF_INET6;
-      a.sin6_addr = in6addr_any;
+      a.sin6_addr = v6Loopback ? in6addr_loopback : in6addr_any;
       a.sin6_port = htons(uint16_t(port));
       rc = bind(listenFd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      connectHost_ = v6Loopback ? "::1" : "127.0.0.1";
     } else {
       listenFd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (listenFd_ < 0) throw CommError("tcp store: socket(): " + errnoText(errno));
       setsockopt(listenFd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
       sockaddr_in a{};
       a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_ANY);
+      a.sin_addr.s_addr = htonl(options.listenOnAllInterfaces ? INADDR_ANY : INADDR_LOOPBACK);
       a.sin_port = htons(uint16_t(port));
       rc = bind(listenFd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      connectHost_ = "127.0.0.1";
     }
     if (rc != 0 || listen(listenFd_, 1024) != 0) {
       int e = errno;
@@ -198,11 +242,16 @@ public:
   }
 
   int port() const { return port_; }
+  // Where this process's own client reaches the server.
+  const std::string& connectHost() const { return connectHost_; }
 
 private:
   struct Client {
     std::string in, out;
     std::vector<std::string> onClose;  // keys to set when it disconnects
+    bool authenticated = false;
+    std::string nonce;                 // ours, sent in the greeting
+    Clock::time_point authDeadline;
   };
   struct Waiter {
     int fd;
@@ -214,32 +263,88 @@ private:
     while (!stop_) {
       std::vector<pollfd> fds;
       fds.push_back({wakeFds_[0], POLLIN, 0});
-      fds.push_back({listenFd_, POLLIN, 0});
+      bool acceptPaused = Clock::now() < acceptPausedUntil_;
+      fds.push_back({listenFd_, short(acceptPaused ? 0 : POLLIN), 0});
       for (auto& [fd, c] : clients_)
         fds.push_back({fd, short(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
       int timeout = -1;
-      for (auto& w : waiters_) timeout = timeout < 0 ? msUntil(w.deadline)
-                                                     : std::min(timeout, msUntil(w.deadline));
+      auto until = [&timeout](Clock::time_point t) {
+        timeout = timeout < 0 ? msUntil(t) : std::min(timeout, msUntil(t));
+      };
+      for (auto& w : waiters_) until(w.deadline);
+      for (auto& [fd, c] : clients_)
+        if (!c.authenticated) until(c.authDeadline);
+      if (acceptPaused) until(acceptPausedUntil_);
       int n = poll(fds.data(), fds.size(), timeout);
       if (n < 0 && errno != EINTR) break;
       if (fds[1].revents & POLLIN) acceptAll();
       for (size_t i = 2; i < fds.size(); ++i) {
         int fd = fds[i].fd;
+        if (!clients_.count(fd)) continue;  // dropped while accepting
         if (fds[i].revents & (POLLIN | POLLERR | POLLHUP)) readFrom(fd);
         if (clients_.count(fd) && (fds[i].revents & POLLOUT)) flush(fd);
       }
       expireWaiters();
+      expireUnauthenticated();
     }
+  }
+
+  size_t countClients(bool authenticated) const {
+    size_t n = 0;
+    for (auto& [fd, c] : clients_) n += c.authenticated == authenticated;
+    return n;
+  }
+
+  // Drops the unauthenticated client that has waited longest; false if none.
+  bool dropOldestUnauthenticated() {
+    int oldest = -1;
+    for (auto& [fd, c] : clients_)
+      if (!c.authenticated && (oldest < 0 || c.authDeadline < clients_[oldest].authDeadline))
+        oldest = fd;
+    if (oldest < 0) return false;
+    drop(oldest);
+    return true;
   }
 
   void acceptAll() {
     for (;;) {
       int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;
+      if (fd < 0) {
+        if (errno == EINTR) continue;
+        // Out of descriptors: make room at a stranger's expense, or stop
+        // accepting a moment (the listening socket would stay readable).
+        if ((errno == EMFILE || errno == ENFILE) && dropOldestUnauthenticated()) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+          acceptPausedUntil_ = Clock::now() + std::chrono::milliseconds(50);
+        return;
+      }
+      if (countClients(true) >= options_.maxClients) {
+        close(fd);
+        continue;
+      }
+      if (countClients(false) >= options_.maxPendingClients) dropOldestUnauthenticated();
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      clients_[fd];
+      Client c;
+      try {
+        c.nonce = randomBytes(kNonceBytes);
+      } catch (const CommError&) {
+        close(fd);
+        continue;
+      }
+      c.authDeadline = Clock::now() + options_.authTimeout;
+      c.out = frame(kGreeting + c.nonce);
+      clients_[fd] = std::move(c);
+      flush(fd);
     }
+  }
+
+  void expireUnauthenticated() {
+    auto now = Clock::now();
+    std::vector<int> late;
+    for (auto& [fd, c] : clients_)
+      if (!c.authenticated && c.authDeadline <= now) late.push_back(fd);
+    for (int fd : late) drop(fd);
   }
 
   void drop(int fd) {
@@ -256,12 +361,12 @@ private:
   }
 
   void readFrom(int fd) {
-    Client& c = clients_[fd];
     char buf[65536];
     for (;;) {
       ssize_t n = recv(fd, buf, sizeof buf, 0);
       if (n > 0) {
-        c.in.append(buf, size_t(n));
+        clients_[fd].in.append(buf, size_t(n));
+        if (!handleFrames(fd)) return;  // dropped
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
@@ -269,20 +374,60 @@ private:
       drop(fd);  // closed or failed
       return;
     }
-    while (c.in.size() >= 4) {
+    if (clients_.count(fd)) flush(fd);
+  }
+
+  // Handles the complete frames buffered for `fd`; false when it was dropped
+  // (a frame over the limit, a malformed one, a failed handshake, too many
+  // unread replies).
+  bool handleFrames(int fd) {
+    for (;;) {
+      Client& c = clients_[fd];
+      if (c.in.size() < 4) return true;
       Reader r(c.in);
       uint32_t len = r.u32();
-      if (c.in.size() < 4 + size_t(len)) break;
+      if (len > (c.authenticated ? maxFrame_ : kMaxHandshakeFrame)) {
+        drop(fd);
+        return false;
+      }
+      if (c.in.size() < 4 + size_t(len)) return true;
       std::string body = c.in.substr(4, len);
       c.in.erase(0, 4 + size_t(len));
       try {
-        handle(fd, body);
+        if (!c.authenticated) {
+          if (!admit(fd, body)) return false;
+        } else {
+          handle(fd, body);
+        }
       } catch (const CommError&) {
         drop(fd);
-        return;
+        return false;
+      }
+      if (clients_[fd].out.size() > kMaxUnsentBytes) {
+        drop(fd);
+        return false;
       }
     }
-    if (clients_.count(fd)) flush(fd);
+  }
+
+  // The client's proof: admitted (and our proof sent back), or told "no"
+  // and dropped (false).
+  bool admit(int fd, const std::string& body) {
+    Client& c = clients_[fd];
+    Reader r(body);
+    if (r.u8() != kAuth) throw CommError("tcp store: expected the handshake");
+    r.need(kNonceBytes + kMacBytes);
+    std::string clientNonce = body.substr(1, kNonceBytes);
+    std::string mac = body.substr(1 + kNonceBytes, kMacBytes);
+    if (!equalInConstantTime(mac, clientProof(options_.secret, c.nonce, clientNonce))) {
+      reply(fd, std::string(1, char(0)));
+      flush(fd);
+      if (clients_.count(fd)) drop(fd);
+      return false;
+    }
+    c.authenticated = true;
+    reply(fd, std::string(1, char(1)) + serverProof(options_.secret, c.nonce, clientNonce));
+    return true;
   }
 
   void reply(int fd, const std::string& body) {
@@ -312,33 +457,41 @@ private:
     return {};
   }
 
+  std::string key(Reader& r) {
+    std::string k = r.str();
+    if (k.size() > kMaxKeyBytes) throw CommError("tcp store: key too long");
+    return k;
+  }
+
   void handle(int fd, const std::string& body) {
     Reader r(body);
     uint8_t cmd = r.u8();
     std::string out;
     switch (cmd) {
       case kSet: {
-        std::string k = r.str();
-        data_[k] = r.str();
+        std::string k = key(r);
+        std::string v = r.str();
+        if (v.size() > options_.maxValueBytes) throw CommError("tcp store: value too large");
+        data_[k] = std::move(v);
         out += char(1);
         reply(fd, out);
         wakeWaiters();
         return;
       }
       case kGet: {
-        auto it = data_.find(r.str());
+        auto it = data_.find(key(r));
         out += char(it != data_.end());
         if (it != data_.end()) putString(out, it->second);
         reply(fd, out);
         return;
       }
       case kAdd: {
-        std::string k = r.str();
+        std::string k = key(r);
         int64_t delta = int64_t(r.u64());
         int64_t v = 0;
         auto it = data_.find(k);
         if (it != data_.end()) v = std::strtoll(it->second.c_str(), nullptr, 10);
-        v += delta;
+        v = int64_t(uint64_t(v) + uint64_t(delta));  // wraps, never UB
         data_[k] = std::to_string(v);
         putU64(out, uint64_t(v));
         reply(fd, out);
@@ -349,13 +502,13 @@ private:
       case kWait: {
         uint32_t n = r.u32();
         std::vector<std::string> keys;
-        for (uint32_t i = 0; i < n; ++i) keys.push_back(r.str());
+        for (uint32_t i = 0; i < n; ++i) keys.push_back(key(r));
         if (cmd == kCheck) {
           out += char(firstMissing(keys).empty());
           reply(fd, out);
           return;
         }
-        auto deadline = Clock::now() + std::chrono::milliseconds(r.u64());
+        auto deadline = Clock::now() + std::chrono::milliseconds(std::min(r.u64(), kMaxWaitMs));
         if (firstMissing(keys).empty()) {
           out += char(1);
           reply(fd, out);
@@ -365,7 +518,7 @@ private:
         return;
       }
       case kOnClose: {
-        clients_[fd].onClose.push_back(r.str());
+        clients_[fd].onClose.push_back(key(r));
         out += char(1);
         reply(fd, out);
         return;
@@ -401,9 +554,13 @@ private:
     }
   }
 
+  TcpStoreOptions options_;
+  uint32_t maxFrame_;
   int listenFd_ = -1;
   int wakeFds_[2] = {-1, -1};
   int port_ = 0;
+  std::string connectHost_ = "127.0.0.1";
+  Clock::time_point acceptPausedUntil_{};
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::map<int, Client> clients_;
@@ -413,15 +570,116 @@ private:
 
 // --- the client ------------------------------------------------------------
 
-TcpStore::TcpStore(std::string host, int port, bool isServer, std::chrono::milliseconds timeout)
-    : Store(timeout), host_(std::move(host)), port_(port) {
+namespace {
+
+// Reads one frame of at most `limit` bytes before `deadline`. "" and `why`
+// set when the connection broke, timed out or the frame is too long.
+bool readFrame(int fd, uint32_t limit, Clock::time_point deadline, std::string& body,
+               std::string& why) {
+  std::string in;
+  size_t want = 4;
+  bool haveLength = false;
+  while (in.size() < want) {
+    pollfd p{fd, POLLIN, 0};
+    int r = poll(&p, 1, msUntil(deadline));
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      why = "no answer";
+      return false;
+    }
+    char buf[65536];
+    ssize_t n = recv(fd, buf, std::min(sizeof buf, want - in.size()), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) {
+      why = "the master closed the connection";
+      return false;
+    }
+    if (n < 0) {
+      why = errnoText(errno);
+      return false;
+    }
+    in.append(buf, size_t(n));
+    if (!haveLength && in.size() == 4) {
+      Reader r4(in);
+      uint32_t len = r4.u32();
+      if (len > limit) {
+        why = "an answer of " + std::to_string(len) + " bytes, over the limit";
+        return false;
+      }
+      want = 4 + size_t(len);
+      haveLength = true;
+    }
+  }
+  body = in.substr(4);
+  return true;
+}
+
+bool sendAll(int fd, const std::string& msg) {
+  size_t done = 0;
+  while (done < msg.size()) {
+    ssize_t n = send(fd, msg.data() + done, msg.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += size_t(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool TcpStore::authenticate(int fd, Clock::time_point deadline, std::string& lastError) {
+  std::string where = host_ + ":" + std::to_string(port_);
+  // A server that accepted us but says nothing within a few seconds may be
+  // busy (or not a store): try again while the overall deadline allows.
+  auto greetingDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(5));
+  std::string greeting, why;
+  if (!readFrame(fd, kMaxHandshakeFrame, greetingDeadline, greeting, why)) {
+    lastError = "no greeting from the store: " + why;
+    return false;
+  }
+  if (greeting.size() != kGreeting.size() + kNonceBytes ||
+      greeting.compare(0, kGreeting.size(), kGreeting) != 0)
+    throw CommError("MASTER_PORT " + std::to_string(port_) + " on " + host_ +
+                    " is not served by a dtc rendezvous store (another program listens on it? "
+                    "choose another --master-port)");
+  std::string serverNonce = greeting.substr(kGreeting.size());
+  std::string clientNonce = randomBytes(kNonceBytes);
+  std::string body(1, char(kAuth));
+  body += clientNonce;
+  body += clientProof(options_.secret, serverNonce, clientNonce);
+  if (!sendAll(fd, frame(body))) {
+    lastError = "the connection broke during the handshake: " + errnoText(errno);
+    return false;
+  }
+  std::string answer;
+  if (!readFrame(fd, kMaxHandshakeFrame, deadline, answer, why)) {
+    lastError = "no answer to the handshake: " + why;
+    return false;
+  }
+  if (answer.size() == 1 && answer[0] == 0)
+    throw CommError("the rendezvous store at " + where +
+                    " refused this process: it does not know the job's secret (DTC_JOB_SECRET "
+                    "differs from rank 0's, or another job uses MASTER_PORT " +
+                    std::to_string(port_) + ")");
+  if (answer.size() != 1 + kMacBytes || answer[0] != 1 ||
+      !equalInConstantTime(answer.substr(1), serverProof(options_.secret, serverNonce, clientNonce)))
+    throw CommError("the rendezvous store at " + where +
+                    " belongs to another job: it does not know this job's secret "
+                    "(DTC_JOB_SECRET differs from rank 0's, or another job uses MASTER_PORT " +
+                    std::to_string(port_) + "; choose another --master-port)");
+  return true;
+}
+
+TcpStore::TcpStore(std::string host, int port, bool isServer, std::chrono::milliseconds timeout,
+                   TcpStoreOptions options)
+    : Store(timeout), host_(std::move(host)), port_(port), options_(std::move(options)) {
   if (port < 0 || port > 65535)
     throw CommError("MASTER_PORT " + std::to_string(port) + " is not a port number (0-65535)");
   std::string connectHost = host_;
   if (isServer) {
-    server_ = std::make_unique<Server>(port, host_);
+    server_ = std::make_unique<Server>(port, host_, options_);
     port_ = server_->port();
-    connectHost = "127.0.0.1";  // our own server: never depends on MASTER_ADDR's routing
+    connectHost = server_->connectHost();  // never depends on MASTER_ADDR's routing
   }
   auto deadline = Clock::now() + timeout;
   std::string lastError = "no address";
@@ -442,7 +700,19 @@ TcpStore::TcpStore(std::string host, int port, bool isServer, std::chrono::milli
       }
       freeaddrinfo(list);
     }
-    if (fd_ >= 0) break;
+    if (fd_ >= 0) {
+      bool ok = false;
+      try {
+        ok = authenticate(fd_, deadline, lastError);
+      } catch (...) {
+        close(fd_);
+        fd_ = -1;
+        throw;
+      }
+      if (ok) break;
+      close(fd_);
+      fd_ = -1;
+    }
     if (Clock::now() + pause >= deadline)
       throw CommError("cannot reach the master at " + host_ + ":" + portText + " within " +
                       formatDuration(timeout) +
@@ -468,36 +738,11 @@ std::string TcpStore::request(const std::string& body, std::chrono::milliseconds
                      " during " + what + " (" + why + "; has rank 0 exited?)");
   };
   if (fd_ < 0) throw lost("connection closed earlier");
-  std::string msg = frame(body);
-  size_t done = 0;
-  while (done < msg.size()) {
-    ssize_t n = send(fd_, msg.data() + done, msg.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw lost(errnoText(errno));
-    done += size_t(n);
-  }
-  auto deadline = Clock::now() + replyTimeout;
-  std::string in;
-  size_t want = 4;
-  bool haveLength = false;
-  while (in.size() < want) {
-    pollfd p{fd_, POLLIN, 0};
-    int r = poll(&p, 1, msUntil(deadline));
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) throw lost("no reply within " + formatDuration(replyTimeout));
-    char buf[65536];
-    ssize_t n = recv(fd_, buf, std::min(sizeof buf, want - in.size()), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n == 0) throw lost("the master closed the connection");
-    if (n < 0) throw lost(errnoText(errno));
-    in.append(buf, size_t(n));
-    if (!haveLength && in.size() == 4) {
-      Reader r4(in);
-      want = 4 + r4.u32();
-      haveLength = true;
-    }
-  }
-  return in.substr(4);
+  if (!sendAll(fd_, frame(body))) throw lost(errnoText(errno));
+  std::string reply, why;
+  if (!readFrame(fd_, maxFrame(options_), Clock::now() + replyTimeout, reply, why))
+    throw lost(why == "no answer" ? "no reply within " + formatDuration(replyTimeout) : why);
+  return reply;
 }
 
 namespace {
@@ -507,6 +752,9 @@ constexpr std::chrono::milliseconds kQuickReply = std::chrono::seconds(60);
 }  // namespace
 
 void TcpStore::set(const std::string& key, const std::string& value) {
+  if (value.size() > options_.maxValueBytes)
+    throw CommError("tcp store: the value of '" + key + "' has " + std::to_string(value.size()) +
+                    " bytes, over the store's limit of " + std::to_string(options_.maxValueBytes));
   std::string body(1, char(kSet));
   putString(body, key);
   putString(body, value);

@@ -1,4 +1,5 @@
-# Unit tests of the communicators (runtime/comm/): stores, start-up checks,
+# Unit tests of the communicators (runtime/comm/): job authentication,
+# stores and their limits, start-up checks,
 # Gloo and shared-memory collectives and failures with real processes,
 # subgroups (pipeline stages and replicas over one parent), the
 # launcher environment and (when built) NCCL's no-GPU error. Include after
@@ -10,6 +11,7 @@ include(GoogleTest)
 
 set(DTCRT_COMM_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 add_executable(dtcrt_comm_tests
+  ${DTCRT_COMM_TEST_DIR}/CommTestAuth.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestStore.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestEnvironment.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestGloo.cpp
