@@ -1,8 +1,10 @@
-// dtcrt: checkJob — world size, program fingerprint and duplicate ranks,
-// checked through the store before any backend connects.
+// dtcrt: checkJob — world size (first, against rank 0's), program
+// fingerprint and duplicate ranks, checked through the store before any
+// backend connects.
 #include "runtime/comm/Rendezvous.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 #include <unistd.h>
 
@@ -76,6 +78,26 @@ std::string shortFingerprint(const std::string& f) {
 void checkJob(Store& store, int rank, int worldSize, const std::string& fingerprint,
               std::chrono::milliseconds timeout) {
   std::string me = "dtc/rank/" + std::to_string(rank);
+  // Rank 0 publishes the job's size before anyone claims a rank: a process
+  // started for another size (a different --nproc-per-node or --nnodes on
+  // its node) is named as such, not as a duplicate of the real rank it
+  // would collide with.
+  if (rank == 0) {
+    store.set("dtc/world-size", std::to_string(worldSize));
+  } else {
+    try {
+      store.wait({"dtc/world-size"}, timeout);
+    } catch (const CommError&) {
+      fail(store, rank, worldSize, "rendezvous timed out after " + formatDuration(timeout) +
+                      ": rank(s) 0 of " + std::to_string(worldSize) +
+                      " never joined (did they start? do they use the same MASTER_ADDR/"
+                      "MASTER_PORT or file:// path?)");
+    }
+    int rank0Size = std::atoi(store.get("dtc/world-size").c_str());
+    if (rank0Size != worldSize)
+      fail(store, rank, worldSize, "rank " + std::to_string(rank) + " says WORLD_SIZE=" +
+                      std::to_string(worldSize) + ", rank 0 says " + std::to_string(rank0Size));
+  }
   if (store.add("dtc/claim/" + std::to_string(rank), 1) > 1) {
     std::string other;
     try {
@@ -84,8 +106,9 @@ void checkJob(Store& store, int rank, int worldSize, const std::string& fingerpr
     }
     fail(store, rank, worldSize, "rank " + std::to_string(rank) + " joined twice" + other +
                     ": two processes have RANK=" + std::to_string(rank) +
-                    ", or a file:// store directory was reused from an earlier job "
-                    "(use a fresh directory per job)");
+                    " (two jobs on one MASTER_PORT without DTC_JOB_SECRET?), or a file:// "
+                    "store directory was reused from an earlier job (use a fresh directory per "
+                    "job)");
   }
   store.set(me, encode(worldSize, fingerprint));
 
