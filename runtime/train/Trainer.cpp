@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace dtcrt {
@@ -220,8 +221,15 @@ void Trainer::agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos) {
   struct Setting {
     const char* flag;
     int64_t value;
+    bool isReal = false;  // `value` holds a double's bits
   };
+  // The learning rate changes every update: replicas with different ones
+  // would drift apart silently. Compared bit for bit.
+  const double lr = opts_.lrSet ? opts_.lr : spec_.lr;
+  int64_t lrBits = 0;
+  std::memcpy(&lrBits, &lr, sizeof lr);
   std::vector<Setting> mine = {
+      {"--lr", lrBits, true},
       {"--log-every", opts_.logEvery},
       {"--max-steps", opts_.maxSteps},
       {"--epochs", opts_.epochs},
@@ -242,11 +250,20 @@ void Trainer::agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos) {
   for (size_t i = 0; i < n; ++i) values[i] = mine[i].value;
   std::vector<int64_t> all(n * comm_->size());
   comm_->allGather(values.data(), all.data(), n * sizeof(int64_t))->wait();
+  auto text = [&](size_t i, int64_t v) {
+    if (!mine[i].isReal) return std::to_string(v);
+    double d;
+    std::memcpy(&d, &v, sizeof d);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", d);
+    return std::string(buf);
+  };
   for (int r = 0; r < comm_->size(); ++r)
     for (size_t i = 0; i < n; ++i)
       if (all[r * n + i] != all[i])
-        fail(mine[i].flag, " differs between ranks: rank 0 has ", all[i], ", rank ", r, " has ",
-             all[r * n + i], "; every rank must be started with the same flags and data");
+        fail(mine[i].flag, " differs between ranks: rank 0 has ", text(i, all[i]), ", rank ", r,
+             " has ", text(i, all[r * n + i]),
+             "; every rank must be started with the same flags and data");
 }
 
 double Trainer::averageOverRanks(double value) {
