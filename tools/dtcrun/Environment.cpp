@@ -50,7 +50,7 @@ std::vector<std::string> rankEnvironment(const Options& o, int localRank) {
   const char* ncclAsync = std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING");
 
   // Ordered so that the child's environment is deterministic.
-  const std::vector<std::pair<std::string, std::string>> set = {
+  std::vector<std::pair<std::string, std::string>> set = {
       {"RANK", std::to_string(rank)},
       {"LOCAL_RANK", std::to_string(localRank)},
       {"WORLD_SIZE", std::to_string(o.worldSize())},
@@ -71,6 +71,9 @@ std::vector<std::string> rankEnvironment(const Options& o, int localRank) {
       {"TORCHELASTIC_USE_AGENT_STORE", "False"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", ncclAsync ? ncclAsync : "1"},
   };
+
+  // The job's secret: rank 0's store admits only processes that know it.
+  if (!o.jobSecret.empty()) set.push_back({"DTC_JOB_SECRET", o.jobSecret});
 
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {

@@ -3,6 +3,7 @@
 // spellings (`--nproc_per_node`) as aliases and its `--no-python` as a no-op;
 // options end at the first word that is not an option, or at `--`.
 #include "tools/dtcrun/Options.h"
+#include "tools/dtcrun/Secret.h"
 
 #include <cerrno>
 #include <cmath>
@@ -118,6 +119,10 @@ std::string usage() {
          "torchrun sets. Output lines are prefixed `[rank R] `. When a rank fails, the\n"
          "others are stopped and dtcrun exits with its status.\n"
          "\n"
+         "Ranks authenticate to rank 0 with DTC_JOB_SECRET: dtcrun passes on the one\n"
+         "in its environment, or makes a random one for a single-node job; with\n"
+         "--nnodes > 1, export the same secret on every node (docs/security.md).\n"
+         "\n"
          "  --nproc-per-node=N      ranks on this node (required, >= 1)\n"
          "  --nnodes=K              nodes in the job (default 1)\n"
          "  --node-rank=I           this node's index, 0 <= I < K (default 0)\n"
@@ -211,6 +216,7 @@ Options parseOptions(int argc, char** argv) {
   o.program = argv[i];
   o.programPath = resolveProgram(o.program);
   for (; i < argc; ++i) o.args.push_back(argv[i]);
+  o.jobSecret = jobSecret(o);
   return o;
 }
 

@@ -23,6 +23,7 @@ struct Options {
   std::string program;           // as the user wrote it (for messages)
   std::string programPath;       // resolved against PATH, executable
   std::vector<std::string> args; // argv of every rank, argv[0] = program
+  std::string jobSecret;         // DTC_JOB_SECRET of every rank ("" = not set)
 
   int worldSize() const { return nnodes * nprocPerNode; }
 };
