@@ -171,6 +171,26 @@ int connectOnce(const addrinfo* ai, Clock::time_point deadline) {
   return fd;
 }
 
+// The first 127/8 address `host` resolves to, else 127.0.0.1.
+in_addr loopbackAddressOf(const std::string& host) {
+  in_addr out{};
+  out.s_addr = htonl(INADDR_LOOPBACK);
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &list) != 0) return out;
+  for (addrinfo* ai = list; ai; ai = ai->ai_next) {
+    in_addr a = reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr;
+    if ((ntohl(a.s_addr) >> 24) == 127) {
+      out = a;
+      break;
+    }
+  }
+  freeaddrinfo(list);
+  return out;
+}
+
 }  // namespace
 
 // --- the server ------------------------------------------------------------
@@ -204,9 +224,14 @@ public:
       sockaddr_in a{};
       a.sin_family = AF_INET;
       a.sin_addr.s_addr = htonl(options.listenOnAllInterfaces ? INADDR_ANY : INADDR_LOOPBACK);
+      // A host name may map to another loopback address (Debian's 127.0.1.1):
+      // listen where the other ranks will look.
+      if (!options.listenOnAllInterfaces) a.sin_addr = loopbackAddressOf(host);
       a.sin_port = htons(uint16_t(port));
       rc = bind(listenFd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-      connectHost_ = "127.0.0.1";
+      char text[INET_ADDRSTRLEN] = "127.0.0.1";
+      if (!options.listenOnAllInterfaces) inet_ntop(AF_INET, &a.sin_addr, text, sizeof text);
+      connectHost_ = text;
     }
     if (rc != 0 || listen(listenFd_, 1024) != 0) {
       int e = errno;

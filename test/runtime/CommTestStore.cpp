@@ -509,3 +509,13 @@ TEST(CommStore, TcpStoreListensOnLoopbackUnlessAskedOtherwise) {
   std::string v6 = listeningAddress("/proc/net/tcp6", all.port());
   EXPECT_TRUE(v4 == "00000000" || v6 == std::string(32, '0')) << v4 << " " << v6;
 }
+
+TEST(CommStore, TcpStoreListensOnTheLoopbackAddressOfMasterAddr) {
+  // Debian maps the host name to 127.0.1.1: a loopback MASTER_ADDR other
+  // than 127.0.0.1 is where the other ranks look, so the store listens there.
+  TcpStore server("127.0.1.1", 0, true, 5s);
+  EXPECT_EQ(listeningAddress("/proc/net/tcp", server.port()), "0101007F");
+  TcpStore client("127.0.1.1", server.port(), false, 5s);
+  client.set("k", "v");
+  EXPECT_EQ(server.get("k"), "v");
+}
