@@ -95,11 +95,13 @@ TEST(CommStore, TcpStoreAcrossProcesses) {
     s.wait({"key0", "key1", "key2"}, 5s);
     for (int q = 0; q < 3; ++q)
       if (s.get("key" + std::to_string(q)) != "value" + std::to_string(q)) return "bad value";
-    // Rank 0 serves the store: it leaves last.
+    // Every rank has added to "count" before any "key" was complete. Rank 0
+    // serves the store: it leaves last, after every rank's last request
+    // ("done"; a read after it could find the server gone).
+    int64_t c = std::stoll(s.get("count"));
     s.add("done", 1);
     if (r == 0)
       while (s.add("done", 0) < 3) std::this_thread::sleep_for(1ms);
-    int64_t c = std::stoll(s.get("count"));
     return c == 3 ? "" : "count " + std::to_string(c);
   });
   EXPECT_ALL_OK(results);
