@@ -80,6 +80,9 @@ struct SubOp { static float apply(float a, float b) { return a - b; } };
 struct MulOp { static float apply(float a, float b) { return a * b; } };
 struct DivOp { static float apply(float a, float b) { return a / b; } };
 struct PowOp { static float apply(float a, float b) { return std::pow(a, b); } };
+// NaN in either operand propagates, as torch.maximum/minimum.
+struct MaxOp { static float apply(float a, float b) { return (a > b || a != a) ? a : b; } };
+struct MinOp { static float apply(float a, float b) { return (a < b || a != a) ? a : b; } };
 
 template <class Op>
 void binaryKernel(const char* name, const float* a, const int64_t* aShape, int aRank,
@@ -127,6 +130,14 @@ void mul(const float* a, const int64_t* aShape, int aRank, const float* b,
 void div(const float* a, const int64_t* aShape, int aRank, const float* b,
          const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank) {
   binaryKernel<DivOp>("div", a, aShape, aRank, b, bShape, bRank, y, yShape, yRank);
+}
+void maximum(const float* a, const int64_t* aShape, int aRank, const float* b,
+             const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank) {
+  binaryKernel<MaxOp>("maximum", a, aShape, aRank, b, bShape, bRank, y, yShape, yRank);
+}
+void minimum(const float* a, const int64_t* aShape, int aRank, const float* b,
+             const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank) {
+  binaryKernel<MinOp>("minimum", a, aShape, aRank, b, bShape, bRank, y, yShape, yRank);
 }
 void pow(const float* a, const int64_t* aShape, int aRank, const float* b,
          const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank) {

@@ -71,6 +71,50 @@ void tanh_grad(const float* y, const float* dy, float* dx, int64_t n);     // dy
 void gelu_grad(const float* x, const float* dy, float* dx, int64_t n, bool approximate);  // dy*gelu'(x)
 void erf_grad(const float* x, const float* dy, float* dx, int64_t n);      // dy*2/sqrt(pi)*e^(-x^2)
 
+// The elementwise activation family (Activation.cpp): one kernel pair for
+// every activation that is a function of x and two constants. The kind is
+// the runtime's copy of dtc.activation's `kind` attribute (same numbering).
+enum class Activation : int {
+  LeakyRelu = 0,        // x > 0 ? x : alpha x
+  Elu = 1,              // x > 0 ? x : alpha (e^x - 1)
+  Selu = 2,             // beta (x > 0 ? x : alpha (e^x - 1)); beta = gamma
+  Celu = 3,             // max(0, x) + min(0, alpha (e^(x/alpha) - 1))
+  ThresholdedRelu = 4,  // x > alpha ? x : 0
+  Softplus = 5,         // ln(1 + e^x) (x when x > 20, as PyTorch)
+  Softsign = 6,         // x / (1 + |x|)
+  HardSigmoid = 7,      // max(0, min(1, alpha x + beta))
+  HardSwish = 8,        // x min(max(x + 3, 0), 6) / 6
+  Mish = 9,             // x tanh(ln(1 + e^x))
+  Clip = 10,            // min(max(x, alpha), beta); +-inf for an absent bound
+  Abs = 11,
+  Sign = 12,            // -1, 0, 1
+  Floor = 13,
+  Ceil = 14,
+  Round = 15,           // to nearest, ties to even
+  Reciprocal = 16,      // 1 / x
+};
+// y = f(x) over n elements; y may alias x.
+void activation(const float* x, float* y, int64_t n, Activation kind, float alpha, float beta);
+// dx = dy * f'(x), with PyTorch's value at every kink: leaky_relu/elu/selu
+// take the negative side at 0; clip (hardtanh) and hard_sigmoid pass dy only
+// strictly inside the bounds; hard_swish is 0 below -3, dy (x/3 + 1/2) on
+// [-3, 3], dy above; abs is 0 at 0; sign/floor/ceil/round are 0. dx may
+// alias dy.
+void activation_grad(const float* x, const float* dy, float* dx, int64_t n, Activation kind,
+                     float alpha, float beta);
+
+// y = max(a, b) / min(a, b) with numpy broadcasting (NaN propagates).
+void maximum(const float* a, const int64_t* aShape, int aRank, const float* b,
+             const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank);
+void minimum(const float* a, const int64_t* aShape, int aRank, const float* b,
+             const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank);
+// Gradients of maximum (isMax) or minimum as PyTorch routes them: dy goes to
+// the selected operand, half to each at a tie. da and db have yShape (the
+// caller reduces them to the operands' shapes).
+void extremum_grad(const float* a, const int64_t* aShape, int aRank, const float* b,
+                   const int64_t* bShape, int bRank, const float* dy, float* da, float* db,
+                   const int64_t* yShape, int yRank, bool isMax);
+
 // Dropout: element i of a call keeps with probability 1-ratio; the decision is a
 // pure function of (seed, step, offset+i) (counter-based hash, no state), so a
 // replay or a chunked call (offset = index of the chunk's first element) gives

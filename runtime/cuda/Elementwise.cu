@@ -68,7 +68,7 @@ inline bool aligned16(const void* p) { return ((uintptr_t)p & 15u) == 0; }
 // ---------------------------------------------------------------------------
 // Binary ops
 // ---------------------------------------------------------------------------
-enum BinOp { kAdd, kSub, kMul, kDiv, kPow };
+enum BinOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
 
 template <int Op>
 __device__ __forceinline__ float binApply(float a, float b) {
@@ -76,6 +76,9 @@ __device__ __forceinline__ float binApply(float a, float b) {
   if (Op == kSub) return a - b;
   if (Op == kMul) return a * b;
   if (Op == kDiv) return __fdiv_rn(a, b);
+  // NaN in either operand propagates, as torch.maximum/minimum.
+  if (Op == kMax) return (a > b || a != a) ? a : b;
+  if (Op == kMin) return (a < b || a != a) ? a : b;
   return powf(a, b);
 }
 
@@ -402,6 +405,8 @@ DTCRT_BINARY(sub, kSub)
 DTCRT_BINARY(mul, kMul)
 DTCRT_BINARY(div, kDiv)
 DTCRT_BINARY(pow, kPow)
+DTCRT_BINARY(maximum, kMax)
+DTCRT_BINARY(minimum, kMin)
 #undef DTCRT_BINARY
 
 void sqrt(const float* x, float* y, int64_t n, cudaStream_t s) { unary<kSqrt>("sqrt", x, y, n, 0, s); }

@@ -43,6 +43,7 @@ typedef struct cudnnContext* cudnnHandle_t;
 
 namespace dtcrt::cuda {
 
+using cpu::Activation;
 using cpu::Conv2dParams;
 using cpu::FusedInput;
 using cpu::FusedOp;
@@ -178,6 +179,22 @@ void tanh_grad(const float* y, const float* dy, float* dx, int64_t n, cudaStream
 void gelu_grad(const float* x, const float* dy, float* dx, int64_t n, bool approximate,
                cudaStream_t stream);
 void erf_grad(const float* x, const float* dy, float* dx, int64_t n, cudaStream_t stream);
+
+// The activation family (Activation.cu), as the CPU's activation and
+// activation_grad; maximum/minimum and their gradient, as the CPU's.
+void activation(const float* x, float* y, int64_t n, Activation kind, float alpha, float beta,
+                cudaStream_t stream);
+void activation_grad(const float* x, const float* dy, float* dx, int64_t n, Activation kind,
+                     float alpha, float beta, cudaStream_t stream);
+void maximum(const float* a, const int64_t* aShape, int aRank, const float* b,
+             const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank,
+             cudaStream_t stream);
+void minimum(const float* a, const int64_t* aShape, int aRank, const float* b,
+             const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank,
+             cudaStream_t stream);
+void extremum_grad(const float* a, const int64_t* aShape, int aRank, const float* b,
+                   const int64_t* bShape, int bRank, const float* dy, float* da, float* db,
+                   const int64_t* yShape, int yRank, bool isMax, cudaStream_t stream);
 
 // Same counter-based hash as the CPU kernel: the CUDA and CPU masks are
 // bit-identical for the same (seed, step, offset).

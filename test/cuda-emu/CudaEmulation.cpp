@@ -86,11 +86,26 @@ DTC_EMU_BINARY(add)
 DTC_EMU_BINARY(sub)
 DTC_EMU_BINARY(mul)
 DTC_EMU_BINARY(div)
+DTC_EMU_BINARY(maximum)
+DTC_EMU_BINARY(minimum)
 #undef DTC_EMU_BINARY
 
-void relu(const float* x, float* y, int64_t n, cudaStream_t) {
-  launch([=] { cpu::relu(x, y, n); });
-}
+#define DTC_EMU_UNARY(name)                                                                      \
+  void name(const float* x, float* y, int64_t n, cudaStream_t) {                                 \
+    launch([=] { cpu::name(x, y, n); });                                                         \
+  }
+DTC_EMU_UNARY(neg)
+DTC_EMU_UNARY(relu)
+DTC_EMU_UNARY(sigmoid)
+DTC_EMU_UNARY(tanh)
+#undef DTC_EMU_UNARY
+#define DTC_EMU_POINTWISE_GRAD(name)                                                             \
+  void name(const float* v, const float* dy, float* dx, int64_t n, cudaStream_t) {               \
+    launch([=] { cpu::name(v, dy, dx, n); });                                                    \
+  }
+DTC_EMU_POINTWISE_GRAD(sigmoid_grad)
+DTC_EMU_POINTWISE_GRAD(tanh_grad)
+#undef DTC_EMU_POINTWISE_GRAD
 void gelu(const float* x, float* y, int64_t n, bool approximate, cudaStream_t) {
   launch([=] { cpu::gelu(x, y, n, approximate); });
 }
@@ -100,6 +115,21 @@ void relu_grad(const float* x, const float* dy, float* dx, int64_t n, cudaStream
 void gelu_grad(const float* x, const float* dy, float* dx, int64_t n, bool approximate,
                cudaStream_t) {
   launch([=] { cpu::gelu_grad(x, dy, dx, n, approximate); });
+}
+void activation(const float* x, float* y, int64_t n, Activation kind, float alpha, float beta,
+                cudaStream_t) {
+  launch([=] { cpu::activation(x, y, n, kind, alpha, beta); });
+}
+void activation_grad(const float* x, const float* dy, float* dx, int64_t n, Activation kind,
+                     float alpha, float beta, cudaStream_t) {
+  launch([=] { cpu::activation_grad(x, dy, dx, n, kind, alpha, beta); });
+}
+void extremum_grad(const float* a, const int64_t* aShape, int aRank, const float* b,
+                   const int64_t* bShape, int bRank, const float* dy, float* da, float* db,
+                   const int64_t* yShape, int yRank, bool isMax, cudaStream_t) {
+  launch([=] {
+    cpu::extremum_grad(a, aShape, aRank, b, bShape, bRank, dy, da, db, yShape, yRank, isMax);
+  });
 }
 void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, float* dx,
                      const int64_t* inShape, int inRank, cudaStream_t) {

@@ -42,6 +42,8 @@ TEST_F(CudaKernel, BinaryBroadcast) {
   checkBinary(*this, s, rng, gpu::mul, cpu::mul, "mul", -2, 2);
   checkBinary(*this, s, rng, gpu::div, cpu::div, "div", 0.5, 2);
   checkBinary(*this, s, rng, gpu::pow, cpu::pow, "pow", 0.5, 2);
+  checkBinary(*this, s, rng, gpu::maximum, cpu::maximum, "maximum", -2, 2);
+  checkBinary(*this, s, rng, gpu::minimum, cpu::minimum, "minimum", -2, 2);
 }
 
 TEST_F(CudaKernel, PowScalarExponents) {
@@ -107,6 +109,55 @@ TEST_F(CudaKernel, UnaryMapsAndGradients) {
   Vec want = x;
   cpu::relu(want.data() + 1, want.data() + 1, n - 1);
   expectNear(buf.get(), want, "relu in place, offset 1", 0, 0);
+}
+
+TEST_F(CudaKernel, ActivationFamilyMatchesCpu) {
+  using A = cpu::Activation;
+  const int64_t n = 4099;
+  Vec x = rng.vec(n, -6, 6);
+  const Vec dy = rng.vec(n);
+  // Every kink on the grid (0, +-3, the bounds and thresholds below).
+  size_t at = 0;
+  for (float kink : {0.0f, 3.0f, -3.0f, 1.0f, -1.0f, 6.0f, 2.5f, -2.5f}) x[at++] = kink;
+  struct Kind {
+    A kind;
+    float alpha, beta;
+  };
+  const Kind kinds[] = {
+      {A::LeakyRelu, 0.01f, 0},  {A::Elu, 1.0f, 0},          {A::Selu, 1.6732632f, 1.050701f},
+      {A::Celu, 2.0f, 0},        {A::ThresholdedRelu, 1.0f, 0}, {A::Softplus, 0, 0},
+      {A::Softsign, 0, 0},       {A::HardSigmoid, 0.2f, 0.5f}, {A::HardSwish, 0, 0},
+      {A::Mish, 0, 0},           {A::Clip, 0.0f, 6.0f},        {A::Clip, -1.0f, INFINITY},
+      {A::Abs, 0, 0},            {A::Sign, 0, 0},              {A::Floor, 0, 0},
+      {A::Ceil, 0, 0},           {A::Round, 0, 0},             {A::Reciprocal, 0, 0},
+  };
+  for (const Kind& k : kinds) {
+    const std::string name = "activation kind " + std::to_string((int)k.kind);
+    Vec want(n);
+    cpu::activation(x.data(), want.data(), n, k.kind, k.alpha, k.beta);
+    DevF dx(x), ddy(dy), dout(n);
+    gpu::activation(dx, dout, n, k.kind, k.alpha, k.beta, s);
+    expectNear(dout.get(), want, name, 1e-5, 1e-6);
+    cpu::activation_grad(x.data(), dy.data(), want.data(), n, k.kind, k.alpha, k.beta);
+    gpu::activation_grad(dx, ddy, dout, n, k.kind, k.alpha, k.beta, s);
+    expectNear(dout.get(), want, name + " grad", 1e-5, 1e-6);
+  }
+}
+
+TEST_F(CudaKernel, ExtremumGradMatchesCpu) {
+  const Shape as = {4, 3, 5}, bs = {3, 1}, ys = {4, 3, 5};
+  Vec a = rng.vec(60), b = rng.vec(3);
+  a[7] = b[1];  // a tie
+  const Vec dy = rng.vec(60);
+  for (bool isMax : {true, false}) {
+    Vec wantA(60), wantB(60);
+    cpu::extremum_grad(a.data(), as.data(), 3, b.data(), bs.data(), 2, dy.data(), wantA.data(),
+                       wantB.data(), ys.data(), 3, isMax);
+    DevF da(a), db(b), ddy(dy), ga(60), gb(60);
+    gpu::extremum_grad(da, as.data(), 3, db, bs.data(), 2, ddy, ga, gb, ys.data(), 3, isMax, s);
+    expectNear(ga.get(), wantA, isMax ? "maximum grad a" : "minimum grad a", 0, 0);
+    expectNear(gb.get(), wantB, isMax ? "maximum grad b" : "minimum grad b", 0, 0);
+  }
 }
 
 TEST_F(CudaKernel, DropoutMatchesCpuBitForBit) {
