@@ -3,6 +3,8 @@
 
 #include "dialect/DtcDialect.h"
 #include "llvm/ADT/StringSwitch.h"
+
+#include <cctype>
 #include "dialect/ShapeHelpers.h"
 
 using namespace mlir;
@@ -55,6 +57,65 @@ LogicalResult emitGeluGrad(Operation *op, FunctionEmitter &fn) {
   fn.kernel("gelu_grad", fn.ptr(grad.getValue()) + ", " + fn.ptr(grad.getGrad()) + ", " +
           fn.ptr(grad.getOutput()) + ", " + num(fn.numel(grad.getOutput())) +
           ", /*approximate=*/" + (grad.getApproximate() == "tanh" ? "true" : "false"));
+  return success();
+}
+
+/// The runtime's enumerator of an activation kind: leaky_relu -> LeakyRelu.
+std::string activationEnum(ActivationKind kind) {
+  std::string out = "dtcrt::cpu::Activation::";
+  bool upper = true;
+  for (char c : stringifyActivationKind(kind)) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper ? char(std::toupper(c)) : c;
+    upper = false;
+  }
+  return out;
+}
+
+std::string activationArgs(ActivationKind kind, llvm::APFloat alpha, llvm::APFloat beta) {
+  return activationEnum(kind) + ", " + floatLiteral(alpha.convertToDouble()) + ", " +
+         floatLiteral(beta.convertToDouble());
+}
+
+/// y = activation(x, y, n, KIND, alpha, beta)
+LogicalResult emitActivation(Operation *op, FunctionEmitter &fn) {
+  auto act = cast<ActivationOp>(op);
+  if (cppElementType(act.getInput().getType()) != "float")
+    return codegenError(op) << "the kernels support only float32 operands, got "
+                            << act.getInput().getType();
+  fn.kernel("activation", fn.ptr(act.getInput()) + ", " + fn.ptr(act.getOutput()) + ", " +
+                              num(fn.numel(act.getOutput())) + ", " +
+                              activationArgs(act.getKind(), act.getAlpha(), act.getBeta()));
+  return success();
+}
+
+/// dx = activation_grad(x, dy, dx, n, KIND, alpha, beta)
+LogicalResult emitActivationGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<ActivationGradOp>(op);
+  if (cppElementType(grad.getValue().getType()) != "float")
+    return codegenError(op) << "the kernels support only float32 operands, got "
+                            << grad.getValue().getType();
+  fn.kernel("activation_grad",
+            fn.ptr(grad.getValue()) + ", " + fn.ptr(grad.getGrad()) + ", " +
+                fn.ptr(grad.getOutput()) + ", " + num(fn.numel(grad.getOutput())) + ", " +
+                activationArgs(grad.getKind(), grad.getAlpha(), grad.getBeta()));
+  return success();
+}
+
+LogicalResult emitExtremumGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<ExtremumGradOp>(op);
+  Value a = grad.getLhs(), b = grad.getRhs(), dy = grad.getGrad();
+  if (cppElementType(a.getType()) != "float")
+    return codegenError(op) << "the kernels support only float32 operands, got " << a.getType();
+  fn.kernel("extremum_grad",
+            fn.ptr(a) + ", " + fn.shape(a) + ", " + num(fn.rank(a)) + ", " + fn.ptr(b) + ", " +
+                fn.shape(b) + ", " + num(fn.rank(b)) + ", " + fn.ptr(dy) + ", " +
+                fn.ptr(grad.getLhsGrad()) + ", " + fn.ptr(grad.getRhsGrad()) + ", " +
+                fn.shape(dy) + ", " + num(fn.rank(dy)) + ", " +
+                (grad.getIsMax() ? "true" : "false"));
   return success();
 }
 
@@ -173,6 +234,11 @@ void populateMathEmitters(OpEmitterTable &table) {
   table["dtc.mul"] = emitBroadcastBinary<MulOp>;
   table["dtc.div"] = emitBroadcastBinary<DivOp>;
   table["dtc.pow"] = emitBroadcastBinary<PowOp>;
+  table["dtc.maximum"] = emitBroadcastBinary<MaximumOp>;
+  table["dtc.minimum"] = emitBroadcastBinary<MinimumOp>;
+  table["dtc.activation"] = emitActivation;
+  table["dtc.activation_grad"] = emitActivationGrad;
+  table["dtc.extremum_grad"] = emitExtremumGrad;
   for (StringRef name : {"dtc.sqrt", "dtc.neg", "dtc.exp", "dtc.log", "dtc.relu",
                          "dtc.sigmoid", "dtc.tanh", "dtc.erf"})
     table[name] = emitUnary;

@@ -33,6 +33,28 @@ def Dtc_GeluGradOp : Dtc_SameTypeOp<"gelu_grad"> {
   let assemblyFormat = "$value `,` $grad attr-dict `:` type($value)";
 }
 
+def Dtc_ActivationGradOp : Dtc_SameTypeOp<"activation_grad"> {
+  let summary = "dy * f'(x) of dtc.activation, from its input x";
+  let arguments = (ins Dtc_FloatTensor:$value, Dtc_FloatTensor:$grad,
+                       Dtc_ActivationKind:$kind,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$beta);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$kind $value `,` $grad attr-dict `:` type($value)";
+}
+
+def Dtc_ExtremumGradOp : Dtc_InferredOp<"extremum_grad"> {
+  let summary = "gradients of dtc.maximum (is_max) or dtc.minimum, as PyTorch's";
+  let description = [{
+    dy goes to the operand that was selected, half to each at a tie
+    (torch.maximum/minimum). Both results have dy's (the output's) shape;
+    the VJP reduces them to the operands' shapes.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$lhs, Dtc_FloatTensor:$rhs,
+                       Dtc_FloatTensor:$grad, BoolAttr:$is_max);
+  let results = (outs Dtc_FloatTensor:$lhs_grad, Dtc_FloatTensor:$rhs_grad);
+}
+
 def Dtc_SoftmaxGradOp : Dtc_SameTypeOp<"softmax_grad"> {
   let summary = "y * (dy - sum(dy * y)) along `axis`, from the output y";
   let arguments = (ins Dtc_FloatTensor:$value, Dtc_FloatTensor:$grad,

@@ -34,6 +34,42 @@ def Dtc_GeluOp : Dtc_SameTypeOp<"gelu"> {
   let hasVerifier = 1;
 }
 
+def Dtc_ActivationKind : I32EnumAttr<"ActivationKind",
+    "an elementwise activation of dtc.activation (the runtime's Activation)", [
+    I32EnumAttrCase<"leaky_relu", 0>, I32EnumAttrCase<"elu", 1>,
+    I32EnumAttrCase<"selu", 2>, I32EnumAttrCase<"celu", 3>,
+    I32EnumAttrCase<"thresholded_relu", 4>, I32EnumAttrCase<"softplus", 5>,
+    I32EnumAttrCase<"softsign", 6>, I32EnumAttrCase<"hard_sigmoid", 7>,
+    I32EnumAttrCase<"hard_swish", 8>, I32EnumAttrCase<"mish", 9>,
+    I32EnumAttrCase<"clip", 10>, I32EnumAttrCase<"abs", 11>,
+    I32EnumAttrCase<"sign", 12>, I32EnumAttrCase<"floor", 13>,
+    I32EnumAttrCase<"ceil", 14>, I32EnumAttrCase<"round", 15>,
+    I32EnumAttrCase<"reciprocal", 16>
+  ]> {
+  let cppNamespace = "::dtc";
+}
+
+def Dtc_ActivationOp : Dtc_SameTypeOp<"activation"> {
+  let summary = "an elementwise activation with up to two constants";
+  let description = [{
+    y = f(x) for the activation `kind`, with PyTorch's definitions (see
+    runtime/cpu/Kernels.h, Activation). `alpha` and `beta` are its
+    constants: leaky_relu/elu/celu/thresholded_relu: alpha; selu: alpha and
+    gamma (beta); hard_sigmoid: alpha x + beta; clip: the bounds [alpha,
+    beta] (-inf/+inf when absent). The other kinds ignore them.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_ActivationKind:$kind,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$beta);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$kind $input attr-dict `:` type($input)";
+}
+
+def Dtc_MaximumOp : Dtc_BroadcastBinaryOp<"maximum", "elementwise max, broadcasting",
+                                          Dtc_FloatTensor>;
+def Dtc_MinimumOp : Dtc_BroadcastBinaryOp<"minimum", "elementwise min, broadcasting",
+                                          Dtc_FloatTensor>;
+
 def Dtc_IdentityOp : Dtc_SameTypeOp<"identity"> {
   let summary = "returns its operand";
   let arguments = (ins Dtc_Tensor:$input);

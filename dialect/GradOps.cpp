@@ -11,6 +11,23 @@ static void pushShaped(SmallVectorImpl<Type> &types, Value like,
   types.push_back(tensorOf(like).clone(shape));
 }
 
+LogicalResult ExtremumGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  RankedTensorType grad = tensorOf(adaptor.getGrad());
+  for (Value operand : {adaptor.getLhs(), adaptor.getRhs()}) {
+    RankedTensorType type = tensorOf(operand);
+    std::optional<Shape> joined = broadcastShapes(type.getShape(), grad.getShape());
+    if (type.getElementType() != grad.getElementType() || !joined ||
+        ArrayRef<int64_t>(*joined) != grad.getShape())
+      return inferenceError(loc, "dtc.extremum_grad: an operand does not broadcast to the "
+                                 "gradient's type");
+  }
+  types.push_back(grad);
+  types.push_back(grad);
+  return success();
+}
+
 LogicalResult DropoutGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {

@@ -133,6 +133,34 @@ LogicalResult vjp(GeluOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value
   return success();
 }
 
+LogicalResult vjp(ActivationOp op, OpBuilder &b, ValueRange dys,
+                  SmallVectorImpl<Value> &dxs) {
+  dxs.assign({b.create<ActivationGradOp>(op.getLoc(), op.getInput(), dys[0], op.getKindAttr(),
+                                         op.getAlphaAttr(), op.getBetaAttr())});
+  return success();
+}
+
+// dy goes to the selected operand (half to each at a tie), then is summed
+// over the dimensions that operand was broadcast along.
+template <typename OpTy>
+static LogicalResult extremumVJP(OpTy op, bool isMax, OpBuilder &b, ValueRange dys,
+                                 SmallVectorImpl<Value> &dxs) {
+  Math m{b, op.getLoc()};
+  auto grad = b.create<ExtremumGradOp>(op.getLoc(), op.getLhs(), op.getRhs(), dys[0],
+                                       b.getBoolAttr(isMax));
+  dxs.assign({m.reduceTo(grad.getLhsGrad(), op.getLhs()),
+              m.reduceTo(grad.getRhsGrad(), op.getRhs())});
+  return success();
+}
+
+LogicalResult vjp(MaximumOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  return extremumVJP(op, /*isMax=*/true, b, dys, dxs);
+}
+
+LogicalResult vjp(MinimumOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  return extremumVJP(op, /*isMax=*/false, b, dys, dxs);
+}
+
 LogicalResult vjp(IdentityOp, OpBuilder &, ValueRange dys, SmallVectorImpl<Value> &dxs) {
   dxs.assign({dys[0]});
   return success();
@@ -187,7 +215,7 @@ LogicalResult vjp(MseLossOp op, OpBuilder &b, ValueRange dys,
 
 void attachMathVJPs(MLIRContext *context) {
   attachVJPs<AddOp, SubOp, MulOp, DivOp, PowOp, SqrtOp, NegOp, ExpOp, LogOp, ReluOp,
-             SigmoidOp, TanhOp, ErfOp, GeluOp, IdentityOp, CastOp, WhereOp, DropoutOp,
+             SigmoidOp, TanhOp, ErfOp, GeluOp, ActivationOp, MaximumOp, MinimumOp, IdentityOp, CastOp, WhereOp, DropoutOp,
              SoftmaxCrossEntropyOp, MseLossOp>(context);
 }
 

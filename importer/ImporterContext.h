@@ -41,6 +41,7 @@ using BuilderTable = llvm::StringMap<NodeBuilderFn>;
 
 /// Each OpBuilders*.cpp registers its op types.
 void populateMathBuilders(BuilderTable &table);
+void populateActivationBuilders(BuilderTable &table);
 void populateNNBuilders(BuilderTable &table);
 void populateShapeBuilders(BuilderTable &table);
 

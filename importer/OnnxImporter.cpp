@@ -26,6 +26,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
       fileLoc(FileLineColLoc::get(&ctx, path, 0, 0)), builder(&ctx),
       paramBuilder(&ctx) {
   populateMathBuilders(table);
+  populateActivationBuilders(table);
   populateNNBuilders(table);
   populateShapeBuilders(table);
 }

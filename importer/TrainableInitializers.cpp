@@ -36,9 +36,9 @@ bool namedLikeWeight(llvm::StringRef name) {
   return last.ends_with("weight") || last.ends_with("bias");
 }
 
-/// Whether every use of `value` is a comparison, reached through views
-/// (input 0 of a view; any other input of a view, such as Slice's starts,
-/// is an index and not differentiated either).
+/// Whether every use of `value` is a comparison or a Clip bound, reached
+/// through views (input 0 of a view; any other input of a view, such as
+/// Slice's starts, is an index and not differentiated either).
 bool onlyCompared(const std::string &value,
                   const llvm::StringMap<std::vector<std::pair<const onnx::NodeProto *, int>>> &uses,
                   const llvm::StringSet<> &graphOutputs, int depth) {
@@ -50,6 +50,8 @@ bool onlyCompared(const std::string &value,
   for (auto [node, input] : it->second) {
     llvm::StringRef op = node->op_type();
     if (isComparison(op))
+      continue;
+    if (op == "Clip" && input != 0)  // its bounds: compile-time constants
       continue;
     if (isView(op) && input != 0)
       continue;

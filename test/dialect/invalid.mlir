@@ -173,6 +173,23 @@ func.func @concat_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
 
 // -----
 
+func.func @activation_kind(%x: tensor<4xf32>) {
+  // expected-error@+1 {{expected string or keyword containing one of the following enum values for attribute 'kind'}}
+  %0 = dtc.activation swish %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @extremum_grad_shape(%a: tensor<4xf32>, %g: tensor<3xf32>) {
+  // expected-error@+2 {{an operand does not broadcast to the gradient's type}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0:2 = dtc.extremum_grad %a, %a, %g {is_max = false} : (tensor<4xf32>, tensor<4xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
 func.func @gelu_mode(%x: tensor<4xf32>) {
   // expected-error@+1 {{approximate must be "none" or "tanh", got "fast"}}
   %0 = dtc.gelu %x {approximate = "fast"} : tensor<4xf32>

@@ -51,6 +51,23 @@ func.func @elementwise(%a: tensor<8x1xf32>, %b: tensor<4xf32>, %c: tensor<8x4xi1
   return
 }
 
+// CHECK-LABEL: func @activations
+func.func @activations(%x: tensor<8x4xf32>, %b: tensor<4xf32>) {
+  // CHECK: dtc.activation leaky_relu %{{.*}} {alpha = 1.000000e-01 : f32} : tensor<8x4xf32>
+  %0 = dtc.activation leaky_relu %x {alpha = 0.1 : f32} : tensor<8x4xf32>
+  // CHECK: dtc.activation clip %{{.*}} {alpha = -1.000000e+00 : f32, beta = 0x7F800000 : f32} : tensor<8x4xf32>
+  %1 = dtc.activation clip %0 {alpha = -1.0 : f32, beta = 0x7F800000 : f32} : tensor<8x4xf32>
+  // CHECK: dtc.activation_grad hard_swish %{{.*}}, %{{.*}} : tensor<8x4xf32>
+  %2 = dtc.activation_grad hard_swish %x, %1 : tensor<8x4xf32>
+  // CHECK: dtc.maximum %{{.*}}, %{{.*}} : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+  %3 = dtc.maximum %2, %b : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+  // CHECK: dtc.minimum
+  %4 = dtc.minimum %3, %b : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+  // CHECK: dtc.extremum_grad %{{.*}}, %{{.*}}, %{{.*}} {is_max = true} : (tensor<8x4xf32>, tensor<4xf32>, tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
+  %5:2 = dtc.extremum_grad %3, %b, %4 {is_max = true} : (tensor<8x4xf32>, tensor<4xf32>, tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
+  return
+}
+
 // CHECK-LABEL: func @linear_algebra
 func.func @linear_algebra(%x: tensor<64x784xf32>, %w: tensor<128x784xf32>, %b: tensor<128xf32>,
                           %q: tensor<2x4x16x8xf32>, %k: tensor<2x4x8x16xf32>) {
