@@ -10,6 +10,7 @@ Models:
   mlp       PyTorch MNIST example MLP            input  [N,1,28,28] float32
   toy       PyTorch DDP tutorial ToyModel        input  [N,10] float32
   lenet     LeNet-style CNN for MNIST            input  [N,1,28,28] float32
+  activations  small CNN through the activation family  [N,1,28,28] float32
   gpt       small GPT-style decoder (opset 17)   tokens [N,16] int64
   deepmlp   MLP, 6 hidden layers of 1024         input  [N,1,28,28] float32
   resnet18  torchvision resnet18, 10 classes     input  [N,3,32,32] float32
@@ -54,6 +55,40 @@ class MnistMLP(nn.Module):
 
     def forward(self, x):
         return self.fc2(self.relu(self.fc1(self.flatten(x))))
+
+
+class ActivationsCNN(nn.Module):
+    """A small CNN for 1x28x28 images through the activation family:
+    LeakyReLU, PReLU (per channel), ReLU6 (Clip), Hardswish, ELU,
+    Hardsigmoid, Softplus with beta=2 (exported as Mul/Softplus/Div), Mish
+    (exported as Softplus/Tanh/Mul) and a scalar PReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, stride=2)
+        self.conv2 = nn.Conv2d(4, 8, 3, stride=2)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1 = nn.Linear(8 * 3 * 3, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 10)
+        self.leaky = nn.LeakyReLU(0.1)
+        self.prelu_channels = nn.PReLU(4, init=0.2)
+        self.relu6 = nn.ReLU6()
+        self.hardswish = nn.Hardswish()
+        self.elu = nn.ELU(alpha=0.8)
+        self.hardsigmoid = nn.Hardsigmoid()
+        self.softplus = nn.Softplus(beta=2.0)
+        self.mish = nn.Mish()
+        self.prelu = nn.PReLU()
+
+    def forward(self, x):
+        x = self.prelu_channels(self.leaky(self.conv1(x)))
+        x = self.hardswish(self.relu6(4.0 * self.conv2(x)))
+        x = self.pool(x).flatten(1)
+        x = self.elu(self.fc1(x))
+        x = self.hardsigmoid(3.0 * x) + self.softplus(x)
+        x = self.prelu(self.mish(self.fc2(x)))
+        return self.fc3(x)
 
 
 class DeepMLP(nn.Module):
@@ -206,6 +241,7 @@ MODELS = {
     "mlp": Spec(MnistMLP, lambda: torch.randn(2, 1, 28, 28)),
     "toy": Spec(ToyModel, lambda: torch.randn(2, 10)),
     "lenet": Spec(LeNet, lambda: torch.randn(2, 1, 28, 28)),
+    "activations": Spec(ActivationsCNN, lambda: torch.randn(2, 1, 28, 28)),
     "gpt": Spec(GPT, lambda: torch.randint(0, 96, (2, 16)), "tokens", GPT_OPSET),
     "deepmlp": Spec(DeepMLP, lambda: torch.randn(2, 1, 28, 28)),
     "resnet18": Spec(
