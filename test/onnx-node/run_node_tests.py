@@ -13,7 +13,8 @@ every output with the expected one. Each test is classified as
 
 A test dtc refuses because a graph input is not a compile-time constant (a
 shape, axes, a ratio) is run again as `NAME@const`, with those inputs turned
-into initializers from the test data.
+into initializers from the test data; one written at an opset older than dtc
+supports is run again as `NAME@opset11`, upgraded by ONNX's version converter.
 
 Writes a Markdown report (per op: passed/total and a one-line reason for every
 case that does not pass) and prints `N passed, N refused, N wrong, N crashed`.
@@ -49,6 +50,9 @@ SUPPORTED_OPS = {
     "Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice", "Gather",
     "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "LayerNormalization",
     "Dropout", "Where", "Cast", "Identity", "Expand", "Constant",
+    "LeakyRelu", "Elu", "Selu", "Celu", "PRelu", "ThresholdedRelu", "Softplus",
+    "Softsign", "HardSigmoid", "HardSwish", "Mish", "Clip", "Abs", "Sign",
+    "Floor", "Ceil", "Round", "Reciprocal", "Max", "Min", "Sum", "Mean",
     # folded at compile time (shapes are static)
     "Shape", "Size", "Range", "Not", "Equal", "Less", "Greater", "ConstantOfShape",
 }
@@ -66,6 +70,10 @@ ATOL = 1e-5
 
 # Test names whose op is not a prefix match of the test name.
 NAME_ALIASES = {"batchnorm": "BatchNormalization", "logsoftmax": "LogSoftmax"}
+
+# The first default-domain opset dtc supports: older node tests also run
+# upgraded to it (NAME@opset11).
+MIN_OPSET = 11
 
 COMPILE_TIMEOUT = 120
 RUN_TIMEOUT = 60
@@ -267,16 +275,51 @@ def with_constant_inputs(path, folder, constant):
     return model_path, [(keep_files, numbered(data, "output"))]
 
 
+def old_opset(category, detail):
+    """True when dtc refused the model only for its opset, below the first
+    one it supports."""
+    match = re.search(r"ONNX opset (\d+) is not supported", detail)
+    return category == "REFUSED" and match and int(match.group(1)) < MIN_OPSET
+
+
+def upgraded(path, folder):
+    """The test's model converted to MIN_OPSET by ONNX's version converter
+    (the ops these tests are about are unchanged up to it), or an error."""
+    from onnx import version_converter
+
+    try:
+        model = version_converter.convert_version(onnx.load(os.path.join(path, "model.onnx")),
+                                                  MIN_OPSET)
+        onnx.checker.check_model(model)
+    except Exception as e:  # the converter raises several exception types
+        return None, one_line("ONNX's version converter cannot upgrade it: %s" % e)
+    os.makedirs(folder, exist_ok=True)
+    model_path = os.path.join(folder, "model.onnx")
+    onnx.save(model, model_path)
+    return model_path, ""
+
+
 def run_test(dtc, name, path, work):
     """[(test name, category, detail)] of one node test: the test itself and,
     when dtc refuses it because an input is not a compile-time constant (a
     shape, axes, a ratio given as a graph input), its `@const` variant with
-    those inputs turned into initializers, as PyTorch exports them."""
+    those inputs turned into initializers, as PyTorch exports them; when dtc
+    refuses it for an opset older than it supports, its `@opset11` variant
+    upgraded by ONNX's version converter."""
     datasets = [(numbered(d, "input"), numbered(d, "output"))
                 for d in sorted(glob.glob(os.path.join(path, "test_data_set_*")))]
     folder = os.path.join(work, name)
     category, detail = run_case(dtc, folder, os.path.join(path, "model.onnx"), datasets)
     results = [(name, category, detail)]
+    if old_opset(category, detail):
+        variant = "%s@opset%d" % (name, MIN_OPSET)
+        model_path, error = upgraded(path, os.path.join(work, variant))
+        if model_path:
+            results.append((variant,) + run_case(dtc, os.path.join(work, variant), model_path,
+                                                 datasets))
+        else:
+            results.append((variant, "REFUSED", error))
+        return results
     if not needs_constants(category, detail):
         return results
     model = onnx.load(os.path.join(path, "model.onnx"))
@@ -343,7 +386,9 @@ def write_report(path, results, counts, data_dir):
         "Many node tests pass shapes, axes or ratios as graph inputs, which dtc refuses "
         "because it compiles for static shapes. For each such test, `NAME@const` is the "
         "same test with those inputs turned into initializers holding the test's values "
-        "(as PyTorch exports them); it counts as a test of its own.",
+        "(as PyTorch exports them); it counts as a test of its own. Likewise a test "
+        "written at an opset older than %d, the first dtc supports, runs again as "
+        "`NAME@opset%d`, upgraded by ONNX's version converter." % (MIN_OPSET, MIN_OPSET),
         "",
         "| op | passed | total | not passing |",
         "|---|---|---|---|",
