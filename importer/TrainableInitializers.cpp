@@ -31,12 +31,26 @@ bool isComparison(llvm::StringRef op) {
       {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "IsNaN", "IsInf"}, op);
 }
 
+/// Inputs dtc reads only at compile time: never differentiated.
+bool isCompileTimeInput(llvm::StringRef op, int input) {
+  if (op == "Range" || op == "ConstantOfShape")
+    return true;
+  if (input == 0)
+    return false;
+  // Clip's bounds, Dropout's ratio and training mode, and the shapes, axes,
+  // pads and repeats of shape ops.
+  return llvm::is_contained({"Clip", "Dropout", "Pad", "Tile", "Resize", "Upsample", "Split",
+                             "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"},
+                            op);
+}
+
 bool namedLikeWeight(llvm::StringRef name) {
   llvm::StringRef last = name.rsplit('.').second.empty() ? name : name.rsplit('.').second;
   return last.ends_with("weight") || last.ends_with("bias");
 }
 
-/// Whether every use of `value` is a comparison or a Clip bound, reached
+/// Whether every use of `value` is a comparison or an input read only at
+/// compile time (a Clip bound, a Range limit, a Dropout ratio), reached
 /// through views (input 0 of a view; any other input of a view, such as
 /// Slice's starts, is an index and not differentiated either).
 bool onlyCompared(const std::string &value,
@@ -51,7 +65,7 @@ bool onlyCompared(const std::string &value,
     llvm::StringRef op = node->op_type();
     if (isComparison(op))
       continue;
-    if (op == "Clip" && input != 0)  // its bounds: compile-time constants
+    if (isCompileTimeInput(op, input))
       continue;
     if (isView(op) && input != 0)
       continue;

@@ -6,9 +6,9 @@
 // model carries it -- the metadata entry `dtc.parameters`, a JSON list of
 // the names of `model.named_parameters()` that require gradients, written by
 // tools/export/dtc_export.py -- and otherwise reads what the graph shows: a
-// float initializer that only feeds comparisons or Clip's bounds (through
-// slices, reshapes, casts and other views) is a constant, every other one a
-// weight.
+// float initializer that only feeds comparisons or inputs read at compile
+// time (Clip's bounds, Range, Dropout's ratio; through slices, reshapes,
+// casts and other views) is a constant, every other one a weight.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_IMPORTER_TRAINABLEINITIALIZERS_H
