@@ -101,11 +101,17 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
     return r;
   };
   const Results one = run(1);
+  // The promise is about dtc's own threaded kernels: where the convolution
+  // goes through im2col and OpenBLAS (DTC_CONV_ALGO=im2col, DTC_CPU_ISA=baseline,
+  // CPUs without AVX2), OpenBLAS decides how its threads split the sums.
+  const bool directConv = k::conv2d_runs_direct(conv);
   for (int threads : {2, 3}) {
     const Results many = run(threads);
-    EXPECT_EQ(one.y, many.y) << threads << " threads: conv forward";
-    EXPECT_EQ(one.dx, many.dx) << threads << " threads: conv backward data";
-    EXPECT_EQ(one.dw, many.dw) << threads << " threads: conv backward filter";
+    if (directConv) {
+      EXPECT_EQ(one.y, many.y) << threads << " threads: conv forward";
+      EXPECT_EQ(one.dx, many.dx) << threads << " threads: conv backward data";
+      EXPECT_EQ(one.dw, many.dw) << threads << " threads: conv backward filter";
+    }
     EXPECT_EQ(one.pooled, many.pooled) << threads << " threads: max pool";
     EXPECT_EQ(one.idx, many.idx) << threads << " threads: max pool indices";
     EXPECT_EQ(one.scattered, many.scattered) << threads << " threads: max pool scatter";
