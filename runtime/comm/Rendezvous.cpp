@@ -51,12 +51,14 @@ std::string shortFingerprint(const std::string& f) {
   try {
     store.add("dtc/error-seen", 1);
     if (rank == 0) {
-      // The processes that joined (duplicates included); the missing ones
-      // will not read anything.
+      // Every expected rank, and any duplicate that joined: a rank slow to
+      // start (a loaded machine) still reads the error when it comes within
+      // the linger time, instead of finding no master.
       int64_t joined = 0;
       for (int r = 0; r < worldSize; ++r) joined += store.add("dtc/claim/" + std::to_string(r), 0);
+      const int64_t expected = std::max<int64_t>(joined, worldSize);
       auto until = Clock::now() + std::min(store.timeout(), std::chrono::milliseconds(3000));
-      while (store.add("dtc/error-seen", 0) < joined && Clock::now() < until)
+      while (store.add("dtc/error-seen", 0) < expected && Clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   } catch (const CommError&) {
