@@ -43,9 +43,10 @@ compares it with what the dtc program wrote:
                           float64 from dtc's own weights after step K-1 and
                           compared: the loss (loss-rtol), the whole update
                           (update-rtol, relative to its norm) and the batch-norm
-                          running statistics (weight-rtol).  Plain SGD only
-                          (a stateless optimizer: the saved weights are the
-                          whole training state).
+                          running statistics (weight-rtol).  SGD, with or
+                          without momentum (the momentum buffer is recovered
+                          from dtc's previous update: the saved weights are
+                          the whole training state).
        --frozen S.onnx    the weights matching --freeze are bit-identical in S
                           and in the initial model.
        --checker S.onnx   S passes onnx.checker.check_model (full check) and has
@@ -353,8 +354,9 @@ def check_stepwise(args, spec, initial, x, y):
     The float32 rounding of w_K (<= 2^-24 |w_K| per element) is added to
     the allowance.
     """
-    if args.optimizer != "sgd" or args.momentum or args.weight_decay or args.nesterov:
-        raise SystemExit("error: --stepwise needs plain SGD (no momentum, no weight decay)")
+    if args.optimizer != "sgd" or args.weight_decay or args.nesterov or args.dampening:
+        raise SystemExit("error: --stepwise needs SGD (momentum allowed; no weight decay, "
+                         "dampening or Nesterov)")
     dtc_losses = read_metrics(args.losses) if args.losses else {}
     models_state = [initial] + [
         onnx_weights(onnx.load(os.path.join(args.stepwise, f"step-{k}.onnx"))) for k in range(1, args.steps + 1)
@@ -377,11 +379,22 @@ def check_stepwise(args, spec, initial, x, y):
             worst_loss = max(worst_loss, rel)
         diff_sq = ref_sq = rounding_sq = 0.0
         for name, p in module.named_parameters():
-            expected = args.lr * p.grad.numpy()
+            step = p.grad.numpy()
+            rounding = F32_UNIT_ROUNDOFF * np.abs(after[name].astype(np.float64))
+            if args.momentum and k >= 2:
+                # torch.optim.SGD: buf_k = momentum * buf_{k-1} + g_k, w_k = w_{k-1} - lr * buf_k;
+                # dtc's buf_{k-1} is recovered from its previous update (exact
+                # but for the float32 rounding of the two weights, allowed for).
+                older = models_state[k - 2][name].astype(np.float64)
+                buf = (older - before[name].astype(np.float64)) / args.lr
+                step = args.momentum * buf + step
+                rounding = rounding + args.momentum * F32_UNIT_ROUNDOFF * (
+                    np.abs(older) + np.abs(before[name].astype(np.float64)))
+            expected = args.lr * step
             applied = before[name].astype(np.float64) - after[name].astype(np.float64)
             diff_sq += float(np.sum((applied - expected) ** 2))
             ref_sq += float(np.sum(expected**2))
-            rounding_sq += float(np.sum((F32_UNIT_ROUNDOFF * after[name].astype(np.float64)) ** 2))
+            rounding_sq += float(np.sum(rounding**2))
         excess = max(0.0, math.sqrt(diff_sq) - math.sqrt(rounding_sq)) / math.sqrt(ref_sq)
         if not math.isfinite(excess) or excess > args.update_rtol:
             raise Mismatch(f"stepwise: step {k}: ||update_dtc - lr*g64|| / ||lr*g64|| = {excess:.3g} "
