@@ -11,6 +11,8 @@
 #                                          CPU's own core type
 #   scripts/test-portability.sh --full     the whole cross product
 #   scripts/test-portability.sh --suites "e2e gradcheck"   other lit suites
+#   scripts/test-portability.sh --cores "Prescott Sandybridge"  only these
+#                                          core types (no other variants)
 #
 # The same tests must pass in every row: a numeric test may compare only
 # what does not depend on which kernels run (see docs/numeric-tests.md).
@@ -22,12 +24,15 @@ build="${DTC_BUILD_DIR:-$root/build}"
 lit=(/usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py)
 suites="e2e training gradcheck models pipeline ddp cuda onnx-node"
 full=0
+only_cores=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --full) full=1 ;;
     --suites) suites="$2"; shift ;;
     --suites=*) suites="${1#--suites=}" ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --cores) only_cores="$2"; shift ;;
+    --cores=*) only_cores="${1#--cores=}" ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test-portability.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -52,7 +57,9 @@ for c in "${cores[@]}"; do [ "${c,,}" = "${native,,}" ] && native=$c; done
 [[ " ${cores[*]} " == *" $native "* ]] || native=${cores[-1]}
 
 rows=()  # "coretype conv isa threads"
-if [ "$full" = 1 ]; then
+if [ -n "$only_cores" ]; then
+  for c in $only_cores; do rows+=("$c direct native 1"); done
+elif [ "$full" = 1 ]; then
   for c in "${cores[@]}"; do for conv in direct im2col; do for isa in native baseline; do
     for t in 1 2; do rows+=("$c $conv $isa $t"); done; done; done; done
 else
