@@ -22,8 +22,8 @@ mode = sys.argv[1]
 
 
 def say(text, stream=sys.stdout):
-    # os.write, not print: a signal handler that says something may run in
-    # the middle of another say(), and Python's buffered files refuse that.
+    # os.write, not print: unbuffered, so each line reaches dtcrun whole and
+    # at once, whatever happens to the process next.
     os.write(stream.fileno(), (text + "\n").encode())
 
 
@@ -63,20 +63,23 @@ def wait_for_others():
 
 
 def wait_for_signal(ignore_term=False):
-    def on_signal(sig, _frame):
-        say("rank %d got %s" % (rank, signal.Signals(sig).name))
-        unmark_ready()
-        sys.exit(0 if sig == signal.SIGTERM else 1)
+    # The signals are blocked, then awaited with sigtimedwait. A Python
+    # handler plus time.sleep would race: Python runs handlers between
+    # bytecodes, so a signal landing after the last check but before the
+    # sleep's system call starts leaves the rank asleep (seen under load).
+    awaited = {signal.SIGINT} if ignore_term else {signal.SIGINT, signal.SIGTERM}
     if ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    else:
-        signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    signal.pthread_sigmask(signal.SIG_BLOCK, awaited)
     say("rank %d ready" % rank)
     mark_ready()
-    time.sleep(50)  # the tests' `timeout 60` is the backstop
-    say("rank %d was never stopped" % rank)
-    sys.exit(5)
+    info = signal.sigtimedwait(awaited, 50)  # the tests' `timeout 60` is the backstop
+    if info is None:
+        say("rank %d was never stopped" % rank)
+        sys.exit(5)
+    say("rank %d got %s" % (rank, signal.Signals(info.si_signo).name))
+    unmark_ready()
+    sys.exit(0 if info.si_signo == signal.SIGTERM else 1)
 
 
 if mode == "env":
