@@ -41,29 +41,53 @@ static bool isDefaultDomain(const std::string &domain) {
   return domain.empty() || domain == "ai.onnx";
 }
 
-/// Lists every node dtc cannot import, in one error.
+/// Lists every node dtc cannot import, in one line: each kind of problem
+/// once, with its count and its first node, so that a model with 35 Clips
+/// gets "Clip x35 (first: node ...)", never kilobytes.
 LogicalResult Importer::checkSupport() {
-  std::vector<std::string> problems;
+  struct Problem {
+    std::string what;      // "Clip", or "MaxPool with its Indices output"
+    std::string firstAt;   // `node "name"`, plus the domain if not ONNX's
+    int count = 0;
+  };
+  std::vector<Problem> problems;
+  auto note = [&](const std::string &what, const std::string &at) {
+    for (Problem &p : problems)
+      if (p.what == what) {
+        ++p.count;
+        return;
+      }
+    problems.push_back({what, at, 1});
+  };
   const auto &nodes = model.graph().node();
   for (int i = 0; i < nodes.size(); ++i) {
     const onnx::NodeProto &node = nodes[i];
-    std::string where = " (node \"" + nodeName(node, i) + "\"";
+    std::string at = "node \"" + nodeName(node, i) + "\"";
     const std::string &op = node.op_type();
     auto outputUsed = [&](int k) {
       return k < node.output_size() && used.contains(node.output(k));
     };
     if (!isDefaultDomain(node.domain()))
-      problems.push_back(op + where + ", domain \"" + node.domain() + "\")");
+      note(node.domain() + "." + op, at + ", domain \"" + node.domain() + "\"");
     else if (!table.count(op))
-      problems.push_back(op + where + ")");
+      note(op, at);
     else if (op == "MaxPool" && outputUsed(1))
-      problems.push_back("MaxPool with its Indices output" + where + ")");
+      note("MaxPool with its Indices output", at);
   }
   if (problems.empty())
     return success();
+  constexpr size_t kMaxListed = 12;
   auto diag = emitError(fileLoc) << "unsupported ONNX ops (opset " << opset << "): ";
-  for (size_t i = 0; i < problems.size(); ++i)
-    diag << (i ? ", " : "") << problems[i];
+  for (size_t i = 0; i < problems.size() && i < kMaxListed; ++i) {
+    const Problem &p = problems[i];
+    diag << (i ? ", " : "") << p.what;
+    if (p.count > 1)
+      diag << " x" << p.count << " (first: " << p.firstAt << ")";
+    else
+      diag << " (" << p.firstAt << ")";
+  }
+  if (problems.size() > kMaxListed)
+    diag << ", and " << problems.size() - kMaxListed << " more kinds";
   return failure();
 }
 
