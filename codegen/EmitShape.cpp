@@ -11,17 +11,18 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-LogicalResult requireFloat(Operation *op, Value v) {
-  if (cppElementType(v.getType()) != "float")
-    return codegenError(op) << "the CPU kernels support only float32 tensors here, got "
-                            << v.getType();
+/// The data-movement kernels are templates over every element type a
+/// tensor can have (float, int64, int32, bf16 bits, bool as uint8).
+LogicalResult requireElementType(Operation *op, Value v) {
+  if (cppElementType(v.getType()).empty())
+    return codegenError(op) << "the kernels have no tensors of type " << v.getType();
   return success();
 }
 
 LogicalResult emitTranspose(Operation *op, FunctionEmitter &fn) {
   auto transpose = cast<TransposeOp>(op);
   Value x = transpose.getInput();
-  if (failed(requireFloat(op, x)))
+  if (failed(requireElementType(op, x)))
     return failure();
   fn.kernel("transpose", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) +
           ", " + fn.shape(transpose.getPerm()) + ", " + fn.ptr(transpose.getOutput()));
@@ -31,7 +32,7 @@ LogicalResult emitTranspose(Operation *op, FunctionEmitter &fn) {
 LogicalResult emitExpand(Operation *op, FunctionEmitter &fn) {
   auto expand = cast<ExpandOp>(op);
   Value x = expand.getInput(), y = expand.getOutput();
-  if (failed(requireFloat(op, x)))
+  if (failed(requireElementType(op, x)))
     return failure();
   fn.kernel("expand", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
           fn.ptr(y) + ", " + fn.shape(y) + ", " + num(fn.rank(y)));
@@ -57,11 +58,12 @@ std::string axisSizes(FunctionEmitter &fn, ValueRange values, int64_t axis) {
 LogicalResult emitConcat(Operation *op, FunctionEmitter &fn) {
   auto concat = cast<ConcatOp>(op);
   Value y = concat.getOutput();
-  if (failed(requireFloat(op, y)))
+  if (failed(requireElementType(op, y)))
     return failure();
   int64_t axis = *normalizeAxis(concat.getAxis(), fn.rank(y));
   fn.line("{");
-  fn.line("  const float* const inputs[] = " + pointerList(fn, concat.getInputs()) + ";");
+  const std::string type = cppElementType(y.getType()).str();
+  fn.line("  const " + type + "* const inputs[] = " + pointerList(fn, concat.getInputs()) + ";");
   fn.kernel("concat", "inputs, " + axisSizes(fn, concat.getInputs(), axis) + ", " +
                           num(concat.getInputs().size()) + ", " + fn.ptr(y) + ", " +
                           fn.shape(y) + ", " + num(fn.rank(y)) + ", " + num(axis));
@@ -72,11 +74,12 @@ LogicalResult emitConcat(Operation *op, FunctionEmitter &fn) {
 LogicalResult emitSplit(Operation *op, FunctionEmitter &fn) {
   auto split = cast<SplitOp>(op);
   Value x = split.getInput();
-  if (failed(requireFloat(op, x)))
+  if (failed(requireElementType(op, x)))
     return failure();
   int64_t axis = *normalizeAxis(split.getAxis(), fn.rank(x));
   fn.line("{");
-  fn.line("  float* const outputs[] = " + pointerList(fn, split.getOutputs()) + ";");
+  const std::string type = cppElementType(x.getType()).str();
+  fn.line("  " + type + "* const outputs[] = " + pointerList(fn, split.getOutputs()) + ";");
   fn.kernel("split", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
                          num(axis) + ", " + fn.shape(split.getSizes()) + ", " +
                          num(split.getOutputs().size()) + ", outputs");
@@ -100,7 +103,7 @@ void fullSlice(ArrayRef<int64_t> dims, ArrayRef<int64_t> axes, ArrayRef<int64_t>
 LogicalResult emitSlice(Operation *op, FunctionEmitter &fn) {
   auto slice = cast<SliceOp>(op);
   Value x = slice.getInput(), y = slice.getOutput();
-  if (failed(requireFloat(op, x)))
+  if (failed(requireElementType(op, x)))
     return failure();
   SmallVector<int64_t> starts, steps;
   fullSlice(fn.dims(x), slice.getAxes(), slice.getStarts(), slice.getSteps(), starts, steps);
@@ -124,7 +127,7 @@ LogicalResult emitSliceGrad(Operation *op, FunctionEmitter &fn) {
 LogicalResult emitGather(Operation *op, FunctionEmitter &fn) {
   auto gather = cast<GatherOp>(op);
   Value data = gather.getData(), indices = gather.getIndices();
-  if (failed(requireFloat(op, data)))
+  if (failed(requireElementType(op, data)))
     return failure();
   if (cppElementType(indices.getType()) != "int64_t")
     return codegenError(op) << "gather indices must be int64";

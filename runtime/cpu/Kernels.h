@@ -346,32 +346,42 @@ int64_t accuracy_count(const float* logits, const int64_t* labels, int64_t N, in
 // 8. Shape and data movement (Shape.cpp)
 // ============================================================================
 
+// The data-movement kernels are templates over the element type T, defined
+// for float, int64_t, int32_t, uint16_t (bf16 bits) and uint8_t (bool); the
+// gradients (slice_backward, gather_backward) are float only.
+//
 // y = x.permute(perm): y's dim i is x's dim perm[i]; y shape = shape[perm[i]].
-void transpose(const float* x, const int64_t* shape, int rank, const int64_t* perm, float* y);
+template <typename T>
+void transpose(const T* x, const int64_t* shape, int rank, const int64_t* perm, T* y);
 // y[i0..] = x[starts[d] + i_d*steps[d]] per axis d, for y of shape yShape (rank
 // = x's). starts are already clamped/normalized; steps may be negative, not 0.
-void slice(const float* x, const int64_t* xShape, int rank, const int64_t* starts,
-           const int64_t* steps, float* y, const int64_t* yShape);
+template <typename T>
+void slice(const T* x, const int64_t* xShape, int rank, const int64_t* starts,
+           const int64_t* steps, T* y, const int64_t* yShape);
 // dx (overwritten) = zeros of xShape with dy scattered to the sliced positions.
 void slice_backward(const float* dy, const int64_t* yShape, int rank, const int64_t* starts,
                     const int64_t* steps, float* dx, const int64_t* xShape);
 // y = concat(xs[0..num), axis): input i has outShape except dim `axis` = axisSizes[i].
-void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
+template <typename T>
+void concat(const T* const* xs, const int64_t* axisSizes, int num, T* y,
             const int64_t* outShape, int rank, int axis);
 // Inverse of concat (also concat's backward): x of shape inShape is split along
 // `axis` into ys[i] with dim axis = axisSizes[i].
-void split(const float* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
-           int num, float* const* ys);
+template <typename T>
+void split(const T* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
+           int num, T* const* ys);
 // y = take(data, indices, axis): data [pre..., D, post...], indices any shape with
 // numIndices elements; y shape = pre + indices.shape + post. Negative indices
 // wrap (ONNX); out-of-range aborts. Embedding lookup: axis 0 of a [V, E] table.
-void gather(const float* data, const int64_t* dataShape, int rank, int axis,
-            const int64_t* indices, int64_t numIndices, float* y);
+template <typename T>
+void gather(const T* data, const int64_t* dataShape, int rank, int axis,
+            const int64_t* indices, int64_t numIndices, T* y);
 // dData (overwritten, zeroed first) of dataShape: scatter-add of dy (gather's output shape).
 void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices,
                      const int64_t* dataShape, int rank, int axis, float* dData);
 // y = broadcast of x (xShape) to yShape (numpy rules).
-void expand(const float* x, const int64_t* xShape, int xRank, float* y, const int64_t* yShape,
+template <typename T>
+void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,
             int yRank);
 
 // ============================================================================

@@ -1,7 +1,9 @@
 // Shape and data movement: transpose by an arbitrary permutation (dims are
 // collapsed first; then either contiguous row copies or cache-blocked 2-D tile
 // transposes), slice and its backward, concat/split, gather (embedding lookup)
-// and its scatter-add backward, and expand (broadcast copy).
+// and its scatter-add backward, and expand (broadcast copy). The copies are
+// templates over the element type: float, and int64/int32/bool (uint8)/bf16
+// (uint16) tensors such as token ids move the same way.
 #include "runtime/cpu/Internal.h"
 
 namespace dtcrt::cpu {
@@ -34,9 +36,15 @@ void odometer(int n, const int64_t* sz, const int64_t* sa, const int64_t* sb, Fn
 
 constexpr int64_t kTile = 16;
 
+template <typename T>
+void copyElements(const T* x, T* y, int64_t n) {
+  if (n > 0) std::memcpy(y, x, sizeof(T) * n);
+}
+
 }  // namespace
 
-void transpose(const float* x, const int64_t* shape, int rank, const int64_t* perm, float* y) {
+template <typename T>
+void transpose(const T* x, const int64_t* shape, int rank, const int64_t* perm, T* y) {
   if (rank > kMaxRank) fail("transpose", "rank %d exceeds %d", rank, kMaxRank);
   int64_t inStride[kMaxRank];
   int64_t total = 1;
@@ -62,14 +70,14 @@ void transpose(const float* x, const int64_t* shape, int rank, const int64_t* pe
       ++r;
     }
   }
-  if (r <= 1) return copy(x, y, total);
+  if (r <= 1) return copyElements(x, y, total);
   int64_t os[kMaxRank];
   os[r - 1] = 1;
   for (int d = r - 2; d >= 0; --d) os[d] = os[d + 1] * sz[d + 1];
   const int64_t L = sz[r - 1];
   if (is[r - 1] == 1) {  // innermost dim unchanged: contiguous row copies
     odometer(r - 1, sz, is, os, [&](int64_t ia, int64_t oa) {
-      std::memcpy(y + oa, x + ia, sizeof(float) * L);
+      std::memcpy(y + oa, x + ia, sizeof(T) * L);
     });
     return;
   }
@@ -88,15 +96,15 @@ void transpose(const float* x, const int64_t* shape, int rank, const int64_t* pe
   }
   const int64_t J = sz[k], osk = os[k], isL = is[r - 1];
   odometer(m, osz, ois, oos, [&](int64_t ia, int64_t oa) {
-    const float* xb = x + ia;
-    float* yb = y + oa;
+    const T* xb = x + ia;
+    T* yb = y + oa;
     for (int64_t j0 = 0; j0 < J; j0 += kTile) {
       const int64_t j1 = std::min(J, j0 + kTile);
       for (int64_t i0 = 0; i0 < L; i0 += kTile) {
         const int64_t i1 = std::min(L, i0 + kTile);
         for (int64_t j = j0; j < j1; ++j) {
-          float* yr = yb + j * osk;
-          const float* xc = xb + j;
+          T* yr = yb + j * osk;
+          const T* xc = xb + j;
           for (int64_t i = i0; i < i1; ++i) yr[i] = xc[i * isL];
         }
       }
@@ -138,12 +146,13 @@ void sliceRuns(const char* kernel, const int64_t* xShape, int rank, const int64_
 
 }  // namespace
 
-void slice(const float* x, const int64_t* xShape, int rank, const int64_t* starts,
-           const int64_t* steps, float* y, const int64_t* yShape) {
+template <typename T>
+void slice(const T* x, const int64_t* xShape, int rank, const int64_t* starts,
+           const int64_t* steps, T* y, const int64_t* yShape) {
   sliceRuns("slice", xShape, rank, starts, steps, yShape,
             [&](int64_t xo, int64_t yo, int64_t len, int64_t step) {
               if (step == 1) {
-                std::memcpy(y + yo, x + xo, sizeof(float) * len);
+                std::memcpy(y + yo, x + xo, sizeof(T) * len);
               } else {
                 for (int64_t i = 0; i < len; ++i) y[yo + i] = x[xo + i * step];
               }
@@ -163,7 +172,8 @@ void slice_backward(const float* dy, const int64_t* yShape, int rank, const int6
             });
 }
 
-void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
+template <typename T>
+void concat(const T* const* xs, const int64_t* axisSizes, int num, T* y,
             const int64_t* outShape, int rank, int axis) {
   if (axis < 0 || axis >= rank) fail("concat", "axis %d out of range for rank %d", axis, rank);
   int64_t outer = 1, inner = 1, total = 0;
@@ -174,17 +184,18 @@ void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
     fail("concat", "axis sizes sum to %lld, output has %lld", (long long)total,
          (long long)outShape[axis]);
   for (int64_t o = 0; o < outer; ++o) {
-    float* dst = y + o * total * inner;
+    T* dst = y + o * total * inner;
     for (int i = 0; i < num; ++i) {
       const int64_t block = axisSizes[i] * inner;
-      copy(xs[i] + o * block, dst, block);
+      copyElements(xs[i] + o * block, dst, block);
       dst += block;
     }
   }
 }
 
-void split(const float* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
-           int num, float* const* ys) {
+template <typename T>
+void split(const T* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
+           int num, T* const* ys) {
   if (axis < 0 || axis >= rank) fail("split", "axis %d out of range for rank %d", axis, rank);
   int64_t outer = 1, inner = 1, total = 0;
   for (int d = 0; d < axis; ++d) outer *= inShape[d];
@@ -194,10 +205,10 @@ void split(const float* x, const int64_t* inShape, int rank, int axis, const int
     fail("split", "axis sizes sum to %lld, input has %lld", (long long)total,
          (long long)inShape[axis]);
   for (int64_t o = 0; o < outer; ++o) {
-    const float* src = x + o * total * inner;
+    const T* src = x + o * total * inner;
     for (int i = 0; i < num; ++i) {
       const int64_t block = axisSizes[i] * inner;
-      copy(src, ys[i] + o * block, block);
+      copyElements(src, ys[i] + o * block, block);
       src += block;
     }
   }
@@ -224,15 +235,16 @@ inline int64_t wrapIndex(const char* kernel, int64_t idx, int64_t D) {
 
 }  // namespace
 
-void gather(const float* data, const int64_t* dataShape, int rank, int axis,
-            const int64_t* indices, int64_t numIndices, float* y) {
+template <typename T>
+void gather(const T* data, const int64_t* dataShape, int rank, int axis,
+            const int64_t* indices, int64_t numIndices, T* y) {
   int64_t outer, D, post;
   gatherDims("gather", dataShape, rank, axis, outer, D, post);
   for (int64_t o = 0; o < outer; ++o) {
-    const float* src = data + o * D * post;
-    float* dst = y + o * numIndices * post;
+    const T* src = data + o * D * post;
+    T* dst = y + o * numIndices * post;
     for (int64_t k = 0; k < numIndices; ++k)
-      copy(src + wrapIndex("gather", indices[k], D) * post, dst + k * post, post);
+      copyElements(src + wrapIndex("gather", indices[k], D) * post, dst + k * post, post);
   }
 }
 
@@ -252,7 +264,8 @@ void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices
   }
 }
 
-void expand(const float* x, const int64_t* xShape, int xRank, float* y, const int64_t* yShape,
+template <typename T>
+void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,
             int yRank) {
   const int64_t* shapes[1] = {xShape};
   int ranks[1] = {xRank};
@@ -260,9 +273,25 @@ void expand(const float* x, const int64_t* xShape, int xRank, float* y, const in
   if (!makeBroadcastPlan("expand", yShape, yRank, 1, shapes, ranks, plan)) return;
   const int64_t s = plan.strides[0][plan.rank - 1];
   forEachRun(plan, 1, [&](const int64_t* off, int64_t out, int64_t len) {
-    if (s != 0) copy(x + off[0], y + out, len);
-    else fill(y + out, len, x[off[0]]);
+    if (s != 0) copyElements(x + off[0], y + out, len);
+    else std::fill_n(y + out, len, x[off[0]]);
   });
 }
+
+// Every element type a tensor of the generated programs can have.
+#define DTCRT_SHAPE_KERNELS(T)                                                               \
+  template void transpose(const T*, const int64_t*, int, const int64_t*, T*);              \
+  template void slice(const T*, const int64_t*, int, const int64_t*, const int64_t*, T*,    \
+                      const int64_t*);                                                      \
+  template void concat(const T* const*, const int64_t*, int, T*, const int64_t*, int, int); \
+  template void split(const T*, const int64_t*, int, int, const int64_t*, int, T* const*);  \
+  template void gather(const T*, const int64_t*, int, int, const int64_t*, int64_t, T*);    \
+  template void expand(const T*, const int64_t*, int, T*, const int64_t*, int);
+DTCRT_SHAPE_KERNELS(float)
+DTCRT_SHAPE_KERNELS(int64_t)
+DTCRT_SHAPE_KERNELS(int32_t)
+DTCRT_SHAPE_KERNELS(uint16_t)
+DTCRT_SHAPE_KERNELS(uint8_t)
+#undef DTCRT_SHAPE_KERNELS
 
 }  // namespace dtcrt::cpu

@@ -368,26 +368,34 @@ void accuracy_count(const float* logits, const int64_t* labels, int64_t N, int64
 // 8. Shape and data movement (Shape.cu)
 // ============================================================================
 
-void transpose(const float* x, const int64_t* shape, int rank, const int64_t* perm, float* y,
+// As on the CPU, the copies are templates over the element type T (float,
+// int64_t, int32_t, uint16_t, uint8_t); the gradients are float only.
+template <typename T>
+void transpose(const T* x, const int64_t* shape, int rank, const int64_t* perm, T* y,
                cudaStream_t stream);
-void slice(const float* x, const int64_t* xShape, int rank, const int64_t* starts,
-           const int64_t* steps, float* y, const int64_t* yShape, cudaStream_t stream);
+template <typename T>
+void slice(const T* x, const int64_t* xShape, int rank, const int64_t* starts,
+           const int64_t* steps, T* y, const int64_t* yShape, cudaStream_t stream);
 void slice_backward(const float* dy, const int64_t* yShape, int rank, const int64_t* starts,
                     const int64_t* steps, float* dx, const int64_t* xShape,
                     cudaStream_t stream);
 // xs / ys: HOST arrays of `num` device pointers (one strided copy per operand).
-void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
+template <typename T>
+void concat(const T* const* xs, const int64_t* axisSizes, int num, T* y,
             const int64_t* outShape, int rank, int axis, cudaStream_t stream);
-void split(const float* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
-           int num, float* const* ys, cudaStream_t stream);
+template <typename T>
+void split(const T* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
+           int num, T* const* ys, cudaStream_t stream);
 // indices: device int64. Repeated indices make gather_backward's sums
 // order-dependent (atomicAdd).
-void gather(const float* data, const int64_t* dataShape, int rank, int axis,
-            const int64_t* indices, int64_t numIndices, float* y, cudaStream_t stream);
+template <typename T>
+void gather(const T* data, const int64_t* dataShape, int rank, int axis,
+            const int64_t* indices, int64_t numIndices, T* y, cudaStream_t stream);
 void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices,
                      const int64_t* dataShape, int rank, int axis, float* dData,
                      cudaStream_t stream);
-void expand(const float* x, const int64_t* xShape, int xRank, float* y, const int64_t* yShape,
+template <typename T>
+void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,
             int yRank, cudaStream_t stream);
 
 // ============================================================================

@@ -1,7 +1,8 @@
 // Shape and data movement: transpose, slice, slice_backward and expand as one
 // strided gather/scatter kernel over the output's index space; concat and
 // split as one cudaMemcpy2DAsync per operand; gather (embedding lookup) and
-// its backward (zero, then atomicAdd). Out-of-range indices trap.
+// its backward (zero, then atomicAdd). Out-of-range indices trap. The copies
+// are templates over the element type (float, int64, int32, bf16, bool).
 #include "runtime/cuda/Internal.cuh"
 
 namespace dtcrt::cuda {
@@ -29,7 +30,8 @@ __device__ __forceinline__ int64_t stridedOffset(const Strided& p, int64_t i) {
   return off;
 }
 
-__global__ void stridedGather(const float* x, float* y, Strided p) {
+template <typename T>
+__global__ void stridedGather(const T* x, T* y, Strided p) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += stride)
     y[i] = x[stridedOffset(p, i)];
@@ -41,8 +43,8 @@ __global__ void stridedScatter(const float* y, float* x, Strided p) {
     x[stridedOffset(p, i)] = y[i];
 }
 
-void launchGather(const char* name, const float* x, float* y, const Strided& p,
-                  cudaStream_t stream) {
+template <typename T>
+void launchGather(const char* name, const T* x, T* y, const Strided& p, cudaStream_t stream) {
   if (p.total <= 0) return;
   stridedGather<<<gridFor(p.total), kThreads, 0, stream>>>(x, y, p);
   checkCuda(cudaGetLastError(), name, __FILE__, __LINE__);
@@ -77,8 +79,9 @@ __device__ void badIndex(const char* kernel, int64_t idx, int64_t D) {
   __trap();
 }
 
-__global__ void gatherKernel(const float* data, const int64_t* indices, int64_t numIndices,
-                             int64_t outer, int64_t D, int64_t post, float* y) {
+template <typename T>
+__global__ void gatherKernel(const T* data, const int64_t* indices, int64_t numIndices,
+                             int64_t outer, int64_t D, int64_t post, T* y) {
   const int64_t total = outer * numIndices * post;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += stride) {
@@ -115,7 +118,8 @@ void gatherDims(const char* kernel, const int64_t* dataShape, int rank, int axis
 
 }  // namespace
 
-void transpose(const float* x, const int64_t* shape, int rank, const int64_t* perm, float* y,
+template <typename T>
+void transpose(const T* x, const int64_t* shape, int rank, const int64_t* perm, T* y,
                cudaStream_t stream) {
   if (rank > kMaxRank) fail("transpose", "rank %d exceeds %d", rank, kMaxRank);
   int64_t xs[kMaxRank];
@@ -141,8 +145,9 @@ void transpose(const float* x, const int64_t* shape, int rank, const int64_t* pe
   launchGather("transpose", x, y, p, stream);
 }
 
-void slice(const float* x, const int64_t* xShape, int rank, const int64_t* starts,
-           const int64_t* steps, float* y, const int64_t* yShape, cudaStream_t stream) {
+template <typename T>
+void slice(const T* x, const int64_t* xShape, int rank, const int64_t* starts,
+           const int64_t* steps, T* y, const int64_t* yShape, cudaStream_t stream) {
   const Strided p = slicePlan("slice", xShape, rank, starts, steps, yShape);
   launchGather("slice", x, y, p, stream);
 }
@@ -159,7 +164,8 @@ void slice_backward(const float* dy, const int64_t* yShape, int rank, const int6
   DTCRT_LAUNCH_CHECK("slice_backward");
 }
 
-void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
+template <typename T>
+void concat(const T* const* xs, const int64_t* axisSizes, int num, T* y,
             const int64_t* outShape, int rank, int axis, cudaStream_t stream) {
   if (axis < 0 || axis >= rank) fail("concat", "axis %d out of range for rank %d", axis, rank);
   int64_t total = 0;
@@ -171,10 +177,10 @@ void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
   for (int d = 0; d < axis; ++d) outer *= outShape[d];
   for (int d = axis + 1; d < rank; ++d) inner *= outShape[d];
   if (outer == 0 || inner == 0) return;
-  const size_t rowBytes = (size_t)(total * inner) * sizeof(float);
+  const size_t rowBytes = (size_t)(total * inner) * sizeof(T);
   int64_t at = 0;
   for (int i = 0; i < num; ++i) {
-    const size_t width = (size_t)(axisSizes[i] * inner) * sizeof(float);
+    const size_t width = (size_t)(axisSizes[i] * inner) * sizeof(T);
     if (width > 0)
       DTCRT_CUDA_CHECK(cudaMemcpy2DAsync(y + at * inner, rowBytes, xs[i], width, width,
                                          (size_t)outer, cudaMemcpyDeviceToDevice, stream));
@@ -182,8 +188,9 @@ void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
   }
 }
 
-void split(const float* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
-           int num, float* const* ys, cudaStream_t stream) {
+template <typename T>
+void split(const T* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
+           int num, T* const* ys, cudaStream_t stream) {
   if (axis < 0 || axis >= rank) fail("split", "axis %d out of range for rank %d", axis, rank);
   int64_t total = 0;
   for (int i = 0; i < num; ++i) total += axisSizes[i];
@@ -194,10 +201,10 @@ void split(const float* x, const int64_t* inShape, int rank, int axis, const int
   for (int d = 0; d < axis; ++d) outer *= inShape[d];
   for (int d = axis + 1; d < rank; ++d) inner *= inShape[d];
   if (outer == 0 || inner == 0) return;
-  const size_t rowBytes = (size_t)(total * inner) * sizeof(float);
+  const size_t rowBytes = (size_t)(total * inner) * sizeof(T);
   int64_t at = 0;
   for (int i = 0; i < num; ++i) {
-    const size_t width = (size_t)(axisSizes[i] * inner) * sizeof(float);
+    const size_t width = (size_t)(axisSizes[i] * inner) * sizeof(T);
     if (width > 0)
       DTCRT_CUDA_CHECK(cudaMemcpy2DAsync(ys[i], width, x + at * inner, rowBytes, width,
                                          (size_t)outer, cudaMemcpyDeviceToDevice, stream));
@@ -205,8 +212,9 @@ void split(const float* x, const int64_t* inShape, int rank, int axis, const int
   }
 }
 
-void gather(const float* data, const int64_t* dataShape, int rank, int axis,
-            const int64_t* indices, int64_t numIndices, float* y, cudaStream_t stream) {
+template <typename T>
+void gather(const T* data, const int64_t* dataShape, int rank, int axis,
+            const int64_t* indices, int64_t numIndices, T* y, cudaStream_t stream) {
   int64_t outer, D, post;
   gatherDims("gather", dataShape, rank, axis, outer, D, post);
   const int64_t total = outer * numIndices * post;
@@ -231,7 +239,8 @@ void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices
   DTCRT_LAUNCH_CHECK("gather_backward");
 }
 
-void expand(const float* x, const int64_t* xShape, int xRank, float* y, const int64_t* yShape,
+template <typename T>
+void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,
             int yRank, cudaStream_t stream) {
   const int64_t* shapes[1] = {xShape};
   int ranks[1] = {xRank};
@@ -246,5 +255,24 @@ void expand(const float* x, const int64_t* xShape, int xRank, float* y, const in
   }
   launchGather("expand", x, y, p, stream);
 }
+
+// Every element type a tensor of the generated programs can have.
+#define DTCRT_SHAPE_KERNELS(T)                                                                    \
+  template void transpose(const T*, const int64_t*, int, const int64_t*, T*, cudaStream_t);     \
+  template void slice(const T*, const int64_t*, int, const int64_t*, const int64_t*, T*,         \
+                      const int64_t*, cudaStream_t);                                             \
+  template void concat(const T* const*, const int64_t*, int, T*, const int64_t*, int, int,       \
+                       cudaStream_t);                                                            \
+  template void split(const T*, const int64_t*, int, int, const int64_t*, int, T* const*,        \
+                      cudaStream_t);                                                             \
+  template void gather(const T*, const int64_t*, int, int, const int64_t*, int64_t, T*,          \
+                       cudaStream_t);                                                            \
+  template void expand(const T*, const int64_t*, int, T*, const int64_t*, int, cudaStream_t);
+DTCRT_SHAPE_KERNELS(float)
+DTCRT_SHAPE_KERNELS(int64_t)
+DTCRT_SHAPE_KERNELS(int32_t)
+DTCRT_SHAPE_KERNELS(uint16_t)
+DTCRT_SHAPE_KERNELS(uint8_t)
+#undef DTCRT_SHAPE_KERNELS
 
 }  // namespace dtcrt::cuda

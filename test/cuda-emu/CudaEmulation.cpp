@@ -307,34 +307,65 @@ void accuracy_count(const float* logits, const int64_t* labels, int64_t N, int64
 }
 
 // ---- shapes ------------------------------------------------------------------------
-void transpose(const float* x, const int64_t* shape, int rank, const int64_t* perm, float* y,
+template <typename T>
+void transpose(const T* x, const int64_t* shape, int rank, const int64_t* perm, T* y,
                cudaStream_t) {
   launch([=] { cpu::transpose(x, shape, rank, perm, y); });
 }
-void concat(const float* const* xs, const int64_t* axisSizes, int num, float* y,
+template <typename T>
+void slice(const T* x, const int64_t* xShape, int rank, const int64_t* starts,
+           const int64_t* steps, T* y, const int64_t* yShape, cudaStream_t) {
+  launch([=] { cpu::slice(x, xShape, rank, starts, steps, y, yShape); });
+}
+void slice_backward(const float* dy, const int64_t* yShape, int rank, const int64_t* starts,
+                    const int64_t* steps, float* dx, const int64_t* xShape, cudaStream_t) {
+  launch([=] { cpu::slice_backward(dy, yShape, rank, starts, steps, dx, xShape); });
+}
+template <typename T>
+void concat(const T* const* xs, const int64_t* axisSizes, int num, T* y,
             const int64_t* outShape, int rank, int axis, cudaStream_t) {
-  std::vector<const float*> parts(xs, xs + num);
+  std::vector<const T*> parts(xs, xs + num);
   std::vector<int64_t> sizes(axisSizes, axisSizes + num);
   launch([=] { cpu::concat(parts.data(), sizes.data(), num, y, outShape, rank, axis); });
 }
-void split(const float* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
-           int num, float* const* ys, cudaStream_t) {
-  std::vector<float*> parts(ys, ys + num);
+template <typename T>
+void split(const T* x, const int64_t* inShape, int rank, int axis, const int64_t* axisSizes,
+           int num, T* const* ys, cudaStream_t) {
+  std::vector<T*> parts(ys, ys + num);
   std::vector<int64_t> sizes(axisSizes, axisSizes + num);
   launch([=] { cpu::split(x, inShape, rank, axis, sizes.data(), num, parts.data()); });
 }
-void gather(const float* data, const int64_t* dataShape, int rank, int axis,
-            const int64_t* indices, int64_t numIndices, float* y, cudaStream_t) {
+template <typename T>
+void gather(const T* data, const int64_t* dataShape, int rank, int axis,
+            const int64_t* indices, int64_t numIndices, T* y, cudaStream_t) {
   launch([=] { cpu::gather(data, dataShape, rank, axis, indices, numIndices, y); });
 }
 void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices,
                      const int64_t* dataShape, int rank, int axis, float* dData, cudaStream_t) {
   launch([=] { cpu::gather_backward(dy, indices, numIndices, dataShape, rank, axis, dData); });
 }
-void expand(const float* x, const int64_t* xShape, int xRank, float* y, const int64_t* yShape,
+template <typename T>
+void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,
             int yRank, cudaStream_t) {
   launch([=] { cpu::expand(x, xShape, xRank, y, yShape, yRank); });
 }
+#define DTC_EMULATED_SHAPE_KERNELS(T)                                                          \
+  template void transpose(const T*, const int64_t*, int, const int64_t*, T*, cudaStream_t);  \
+  template void slice(const T*, const int64_t*, int, const int64_t*, const int64_t*, T*,      \
+                      const int64_t*, cudaStream_t);                                          \
+  template void concat(const T* const*, const int64_t*, int, T*, const int64_t*, int, int,    \
+                       cudaStream_t);                                                         \
+  template void split(const T*, const int64_t*, int, int, const int64_t*, int, T* const*,     \
+                      cudaStream_t);                                                          \
+  template void gather(const T*, const int64_t*, int, int, const int64_t*, int64_t, T*,       \
+                       cudaStream_t);                                                         \
+  template void expand(const T*, const int64_t*, int, T*, const int64_t*, int, cudaStream_t);
+DTC_EMULATED_SHAPE_KERNELS(float)
+DTC_EMULATED_SHAPE_KERNELS(int64_t)
+DTC_EMULATED_SHAPE_KERNELS(int32_t)
+DTC_EMULATED_SHAPE_KERNELS(uint16_t)
+DTC_EMULATED_SHAPE_KERNELS(uint8_t)
+#undef DTC_EMULATED_SHAPE_KERNELS
 
 // ---- optimizers ----------------------------------------------------------------------
 template <typename Seg>

@@ -238,7 +238,7 @@ TEST_F(CudaKernel, ShapeOps) {
     Vec y(360);
     cpu::transpose(x.data(), sh.data(), 4, perm, y.data());
     DevF gx(x), gy(360);
-    gpu::transpose(gx, sh.data(), 4, perm, gy, s);
+    gpu::transpose(gx.ptr, sh.data(), 4, perm, gy.ptr, s);
     expectNear(gy.get(), y, "transpose", 0, 0);
   }
   {  // slice with negative steps, and its backward
@@ -249,7 +249,7 @@ TEST_F(CudaKernel, ShapeOps) {
     cpu::slice(x.data(), xs.data(), 3, starts, steps, y.data(), ys.data());
     cpu::slice_backward(dy.data(), ys.data(), 3, starts, steps, dx.data(), xs.data());
     DevF gx(x), gy(48), gdy(dy), gdx(336);
-    gpu::slice(gx, xs.data(), 3, starts, steps, gy, ys.data(), s);
+    gpu::slice(gx.ptr, xs.data(), 3, starts, steps, gy.ptr, ys.data(), s);
     gpu::slice_backward(gdy, ys.data(), 3, starts, steps, gdx, xs.data(), s);
     expectNear(gy.get(), y, "slice", 0, 0);
     expectNear(gdx.get(), dx, "slice_backward", 0, 0);
@@ -263,10 +263,10 @@ TEST_F(CudaKernel, ShapeOps) {
     cpu::concat(xs, sizes, 3, y.data(), out.data(), 3, 1);
     DevF ga(a), gb(b), gc(c), gy(180), sa(40), sb(60), sc(80);
     const float* gxs[3] = {ga.ptr, gb.ptr, gc.ptr};
-    gpu::concat(gxs, sizes, 3, gy, out.data(), 3, 1, s);
+    gpu::concat(gxs, sizes, 3, gy.ptr, out.data(), 3, 1, s);
     expectNear(gy.get(), y, "concat", 0, 0);
     float* gys[3] = {sa.ptr, sb.ptr, sc.ptr};
-    gpu::split(gy, out.data(), 3, 1, sizes, 3, gys, s);
+    gpu::split(gy.ptr, out.data(), 3, 1, sizes, 3, gys, s);
     expectNear(sa.get(), a, "split 0", 0, 0);
     expectNear(sb.get(), b, "split 1", 0, 0);
     expectNear(sc.get(), c, "split 2", 0, 0);
@@ -280,7 +280,7 @@ TEST_F(CudaKernel, ShapeOps) {
     cpu::gather_backward(dy.data(), idx.data(), 6, ds.data(), 3, 1, dd.data());
     DevF gd(data), gy(72), gdy(dy), gdd(120);
     Dev<int64_t> gi(idx);
-    gpu::gather(gd, ds.data(), 3, 1, gi, 6, gy, s);
+    gpu::gather(gd.ptr, ds.data(), 3, 1, gi.ptr, 6, gy.ptr, s);
     gpu::gather_backward(gdy, gi, 6, ds.data(), 3, 1, gdd, s);
     expectNear(gy.get(), y, "gather", 0, 0);
     expectNear(gdd.get(), dd, "gather_backward", 1e-6, 1e-7);
@@ -291,8 +291,19 @@ TEST_F(CudaKernel, ShapeOps) {
     Vec y(120);
     cpu::expand(x.data(), xs.data(), 3, y.data(), ys.data(), 4);
     DevF gx(x), gy(120);
-    gpu::expand(gx, xs.data(), 3, gy, ys.data(), 4, s);
+    gpu::expand(gx.ptr, xs.data(), 3, gy.ptr, ys.data(), 4, s);
     expectNear(gy.get(), y, "expand", 0, 0);
+  }
+  {  // int64 token ids move like floats: transpose [N, T] -> [T, N]
+    const Shape sh = {5, 7};
+    const int64_t perm[2] = {1, 0};
+    std::vector<int64_t> x(35), y(35);
+    for (int i = 0; i < 35; ++i) x[i] = (int64_t(1) << 40) + i * 977;
+    cpu::transpose(x.data(), sh.data(), 2, perm, y.data());
+    EXPECT_EQ(y[1], x[7]);
+    Dev<int64_t> gx(x), gy(y.size());
+    gpu::transpose(gx.ptr, sh.data(), 2, perm, gy.ptr, s);
+    EXPECT_EQ(gy.get(), y);
   }
 }
 

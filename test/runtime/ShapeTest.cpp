@@ -1,8 +1,8 @@
 // Tests of data movement: transpose over every permutation of ranks 1-4 and
 // selected rank-5/6 cases against an index reference, slice (negative steps)
 // and its backward, concat/split round trips, gather (negative indices, inner
-// axis) and its scatter-add backward, expand. All exact (pure copies/sums of
-// at most a few values).
+// axis) and its scatter-add backward, expand; transpose also on int64, int32
+// and bool elements. All exact (pure copies/sums of at most a few values).
 #include "TestUtil.h"
 
 #include <numeric>
@@ -18,9 +18,11 @@ Vec iota(int64_t n) {
   return v;
 }
 
-void checkTranspose(const Shape& shape, const Shape& perm) {
+template <typename T = float>
+void checkTranspose(const Shape& shape, const Shape& perm, T offset = 0) {
   const int rank = (int)shape.size();
-  Vec x = iota(numel(shape)), y(x.size(), -1.0f);
+  std::vector<T> x((size_t)numel(shape)), y(x.size(), T(1));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = offset + (T)i;
   k::transpose(x.data(), shape.data(), rank, perm.data(), y.data());
   Shape ys((size_t)rank);
   for (int i = 0; i < rank; ++i) ys[(size_t)i] = shape[(size_t)perm[(size_t)i]];
@@ -46,6 +48,21 @@ TEST(Transpose, AllPermutationsUpToRank4) {
     std::iota(perm.begin(), perm.end(), 0);
     do checkTranspose(s, perm);
     while (std::next_permutation(perm.begin(), perm.end()));
+  }
+}
+
+// Token ids (int64 beyond float's exact range) and bools take the same paths.
+TEST(Transpose, IntegerAndBoolElements) {
+  const int64_t big = int64_t(1) << 40;
+  const std::vector<Shape> shapes = {{5, 3}, {37, 53}, {3, 5, 2, 4}};
+  for (const auto& s : shapes) {
+    Shape perm(s.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    do {
+      checkTranspose<int64_t>(s, perm, big);
+      checkTranspose<int32_t>(s, perm, 7);
+      checkTranspose<uint8_t>(s, perm, 0);
+    } while (std::next_permutation(perm.begin(), perm.end()));
   }
 }
 
