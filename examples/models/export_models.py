@@ -218,6 +218,31 @@ class GPT(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+class SeqFirstLM(nn.Module):
+    """The layout of PyTorch's TransformerModel tutorial: token ids turned
+    sequence-first with ``tokens.t()`` (an int64 Transpose), scaled
+    embeddings plus a sinusoidal positional encoding held as a buffer (not a
+    parameter), a residual feed-forward block, logits back to batch-first."""
+
+    def __init__(self, vocab_size=96, seq_len=16, d_model=32):
+        super().__init__()
+        self.scale = math.sqrt(d_model)
+        self.embed = nn.Embedding(vocab_size, d_model)
+        position = torch.arange(seq_len).unsqueeze(1)
+        div = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(seq_len, 1, d_model)
+        pe[:, 0, 0::2] = torch.sin(position * div)
+        pe[:, 0, 1::2] = torch.cos(position * div)
+        self.register_buffer("pe", pe)
+        self.ff = nn.Sequential(nn.Linear(d_model, 64), nn.ReLU(), nn.Linear(64, d_model))
+        self.decoder = nn.Linear(d_model, vocab_size)
+
+    def forward(self, tokens):
+        x = self.embed(tokens.t()) * self.scale + self.pe  # [T, N, d]
+        x = x + self.ff(x)
+        return self.decoder(x).transpose(0, 1)  # [N, T, vocab]
+
+
 # --------------------------------------------------------------------------
 # Export
 # --------------------------------------------------------------------------
@@ -243,6 +268,7 @@ MODELS = {
     "lenet": Spec(LeNet, lambda: torch.randn(2, 1, 28, 28)),
     "activations": Spec(ActivationsCNN, lambda: torch.randn(2, 1, 28, 28)),
     "gpt": Spec(GPT, lambda: torch.randint(0, 96, (2, 16)), "tokens", GPT_OPSET),
+    "seqfirst": Spec(SeqFirstLM, lambda: torch.randint(0, 96, (2, 16)), "tokens"),
     "deepmlp": Spec(DeepMLP, lambda: torch.randn(2, 1, 28, 28)),
     "resnet18": Spec(
         lambda: torchvision().models.resnet18(weights=None, num_classes=10),
@@ -309,6 +335,15 @@ def export(name, out_dir, opset):
     proto = onnx.load(path)
     if fix_output_shape(proto, model, example):
         onnx.save(proto, path)
+    if any(True for _ in model.buffers()):
+        # Buffers are initializers like weights: name the parameters
+        # (tools/export/dtc_export.py) so that dtc keeps the rest constant.
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                        "..", "..", "tools", "export"))
+        from dtc_export import mark_parameters, trainable_names
+
+        mark_parameters(path, trainable_names(model))
+        proto = onnx.load(path)
     onnx.checker.check_model(proto)
     ops = sorted({node.op_type for node in proto.graph.node})
     print(f"{path}: {os.path.getsize(path)} bytes, opset {opset}")
