@@ -261,6 +261,8 @@ struct Folder {
 
   FoldStatus run();
   FoldStatus binary(const std::string &op);
+  FoldStatus floatBinary(const std::string &op);
+  FoldStatus scatterND();
   FoldStatus gather();
   FoldStatus slice();
   FoldStatus concat();
@@ -271,12 +273,15 @@ struct Folder {
 FoldStatus Folder::binary(const std::string &op) {
   const HostTensor &a = *in[0], &b = *in[1];
   bool compare = op == "Equal" || op == "Less" || op == "Greater";
-  if (!compare && (a.isFloat() || b.isFloat() || a.dtype != b.dtype))
+  if (!compare && a.dtype != b.dtype)
     return FoldStatus::NotFoldable;
+  if (!compare && a.isFloat())
+    return floatBinary(op);
   HostTensor out;
   out.dtype = compare ? onnx_dtype::Bool : a.dtype;
   std::vector<int64_t> values;
   bool divByZero = false;
+  const bool fmod = attrInt(node, "fmod", 0) != 0;
   Shape shape;
   const HostTensor *operands[] = {&a, &b};
   if (!forEachBroadcast(operands, shape, error, [&](int64_t, ArrayRef<int64_t> idx) {
@@ -295,13 +300,85 @@ FoldStatus Folder::binary(const std::string &op) {
         else if (op == "Sub") values.push_back(x - y);
         else if (op == "Mul") values.push_back(x * y);
         else if (y == 0) { divByZero = true; values.push_back(0); }
-        else values.push_back(x / y);
+        else if (op == "Div") values.push_back(x / y);
+        else {  // Mod: the divisor's sign (Python's %), or the dividend's (fmod)
+          int64_t r = x % y;
+          if (!fmod && r != 0 && ((r < 0) != (y < 0)))
+            r += y;
+          values.push_back(r);
+        }
       }))
     return FoldStatus::Failed;
   if (divByZero)
     return fail("integer division by zero");
   out.shape = shape;
   out.ints = std::move(values);
+  return done(std::move(out));
+}
+
+/// Float arithmetic on constants (a mask built from a folded one) in the
+/// operands' precision: float32 rounds each result as the program would.
+FoldStatus Folder::floatBinary(const std::string &op) {
+  const HostTensor &a = *in[0], &b = *in[1];
+  const bool single = a.dtype == onnx_dtype::Float;
+  if (!single && a.dtype != onnx_dtype::Double)
+    return FoldStatus::NotFoldable;
+  if (op == "Mod" && attrInt(node, "fmod", 0) == 0)
+    return fail("a float Mod needs fmod=1");
+  HostTensor out;
+  out.dtype = a.dtype;
+  std::vector<double> values;
+  const HostTensor *operands[] = {&a, &b};
+  if (!forEachBroadcast(operands, out.shape, error, [&](int64_t, ArrayRef<int64_t> idx) {
+        double x = a.floats[idx[0]], y = b.floats[idx[1]], r;
+        if (single) {
+          float p = static_cast<float>(x), q = static_cast<float>(y);
+          r = op == "Add" ? p + q : op == "Sub" ? p - q : op == "Mul" ? p * q
+              : op == "Div" ? p / q : std::fmod(p, q);
+        } else {
+          r = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y
+              : op == "Div" ? x / y : std::fmod(x, y);
+        }
+        values.push_back(r);
+      }))
+    return FoldStatus::Failed;
+  out.floats = std::move(values);
+  return done(std::move(out));
+}
+
+/// ScatterND without reduction: a copy of the data with the slices that
+/// `indices` (its last axis indexes the data's leading axes) names replaced
+/// by `updates` (PyTorch's index assignment on a constant, e.g. Swin's mask).
+FoldStatus Folder::scatterND() {
+  const HostTensor &data = *in[0], &indices = *in[1], &updates = *in[2];
+  if (attrString(node, "reduction", "none") != "none")
+    return fail("only reduction 'none' is supported");
+  if (indices.shape.empty() || updates.dtype != data.dtype)
+    return fail("indices must have rank >= 1 and updates the data's type");
+  const int64_t k = indices.shape.back();
+  const int64_t rank = data.shape.size();
+  if (k < 1 || k > rank)
+    return fail("the last axis of indices must be between 1 and the data's rank");
+  const int64_t count = numElements(ArrayRef(indices.shape).drop_back());
+  const int64_t slice = numElements(ArrayRef(data.shape).drop_front(k));
+  if (updates.size() != count * slice)
+    return fail("updates have " + std::to_string(updates.size()) + " elements, expected " +
+                std::to_string(count * slice));
+  HostTensor out = data;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t idx = indices.intAt(i * k + d);
+      if (idx < 0)
+        idx += data.shape[d];
+      if (idx < 0 || idx >= data.shape[d])
+        return fail("index " + std::to_string(indices.intAt(i * k + d)) +
+                    " is out of range for a dimension of size " + std::to_string(data.shape[d]));
+      offset = offset * data.shape[d] + idx;
+    }
+    for (int64_t j = 0; j < slice; ++j)
+      copyElement(out, offset * slice + j, updates, i * slice + j);
+  }
   return done(std::move(out));
 }
 
@@ -462,9 +539,11 @@ FoldStatus Folder::run() {
     return slice();
   if (op == "Range")
     return range();
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal" ||
-      op == "Less" || op == "Greater")
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" ||
+      op == "Equal" || op == "Less" || op == "Greater")
     return binary(op);
+  if (op == "ScatterND")
+    return scatterND();
   if (op == "Not") {
     if (in[0]->dtype != onnx_dtype::Bool)
       return fail("input is not bool");
@@ -538,11 +617,11 @@ FoldStatus foldOnHost(const onnx::NodeProto &node, int64_t opset,
     return FoldStatus::NotFoldable;
   const std::string &op = node.op_type();
   size_t required = 1;
-  if (op == "Range" || op == "Where")
+  if (op == "Range" || op == "Where" || op == "ScatterND")
     required = 3;
   else if (op == "Gather" || op == "Slice" || op == "Reshape" || op == "Expand" ||
-           op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal" ||
-           op == "Less" || op == "Greater")
+           op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" ||
+           op == "Equal" || op == "Less" || op == "Greater")
     required = 2;
   if (op == "Concat")
     required = inputs.size();

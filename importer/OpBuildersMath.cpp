@@ -225,7 +225,7 @@ void populateMathBuilders(BuilderTable &table) {
   table["Identity"] = buildIdentity;
   table["Dropout"] = buildDropout;
   for (const char *op : {"Shape", "Size", "Not", "Equal", "Less", "Greater", "Range",
-                         "ConstantOfShape"})
+                         "ConstantOfShape", "Mod", "ScatterND"})
     table[op] = buildHostOnly;
 }
 
