@@ -44,6 +44,7 @@ void populateMathBuilders(BuilderTable &table);
 void populateActivationBuilders(BuilderTable &table);
 void populateNNBuilders(BuilderTable &table);
 void populateShapeBuilders(BuilderTable &table);
+void populateLossBuilders(BuilderTable &table);
 
 class Importer {
 public:

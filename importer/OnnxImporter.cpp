@@ -29,6 +29,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
   populateActivationBuilders(table);
   populateNNBuilders(table);
   populateShapeBuilders(table);
+  populateLossBuilders(table);
 }
 
 std::string Importer::nodeName(const onnx::NodeProto &node, int index) {

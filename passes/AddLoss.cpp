@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_ADDLOSS
@@ -66,35 +67,171 @@ void convertToInference(func::FuncOp func) {
   }
 }
 
+/// Whether `value` is computed from `arg` (walking operands back).
+bool dependsOn(Value value, BlockArgument arg) {
+  SmallVector<Value> work{value};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (v == arg)
+      return true;
+    if (!seen.insert(v).second)
+      continue;
+    if (Operation *def = v.getDefiningOp())
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
+bool isFloatScalar(Type type) {
+  auto t = llvm::cast<RankedTensorType>(type);
+  return llvm::isa<FloatType>(t.getElementType()) && t.getNumElements() == 1;
+}
+
+/// The model computes its own loss when its last input (not its first) feeds
+/// a float scalar output: `--loss=output:NAME` names that output; with
+/// `--loss=auto` there must be exactly one. Returns the output's index, -1
+/// when the model has no loss of its own, or nullopt after an error.
+std::optional<int> findModelLoss(func::FuncOp forward, StringRef loss) {
+  if (loss != "auto" && !loss.starts_with("output:"))
+    return -1;
+  StringRef wanted = loss.starts_with("output:") ? loss.drop_front(7) : StringRef();
+  auto ret = cast<func::ReturnOp>(forward.front().getTerminator());
+  SmallVector<int> candidates;
+  for (unsigned i = 0; i < forward.getNumResults(); ++i) {
+    auto name = forward.getResultAttrOfType<StringAttr>(i, "dtc.name");
+    if (!wanted.empty()) {
+      if (name && name.getValue() == wanted)
+        candidates.push_back(i);
+      continue;
+    }
+    if (forward.getNumArguments() >= 2 && isFloatScalar(ret.getOperand(i).getType()) &&
+        dependsOn(ret.getOperand(i), forward.getArguments().back()))
+      candidates.push_back(i);
+  }
+  if (!wanted.empty()) {
+    if (candidates.empty()) {
+      forward.emitError() << "--loss=" << loss << ": the model has no output named '" << wanted
+                          << "'";
+      return std::nullopt;
+    }
+    Value out = ret.getOperand(candidates[0]);
+    if (forward.getNumArguments() < 2 || !isFloatScalar(out.getType()) ||
+        !dependsOn(out, forward.getArguments().back())) {
+      forward.emitError() << "--loss=" << loss
+                          << ": a model's own loss must be a float scalar computed from its "
+                             "last input (the labels), but '"
+                          << wanted << "' is " << out.getType();
+      return std::nullopt;
+    }
+    return candidates[0];
+  }
+  if (candidates.size() > 1) {
+    forward.emitError() << "the model has " << candidates.size()
+                        << " scalar outputs computed from its labels; name the loss with "
+                           "--loss=output:NAME";
+    return std::nullopt;
+  }
+  return candidates.empty() ? -1 : candidates[0];
+}
+
+/// Erases the ops of `func` whose results are unused and that have no
+/// effects, last first.
+void eraseDeadOps(func::FuncOp func) {
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(func.front()))) {
+    if (op.hasTrait<OpTrait::IsTerminator>() || !op.use_empty() || !isMemoryEffectFree(&op))
+      continue;
+    op.erase();
+  }
+}
+
 struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
   using AddLossBase::AddLossBase;
 
+  /// The model's own loss: @train_step and @eval_step are @forward with its
+  /// last input as the labels and that output as the loss; @forward keeps
+  /// the outputs that do not need the labels, and loses the labels input.
+  LogicalResult useModelLoss(func::FuncOp forward, int lossIndex) {
+    BlockArgument labelsArg = forward.getArguments().back();
+    Type labelType = labelsArg.getType();
+    auto ret = cast<func::ReturnOp>(forward.front().getTerminator());
+    SmallVector<Value> kept;
+    SmallVector<StringRef> keptNames;
+    for (unsigned i = 0; i < forward.getNumResults(); ++i) {
+      if (dependsOn(ret.getOperand(i), labelsArg))
+        continue;
+      kept.push_back(ret.getOperand(i));
+      auto name = forward.getResultAttrOfType<StringAttr>(i, "dtc.name");
+      keptNames.push_back(name ? name.getValue() : StringRef("output"));
+    }
+    MLIRContext *ctx = forward->getContext();
+    NamedAttribute labelsName(StringAttr::get(ctx, "dtc.name"), StringAttr::get(ctx, "labels"));
+    for (StringRef name : {"eval_step", "train_step"}) {
+      auto copy = forward.clone();
+      copy.setSymName(name);
+      forward->getBlock()->getOperations().insertAfter(Block::iterator(forward), copy);
+      copy.setArgAttrs(copy.getNumArguments() - 1, DictionaryAttr::get(ctx, {labelsName}));
+      if (name == "eval_step")
+        convertToInference(copy);
+      auto copyRet = cast<func::ReturnOp>(copy.front().getTerminator());
+      setResults(copy, {copyRet.getOperand(lossIndex)}, {"loss"});
+      eraseDeadOps(copy);
+    }
+    std::vector<std::string> names(keptNames.begin(), keptNames.end());
+    SmallVector<StringRef> nameRefs(names.begin(), names.end());
+    setResults(forward, kept, nameRefs);
+    eraseDeadOps(forward);
+    if (!labelsArg.use_empty())
+      return forward.emitError("the labels input of the model's loss also feeds ops that "
+                               "are not part of the loss");
+    forward.eraseArgument(forward.getNumArguments() - 1);
+    (void)labelType;
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<LossKind> kind = llvm::StringSwitch<std::optional<LossKind>>(loss)
-                                       .Case("cross-entropy", LossKind::CrossEntropy)
-                                       .Case("mse", LossKind::Mse)
-                                       .Default(std::nullopt);
-    if (!kind) {
-      module.emitError() << "--loss: unknown loss '" << loss
-                         << "' (expected cross-entropy or mse)";
-      return signalPassFailure();
-    }
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
     if (!forward || forward.getNumResults() == 0) {
       module.emitError("dtc-add-loss needs a func @forward with at least one result");
       return signalPassFailure();
     }
+    std::optional<int> modelLoss = findModelLoss(forward, loss);
+    if (!modelLoss)
+      return signalPassFailure();
+    // The loss the steps use, for the back end (the runtime checks labels
+    // of cross-entropy programs against the number of classes).
+    auto recordLoss = [&](StringRef what) {
+      module->setAttr("dtc.loss", StringAttr::get(&getContext(), what));
+    };
+    if (*modelLoss >= 0) {
+      auto name = forward.getResultAttrOfType<StringAttr>(*modelLoss, "dtc.name");
+      recordLoss("output:" + (name ? name.getValue().str() : std::to_string(*modelLoss)));
+      if (failed(useModelLoss(forward, *modelLoss)))
+        signalPassFailure();
+      return;
+    }
+    StringRef builtIn = loss == "auto" ? StringRef("cross-entropy") : StringRef(loss);
+    std::optional<LossKind> kind = llvm::StringSwitch<std::optional<LossKind>>(builtIn)
+                                       .Case("cross-entropy", LossKind::CrossEntropy)
+                                       .Case("mse", LossKind::Mse)
+                                       .Default(std::nullopt);
+    if (!kind) {
+      module.emitError() << "--loss: unknown loss '" << loss
+                         << "' (expected auto, cross-entropy, mse or output:NAME)";
+      return signalPassFailure();
+    }
     auto output = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
     if (!llvm::isa<FloatType>(output.getElementType()) ||
         (*kind == LossKind::CrossEntropy && output.getRank() < 2)) {
-      forward.emitError() << "--loss=" << loss << " needs "
+      forward.emitError() << "--loss=" << builtIn << " needs "
                           << (*kind == LossKind::CrossEntropy
                                   ? "float logits of rank >= 2 ([batch, ..., classes])"
                                   : "a float output")
                           << ", but the model's first output is " << output;
       return signalPassFailure();
     }
+    recordLoss(builtIn);
     Type labelType =
         *kind == LossKind::CrossEntropy
             ? RankedTensorType::get(output.getShape().drop_back(),

@@ -64,6 +64,11 @@ def AddLoss : Pass<"dtc-add-loss", "mlir::ModuleOp"> {
 
     `cross-entropy`: labels are class indices (i64) shaped like the output
     without its last dimension; `mse`: labels are shaped like the output.
+    `output:NAME`: the model computes its own loss, the float scalar output
+    NAME, from its last input, which becomes the labels: the steps return
+    that output, and `@forward` keeps the outputs that do not need the
+    labels and loses that input. `auto` (the default): `output:` of the one
+    such scalar output if there is one, else `cross-entropy`.
 
     Before: `func.func @forward(%x) -> tensor<64x10xf32>`.
     After, in addition:
@@ -76,8 +81,8 @@ def AddLoss : Pass<"dtc-add-loss", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
-           "cross-entropy or mse">
+    Option<"loss", "loss", "std::string", /*default=*/"\"auto\"",
+           "auto, cross-entropy, mse or output:NAME">
   ];
 }
 

@@ -215,7 +215,7 @@ struct ProgramSpec {
   // of the fingerprint ranks compare at start-up.
   const char* collectives;
   // Compiled defaults; the runtime's flags may override lr.
-  const char* loss;             // "cross-entropy" or "mse"
+  const char* loss;             // "cross-entropy", "mse" or "output:NAME" (the model's own)
   const char* optimizer;        // "sgd", "adam", "adamw"
   double lr;
 

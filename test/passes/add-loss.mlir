@@ -19,7 +19,7 @@
 // MSE: dtc.mse_loss
 // MSE-LABEL: func.func @eval_step
 // MSE-SAME: -> (tensor<f32> {dtc.name = "loss"})
-// BAD: error: --loss: unknown loss 'hinge' (expected cross-entropy or mse)
+// BAD: error: --loss: unknown loss 'hinge' (expected auto, cross-entropy, mse or output:NAME)
 dtc.param weight @w : tensor<3x6xf32> = dense<0.1> : tensor<3x6xf32>
 func.func @forward(%x: tensor<2x6xf32> {dtc.name = "input"}) -> (tensor<2x3xf32> {dtc.name = "logits"}) {
   %w = dtc.param_ref @w : tensor<3x6xf32>

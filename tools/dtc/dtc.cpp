@@ -81,9 +81,11 @@ cl::opt<Mode> mode("mode", cl::desc("What to compile"), cl::init(Mode::Train),
                    cl::cat(dtcCategory));
 
 // Training options; the names and defaults follow torch.optim.
-cl::opt<std::string> loss("loss", cl::desc("Loss on the model's first output: "
-                                           "cross-entropy or mse"),
-                          cl::init("cross-entropy"), cl::cat(dtcCategory));
+cl::opt<std::string> loss("loss", cl::desc("auto (default: the model's own loss, a scalar "
+                                           "output computed from its last input, if it has "
+                                           "one; else cross-entropy), cross-entropy or mse "
+                                           "on the first output, or output:NAME"),
+                          cl::init("auto"), cl::cat(dtcCategory));
 cl::opt<std::string> optimizer("optimizer", cl::desc("sgd, adam or adamw"),
                                cl::init("sgd"), cl::cat(dtcCategory));
 cl::opt<double> lr("lr", cl::desc("Learning rate (default 0.01)"), cl::init(0.01),
@@ -485,7 +487,8 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
   dtc::CodegenOptions options;
   options.modelPath = inputPath;
   options.compileCommand = commandLine(argc, argv);
-  options.loss = loss;
+  auto lossAttr = module->getAttrOfType<mlir::StringAttr>("dtc.loss");
+  options.loss = lossAttr ? lossAttr.getValue().str() : std::string(loss);
   options.optimizer = optimizer;
   options.lr = lr;
   options.dataParallel = dataParallel;
