@@ -146,6 +146,36 @@ LogicalResult emitCast(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// The operands and result of a broadcasting op, as the kernels take them:
+/// a, aShape, aRank, b, bShape, bRank, y, yShape, yRank.
+std::string broadcastArgs(FunctionEmitter &fn, Value a, Value b, Value y) {
+  return fn.ptr(a) + ", " + fn.shape(a) + ", " + num(fn.rank(a)) + ", " + fn.ptr(b) + ", " +
+         fn.shape(b) + ", " + num(fn.rank(b)) + ", " + fn.ptr(y) + ", " + fn.shape(y) + ", " +
+         num(fn.rank(y));
+}
+
+/// y = compare(a, ..., b, ..., y, ..., PREDICATE), on any element type.
+LogicalResult emitCompare(Operation *op, FunctionEmitter &fn) {
+  auto compare = cast<CompareOp>(op);
+  static const char *const kPredicates[] = {"Eq", "Lt", "Gt", "Le", "Ge"};
+  fn.kernel("compare", broadcastArgs(fn, compare.getLhs(), compare.getRhs(),
+                                     compare.getOutput()) +
+                           ", dtcrt::cpu::Compare::" +
+                           kPredicates[static_cast<int>(compare.getPredicate())]);
+  return success();
+}
+
+/// y = logical(a, ..., b, ..., y, ..., KIND) on bools.
+LogicalResult emitLogical(Operation *op, FunctionEmitter &fn) {
+  auto logical = cast<LogicalOp>(op);
+  static const char *const kKinds[] = {"And", "Or", "Xor"};
+  fn.kernel("logical", broadcastArgs(fn, logical.getLhs(), logical.getRhs(),
+                                     logical.getOutput()) +
+                           ", dtcrt::cpu::Logic::" +
+                           kKinds[static_cast<int>(logical.getKind())]);
+  return success();
+}
+
 LogicalResult emitWhere(Operation *op, FunctionEmitter &fn) {
   auto where = cast<WhereOp>(op);
   if (cppElementType(where.getX().getType()) != "float")
@@ -250,6 +280,9 @@ void populateMathEmitters(OpEmitterTable &table) {
   table["dtc.cast"] = emitCast;
   table["dtc.fused_elementwise"] = emitFusedElementwise;
   table["dtc.where"] = emitWhere;
+  table["dtc.compare"] = emitCompare;
+  table["dtc.logical"] = emitLogical;
+  table["dtc.logical_not"] = emitUnary;
   table["dtc.dropout"] = emitDropout;
   table["dtc.dropout_grad"] = emitDropoutGrad;
   table["dtc.reduce_to_shape"] = emitReduceToShape;

@@ -90,6 +90,46 @@ def Dtc_WhereOp : Dtc_InferredOp<"where"> {
   let results = (outs Dtc_Tensor:$output);
 }
 
+def Dtc_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "a comparison of dtc.compare (the runtime's Compare)", [
+    I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"lt", 1>, I32EnumAttrCase<"gt", 2>,
+    I32EnumAttrCase<"le", 3>, I32EnumAttrCase<"ge", 4>]> {
+  let cppNamespace = "::dtc";
+}
+
+def Dtc_CompareOp : Dtc_InferredOp<"compare"> {
+  let summary = "elementwise comparison of run-time values, broadcasting, to bool";
+  let description = [{
+    ONNX's Equal, Less, Greater, LessOrEqual and GreaterOrEqual on values
+    known only at run time (on constants they fold while importing): a
+    padding mask from token ids, a causal mask from an input. Operands have
+    one element type (float, integer or bool); NaN compares unequal and
+    unordered, as in C++. Not differentiable (the result is bool).
+  }];
+  let arguments = (ins Dtc_Tensor:$lhs, Dtc_Tensor:$rhs, Dtc_ComparePredicate:$predicate);
+  let results = (outs Dtc_BoolTensor:$output);
+}
+
+def Dtc_LogicalKind : I32EnumAttr<"LogicalKind",
+    "a binary operation of dtc.logical (the runtime's Logic)", [
+    I32EnumAttrCase<"and_", 0, "and">, I32EnumAttrCase<"or_", 1, "or">,
+    I32EnumAttrCase<"xor_", 2, "xor">]> {
+  let cppNamespace = "::dtc";
+}
+
+def Dtc_LogicalOp : Dtc_InferredOp<"logical"> {
+  let summary = "elementwise And, Or or Xor of bool tensors, broadcasting";
+  let arguments = (ins Dtc_BoolTensor:$lhs, Dtc_BoolTensor:$rhs, Dtc_LogicalKind:$kind);
+  let results = (outs Dtc_BoolTensor:$output);
+}
+
+def Dtc_LogicalNotOp : Dtc_SameTypeOp<"logical_not"> {
+  let summary = "elementwise Not of a bool tensor";
+  let arguments = (ins Dtc_BoolTensor:$input);
+  let results = (outs Dtc_BoolTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 def Dtc_FusedElementwiseOp : Dtc_Op<"fused_elementwise", [Pure]> {
   let summary = "a chain of exact elementwise ops in one pass over memory";
   let description = [{

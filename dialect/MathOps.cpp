@@ -45,6 +45,21 @@ DTC_BROADCAST_BINARY(MaximumOp, "maximum")
 DTC_BROADCAST_BINARY(MinimumOp, "minimum")
 #undef DTC_BROADCAST_BINARY
 
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  if (failed(inferBroadcast(loc, "compare", {adaptor.getLhs(), adaptor.getRhs()},
+                            /*sameElementType=*/true, types)))
+    return failure();
+  types[0] = llvm::cast<RankedTensorType>(types[0]).clone(IntegerType::get(ctx, 1));
+  return success();
+}
+
+LogicalResult LogicalOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferBroadcast(loc, "logical", {adaptor.getLhs(), adaptor.getRhs()},
+                        /*sameElementType=*/true, types);
+}
+
 
 LogicalResult GeluOp::verify() {
   if (getApproximate() != "none" && getApproximate() != "tanh")

@@ -53,6 +53,7 @@ if(DTCRT_WITH_CUDA)
     ${DTCRT_CUDA_DIR}/Fused.cu
     ${DTCRT_CUDA_DIR}/Elementwise.cu
     ${DTCRT_CUDA_DIR}/Activation.cu
+    ${DTCRT_CUDA_DIR}/Compare.cu
     ${DTCRT_CUDA_DIR}/Gemm.cu
     ${DTCRT_CUDA_DIR}/Conv.cu
     ${DTCRT_CUDA_DIR}/Pool.cu

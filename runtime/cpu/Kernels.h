@@ -103,6 +103,21 @@ void activation(const float* x, float* y, int64_t n, Activation kind, float alph
 void activation_grad(const float* x, const float* dy, float* dx, int64_t n, Activation kind,
                      float alpha, float beta);
 
+// Comparisons and logic on run-time values (Compare.cpp), numpy
+// broadcasting, bool results as uint8_t 0/1. The kinds are the runtime's
+// copies of dtc.compare's predicate and dtc.logical's kind (same numbering).
+enum class Compare : int { Eq = 0, Lt = 1, Gt = 2, Le = 3, Ge = 4 };
+enum class Logic : int { And = 0, Or = 1, Xor = 2 };
+// y = a PRED b, for T = float, int64_t, int32_t, uint8_t (NaN: unequal, unordered).
+template <typename T>
+void compare(const T* a, const int64_t* aShape, int aRank, const T* b, const int64_t* bShape,
+             int bRank, uint8_t* y, const int64_t* yShape, int yRank, Compare predicate);
+// y = a KIND b on bools (any nonzero byte is true).
+void logical(const uint8_t* a, const int64_t* aShape, int aRank, const uint8_t* b,
+             const int64_t* bShape, int bRank, uint8_t* y, const int64_t* yShape, int yRank,
+             Logic kind);
+void logical_not(const uint8_t* x, uint8_t* y, int64_t n);
+
 // y = max(a, b) / min(a, b) with numpy broadcasting (NaN propagates).
 void maximum(const float* a, const int64_t* aShape, int aRank, const float* b,
              const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank);

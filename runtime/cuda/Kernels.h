@@ -44,6 +44,8 @@ typedef struct cudnnContext* cudnnHandle_t;
 namespace dtcrt::cuda {
 
 using cpu::Activation;
+using cpu::Compare;
+using cpu::Logic;
 using cpu::Conv2dParams;
 using cpu::FusedInput;
 using cpu::FusedOp;
@@ -186,6 +188,15 @@ void activation(const float* x, float* y, int64_t n, Activation kind, float alph
                 cudaStream_t stream);
 void activation_grad(const float* x, const float* dy, float* dx, int64_t n, Activation kind,
                      float alpha, float beta, cudaStream_t stream);
+// Comparisons and logic on run-time values (Compare.cu), as the CPU's.
+template <typename T>
+void compare(const T* a, const int64_t* aShape, int aRank, const T* b, const int64_t* bShape,
+             int bRank, uint8_t* y, const int64_t* yShape, int yRank, Compare predicate,
+             cudaStream_t stream);
+void logical(const uint8_t* a, const int64_t* aShape, int aRank, const uint8_t* b,
+             const int64_t* bShape, int bRank, uint8_t* y, const int64_t* yShape, int yRank,
+             Logic kind, cudaStream_t stream);
+void logical_not(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t stream);
 void maximum(const float* a, const int64_t* aShape, int aRank, const float* b,
              const int64_t* bShape, int bRank, float* y, const int64_t* yShape, int yRank,
              cudaStream_t stream);

@@ -124,6 +124,28 @@ void activation_grad(const float* x, const float* dy, float* dx, int64_t n, Acti
                      float alpha, float beta, cudaStream_t) {
   launch([=] { cpu::activation_grad(x, dy, dx, n, kind, alpha, beta); });
 }
+template <typename T>
+void compare(const T* a, const int64_t* aShape, int aRank, const T* b, const int64_t* bShape,
+             int bRank, uint8_t* y, const int64_t* yShape, int yRank, Compare predicate,
+             cudaStream_t) {
+  launch([=] { cpu::compare(a, aShape, aRank, b, bShape, bRank, y, yShape, yRank, predicate); });
+}
+template void compare(const float*, const int64_t*, int, const float*, const int64_t*, int,
+                      uint8_t*, const int64_t*, int, Compare, cudaStream_t);
+template void compare(const int64_t*, const int64_t*, int, const int64_t*, const int64_t*, int,
+                      uint8_t*, const int64_t*, int, Compare, cudaStream_t);
+template void compare(const int32_t*, const int64_t*, int, const int32_t*, const int64_t*, int,
+                      uint8_t*, const int64_t*, int, Compare, cudaStream_t);
+template void compare(const uint8_t*, const int64_t*, int, const uint8_t*, const int64_t*, int,
+                      uint8_t*, const int64_t*, int, Compare, cudaStream_t);
+void logical(const uint8_t* a, const int64_t* aShape, int aRank, const uint8_t* b,
+             const int64_t* bShape, int bRank, uint8_t* y, const int64_t* yShape, int yRank,
+             Logic kind, cudaStream_t) {
+  launch([=] { cpu::logical(a, aShape, aRank, b, bShape, bRank, y, yShape, yRank, kind); });
+}
+void logical_not(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t) {
+  launch([=] { cpu::logical_not(x, y, n); });
+}
 void extremum_grad(const float* a, const int64_t* aShape, int aRank, const float* b,
                    const int64_t* bShape, int bRank, const float* dy, float* da, float* db,
                    const int64_t* yShape, int yRank, bool isMax, cudaStream_t) {

@@ -269,5 +269,36 @@ TEST_F(CudaKernel, FusedElementwiseMatchesTheCpuBitForBit) {
   EXPECT_EQ(gout.get(), want);
 }
 
+TEST_F(CudaKernel, CompareAndLogicMatchCpu) {
+  const Shape as = {3, 4}, bs = {4};
+  Vec a = rng.vec(12), b = {a[1], a[6], 0.0f, a[11]};  // some ties
+  std::vector<int64_t> ia = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, ib = {2, 6, 0, 12};
+  for (cpu::Compare p : {cpu::Compare::Eq, cpu::Compare::Lt, cpu::Compare::Gt,
+                         cpu::Compare::Le, cpu::Compare::Ge}) {
+    std::vector<uint8_t> y(12), iy(12);
+    cpu::compare(a.data(), as.data(), 2, b.data(), bs.data(), 1, y.data(), as.data(), 2, p);
+    cpu::compare(ia.data(), as.data(), 2, ib.data(), bs.data(), 1, iy.data(), as.data(), 2, p);
+    DevF ga(a), gb(b);
+    Dev<int64_t> gia(ia), gib(ib);
+    Dev<uint8_t> gy(12), giy(12);
+    gpu::compare(ga.ptr, as.data(), 2, gb.ptr, bs.data(), 1, gy.ptr, as.data(), 2, p, s);
+    gpu::compare(gia.ptr, as.data(), 2, gib.ptr, bs.data(), 1, giy.ptr, as.data(), 2, p, s);
+    EXPECT_EQ(gy.get(), y) << "float predicate " << int(p);
+    EXPECT_EQ(giy.get(), iy) << "int64 predicate " << int(p);
+  }
+  const std::vector<uint8_t> m = {0, 0, 1, 1}, n = {0, 1};
+  const Shape ms = {2, 2}, ns = {2};
+  for (cpu::Logic kind : {cpu::Logic::And, cpu::Logic::Or, cpu::Logic::Xor}) {
+    std::vector<uint8_t> y(4);
+    cpu::logical(m.data(), ms.data(), 2, n.data(), ns.data(), 1, y.data(), ms.data(), 2, kind);
+    Dev<uint8_t> gm(m), gn(n), gy(4);
+    gpu::logical(gm.ptr, ms.data(), 2, gn.ptr, ns.data(), 1, gy.ptr, ms.data(), 2, kind, s);
+    EXPECT_EQ(gy.get(), y) << "kind " << int(kind);
+  }
+  Dev<uint8_t> gm(m), gnot(4);
+  gpu::logical_not(gm.ptr, gnot.ptr, 4, s);
+  EXPECT_EQ(gnot.get(), (std::vector<uint8_t>{1, 1, 0, 0}));
+}
+
 }  // namespace
 }  // namespace dtcrt_cuda_test
