@@ -226,6 +226,15 @@ static bool forEachBroadcast(ArrayRef<const HostTensor *> ins, Shape &outShape,
 // The folds
 //===----------------------------------------------------------------------===//
 
+/// The elementwise binary ops the folder evaluates.
+static bool isBinary(const std::string &op) {
+  for (const char *name : {"Add", "Sub", "Mul", "Div", "Mod", "Equal", "Less", "Greater",
+                           "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"})
+    if (op == name)
+      return true;
+  return false;
+}
+
 namespace {
 struct Folder {
   const onnx::NodeProto &node;
@@ -272,7 +281,8 @@ struct Folder {
 
 FoldStatus Folder::binary(const std::string &op) {
   const HostTensor &a = *in[0], &b = *in[1];
-  bool compare = op == "Equal" || op == "Less" || op == "Greater";
+  bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+                 op == "GreaterOrEqual";
   if (!compare && a.dtype != b.dtype)
     return FoldStatus::NotFoldable;
   if (!compare && a.isFloat())
@@ -286,16 +296,21 @@ FoldStatus Folder::binary(const std::string &op) {
   const HostTensor *operands[] = {&a, &b};
   if (!forEachBroadcast(operands, shape, error, [&](int64_t, ArrayRef<int64_t> idx) {
         if (compare) {
-          double x = a.floatAt(idx[0]), y = b.floatAt(idx[1]);
-          bool r = op == "Equal" ? x == y : op == "Less" ? x < y : x > y;
-          if (!a.isFloat() && !b.isFloat()) {
-            int64_t p = a.ints[idx[0]], q = b.ints[idx[1]];
-            r = op == "Equal" ? p == q : op == "Less" ? p < q : p > q;
-          }
-          values.push_back(r);
+          auto holds = [&](auto x, auto y) {
+            return op == "Equal" ? x == y : op == "Less" ? x < y : op == "Greater" ? x > y
+                   : op == "LessOrEqual" ? x <= y : x >= y;
+          };
+          values.push_back(a.isFloat() || b.isFloat()
+                               ? holds(a.floatAt(idx[0]), b.floatAt(idx[1]))
+                               : holds(a.ints[idx[0]], b.ints[idx[1]]));
           return;
         }
         int64_t x = a.ints[idx[0]], y = b.ints[idx[1]];
+        if (op == "And" || op == "Or" || op == "Xor") {
+          bool p = x != 0, q = y != 0;
+          values.push_back(op == "And" ? p && q : op == "Or" ? p || q : p != q);
+          return;
+        }
         if (op == "Add") values.push_back(x + y);
         else if (op == "Sub") values.push_back(x - y);
         else if (op == "Mul") values.push_back(x * y);
@@ -539,8 +554,7 @@ FoldStatus Folder::run() {
     return slice();
   if (op == "Range")
     return range();
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" ||
-      op == "Equal" || op == "Less" || op == "Greater")
+  if (isBinary(op))
     return binary(op);
   if (op == "ScatterND")
     return scatterND();
@@ -620,8 +634,7 @@ FoldStatus foldOnHost(const onnx::NodeProto &node, int64_t opset,
   if (op == "Range" || op == "Where" || op == "ScatterND")
     required = 3;
   else if (op == "Gather" || op == "Slice" || op == "Reshape" || op == "Expand" ||
-           op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" ||
-           op == "Equal" || op == "Less" || op == "Greater")
+           isBinary(op))
     required = 2;
   if (op == "Concat")
     required = inputs.size();

@@ -2,7 +2,8 @@
 //
 // Binary arithmetic (a host-constant operand takes the other operand's
 // element type), unary activations, Gelu, Where, Cast, Identity, Dropout, and
-// the ops dtc evaluates only at compile time (Not, Equal, Range, ...).
+// comparisons and logic (on constants they fold), the ops dtc evaluates only
+// at compile time (Shape, Range, Mod, ...).
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -196,6 +197,46 @@ static LogicalResult buildDropout(NodeContext &nc) {
   return success();
 }
 
+/// Equal, Less, Greater, LessOrEqual, GreaterOrEqual on run-time values
+/// (on constants they fold before a builder runs).
+template <ComparePredicate predicate>
+static LogicalResult buildCompare(NodeContext &nc) {
+  Value a = nc.input(0);
+  Value b = a ? nc.inputMatching(1, a) : Value();
+  if (!a || !b)
+    return failure();
+  auto op = nc.create<CompareOp>(1, a, b, ComparePredicateAttr::get(nc.b.getContext(), predicate));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+/// And, Or, Xor on run-time bools.
+template <LogicalKind kind>
+static LogicalResult buildLogical(NodeContext &nc) {
+  Value a = nc.input(0);
+  Value b = a ? nc.input(1) : Value();
+  if (!a || !b)
+    return failure();
+  auto op = nc.create<LogicalOp>(1, a, b, LogicalKindAttr::get(nc.b.getContext(), kind));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+static LogicalResult buildNot(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  auto op = nc.create<LogicalNotOp>(1, x);
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
 /// Ops dtc evaluates only while importing; reached when an input is not a
 /// compile-time constant.
 static LogicalResult buildHostOnly(NodeContext &nc) {
@@ -224,8 +265,16 @@ void populateMathBuilders(BuilderTable &table) {
   table["Cast"] = buildCast;
   table["Identity"] = buildIdentity;
   table["Dropout"] = buildDropout;
-  for (const char *op : {"Shape", "Size", "Not", "Equal", "Less", "Greater", "Range",
-                         "ConstantOfShape", "Mod", "ScatterND"})
+  table["Equal"] = buildCompare<ComparePredicate::eq>;
+  table["Less"] = buildCompare<ComparePredicate::lt>;
+  table["Greater"] = buildCompare<ComparePredicate::gt>;
+  table["LessOrEqual"] = buildCompare<ComparePredicate::le>;
+  table["GreaterOrEqual"] = buildCompare<ComparePredicate::ge>;
+  table["And"] = buildLogical<LogicalKind::and_>;
+  table["Or"] = buildLogical<LogicalKind::or_>;
+  table["Xor"] = buildLogical<LogicalKind::xor_>;
+  table["Not"] = buildNot;
+  for (const char *op : {"Shape", "Size", "Range", "ConstantOfShape", "Mod", "ScatterND"})
     table[op] = buildHostOnly;
 }
 

@@ -253,3 +253,20 @@ func.func @assign_constant(%v: tensor<4xi1>) {
   dtc.assign @mask, %v : tensor<4xi1>
   return
 }
+
+// -----
+
+func.func @compare_types(%a: tensor<4xf32>, %b: tensor<4xi64>) {
+  // expected-error@+2 {{dtc.compare: operands have different element types}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.compare %a, %b {predicate = 0 : i32} : (tensor<4xf32>, tensor<4xi64>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @logical_not_bool(%a: tensor<4xf32>) {
+  // expected-error@+1 {{operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = dtc.logical_not %a : tensor<4xf32>
+  return
+}

@@ -48,6 +48,12 @@ func.func @elementwise(%a: tensor<8x1xf32>, %b: tensor<4xf32>, %c: tensor<8x4xi1
   %16 = dtc.where %c, %14, %b : (tensor<8x4xi1>, tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
   // CHECK: dtc.dropout %{{.*}} {ratio = 1.000000e-01 : f32} : (tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xi1>)
   %17:2 = dtc.dropout %16 {ratio = 0.1 : f32} : (tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xi1>)
+  // CHECK: dtc.compare %{{.*}}, %{{.*}} {predicate = 3 : i32} : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xi1>
+  %18 = dtc.compare %16, %b {predicate = 3 : i32} : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xi1>
+  // CHECK: dtc.logical %{{.*}}, %{{.*}} {kind = 2 : i32} : (tensor<8x4xi1>, tensor<8x4xi1>) -> tensor<8x4xi1>
+  %19 = dtc.logical %18, %c {kind = 2 : i32} : (tensor<8x4xi1>, tensor<8x4xi1>) -> tensor<8x4xi1>
+  // CHECK: dtc.logical_not %{{.*}} : tensor<8x4xi1>
+  %20 = dtc.logical_not %19 : tensor<8x4xi1>
   return
 }
 

@@ -53,8 +53,10 @@ SUPPORTED_OPS = {
     "LeakyRelu", "Elu", "Selu", "Celu", "PRelu", "ThresholdedRelu", "Softplus",
     "Softsign", "HardSigmoid", "HardSwish", "Mish", "Clip", "Abs", "Sign",
     "Floor", "Ceil", "Round", "Reciprocal", "Max", "Min", "Sum", "Mean",
+    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
+    "SoftmaxCrossEntropyLoss",
     # folded at compile time (shapes are static)
-    "Shape", "Size", "Range", "Not", "Equal", "Less", "Greater", "ConstantOfShape",
+    "Shape", "Size", "Range", "ConstantOfShape", "Mod", "ScatterND",
 }
 
 # Float tolerance. dtc's kernels compute in float32 with vectorized
@@ -270,6 +272,12 @@ def with_constant_inputs(path, folder, constant):
         keep_files.append(dummy_file)
     del model.graph.input[:]
     model.graph.input.extend(keep_inputs)
+    # The test's values are constants, not weights: an empty parameter list
+    # (tools/export/dtc_export.py's metadata) keeps every initializer fixed
+    # and known at compile time.
+    if not any(p.key == "dtc.parameters" for p in model.metadata_props):
+        entry = model.metadata_props.add()
+        entry.key, entry.value = "dtc.parameters", "[]"
     model_path = os.path.join(folder, "model.onnx")
     onnx.save(model, model_path)
     return model_path, [(keep_files, numbered(data, "output"))]

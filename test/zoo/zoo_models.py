@@ -124,8 +124,9 @@ class BertEncoder(nn.Module):
     """A BERT-style encoder: token + position embeddings, post-norm
     nn.TransformerEncoder layers (GELU), a per-token output layer."""
 
-    def __init__(self, vocab=96, seq=16, d=32, heads=2, layers=2):
+    def __init__(self, vocab=96, seq=16, d=32, heads=2, layers=2, pad_id=None):
         super().__init__()
+        self.pad_id = pad_id
         self.tok = nn.Embedding(vocab, d)
         self.pos = nn.Embedding(seq, d)
         self.norm = nn.LayerNorm(d)
@@ -136,7 +137,11 @@ class BertEncoder(nn.Module):
 
     def forward(self, idx):
         pos = torch.arange(idx.size(1), device=idx.device)
-        return self.head(self.encoder(self.norm(self.tok(idx) + self.pos(pos))))
+        x = self.norm(self.tok(idx) + self.pos(pos))
+        # Padding tokens are masked out of attention: a mask computed at run
+        # time from the input (idx == pad_id).
+        mask = None if self.pad_id is None else idx == self.pad_id
+        return self.head(self.encoder(x, src_key_padding_mask=mask))
 
 
 class MixerBlock(nn.Module):
@@ -348,6 +353,8 @@ MODELS = {
     "lenet5_avgpool": Spec(LeNet5Avg, image(), family="LeNet"),
     "nanogpt": Spec(NanoGPT, tokens(), "tokens", opset=17, family="GPT-2", task="tokens", fast=True),
     "bert_encoder": Spec(BertEncoder, tokens(), "tokens", opset=17, family="BERT", task="tokens"),
+    "bert_padding_mask": Spec(lambda: BertEncoder(pad_id=0), tokens(vocab=8), "tokens", opset=17,
+                              family="BERT", task="tokens", fast=True),
     "mlp_mixer": Spec(MLPMixer, image(), opset=17, family="MLP-Mixer", fast=True),
     "unet": Spec(UNet, image(), opset=13, family="U-Net"),
     "conv_autoencoder": Spec(ConvAutoencoder, image(), family="autoencoder", task="mse"),
