@@ -271,7 +271,9 @@ def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "micro-batches per step">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe or 1f1b">
+           "gpipe or 1f1b">,
+    Option<"strategy", "strategy", "std::string", /*default=*/"\"pipeline\"",
+           "pipeline or model (recorded as the module's dtc.strategy)">
   ];
 }
 

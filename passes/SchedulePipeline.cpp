@@ -385,7 +385,7 @@ struct SchedulePipelinePass : dtc::impl::SchedulePipelineBase<SchedulePipelinePa
       stages += func.getSymName().starts_with("stage");
     train.erase();
     Builder b(&getContext());
-    module->setAttr("dtc.strategy", b.getStringAttr("pipeline"));
+    module->setAttr("dtc.strategy", b.getStringAttr(strategy));
     module->setAttr("dtc.pipeline",
                     b.getDictionaryAttr({b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
                                          b.getNamedAttr("micro_batches",

@@ -17,6 +17,7 @@
 #include "dialect/DtcDialect.h"
 #include "importer/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "passes/Pipeline.h"
 #include "passes/PipelineSimulation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -227,62 +228,54 @@ bool isPipeline() { return strategy == "pipeline" || strategy == "model"; }
 /// Micro-batches per step (pipelines; resolved from --micro-batches in main).
 int64_t microBatches = 1;
 
-/// The passes between import and the chosen output.
+/// The passes between import and the chosen output: the library's pipeline
+/// (passes/Pipeline.h) with the options the flags give.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
-  mlir::PassManager pm(module->getContext());
-  pm.addNestedPass<mlir::func::FuncOp>(dtc::createFuseGelu());
-  pm.addPass(mlir::createCanonicalizerPass());
+  using Options = dtc::TrainingPipelineOptions;
+  Options o;
+  o.mode = mode == Mode::Train ? Options::Mode::Train : Options::Mode::Infer;
+  o.strategy = strategy == "ddp"        ? Options::Strategy::Ddp
+               : strategy == "model"    ? Options::Strategy::Model
+               : strategy == "pipeline" ? Options::Strategy::Pipeline
+                                        : Options::Strategy::None;
+  o.target = target == "cuda" ? Options::Target::Cuda : Options::Target::Cpu;
+  o.precision = precision == "bf16" ? Options::Precision::Bf16 : Options::Precision::Fp32;
+  o.fuseElementwise = fuseElementwise;
+  o.freeze = freeze;
+  o.loss = loss;
+  o.accumulate = accumulate;
+  o.bucketCapMb = bucketCapMb;
   if (mode == Mode::Train) {
-    double beta1, beta2;
-    if (!parseBetas(beta1, beta2)) {
+    if (!parseBetas(o.beta1, o.beta2)) {
       llvm::errs() << "dtc: error: --betas must be two numbers like 0.9,0.999, got '"
                    << betas << "'\n";
       return mlir::failure();
     }
-    pm.addPass(dtc::createFreezeParams({freeze}));
-    pm.addPass(dtc::createAddLoss({loss}));
-    if (isPipeline()) {
-      pm.addPass(dtc::createPartitionStages({stages, splitAt}));
-      pm.addPass(dtc::createDifferentiate());
-      pm.addPass(dtc::createSchedulePipeline({microBatches, schedule}));
-      // GPipe keeps all micro-batches' activations until backward anyway:
-      // it can afford one weight-gradient GEMM over all of them.
-      pm.addPass(dtc::createFoldGradientSums({/*batch=*/schedule == "gpipe"}));
-      if (dataParallel > 1)
-        pm.addPass(dtc::createDataParallel({bucketCapMb, /*firstBucketMb=*/1.0}));
-    } else {
-      pm.addPass(dtc::createDifferentiate());
-      pm.addPass(dtc::createAccumulateGradients({accumulate}));
-      if (strategy == "ddp")
-        pm.addPass(dtc::createDataParallel({bucketCapMb, /*firstBucketMb=*/1.0}));
-    }
-    pm.addPass(dtc::createAddOptimizer(
-        {optimizer, lr, momentum, dampening, weightDecay, nesterov, beta1, beta2, eps}));
-    pm.addPass(mlir::createCanonicalizerPass());
-    if (precision == "bf16")
-      pm.addPass(dtc::createBf16Products());
-    // im2col columns kept for backward: a CPU kernel choice (cuDNN on CUDA).
-    if (target == "cpu")
-      pm.addPass(dtc::createKeepConvColumns());
-    // On a GPU all updates run as one multi-tensor kernel at the end.
-    if (target == "cuda")
-      pm.addPass(dtc::createGroupOptimizerUpdates());
+    if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
+      return module.emitError() << "--optimizer: unknown optimizer '" << optimizer
+                                << "' (expected sgd, adam or adamw)";
+    if (isPipeline() && schedule != "gpipe" && schedule != "1f1b")
+      return module.emitError() << "--schedule: unknown schedule '" << schedule
+                                << "' (expected gpipe or 1f1b)";
   }
-  if (mode != Mode::Train && precision == "bf16")
-    pm.addPass(dtc::createBf16Products());
-  pm.addPass(mlir::createCSEPass());
-  if (fuseElementwise)
-    pm.addPass(dtc::createFuseElementwise());
-  // What a neighbouring stage waits for is computed first in every phase.
-  if (mode == Mode::Train && isPipeline() && sendEarly)
-    pm.addPass(dtc::createSendEarly());
-  pm.addPass(dtc::createVerifyCollectives());
-  pm.addPass(dtc::createVerifyPipeline());
-  if (mlir::failed(pm.run(module)))
-    return mlir::failure();
-  if (strategy == "model")
-    module->setAttr("dtc.strategy", mlir::StringAttr::get(module->getContext(), "model"));
-  return mlir::success();
+  o.optimizer = optimizer == "adam"    ? Options::Optimizer::Adam
+                : optimizer == "adamw" ? Options::Optimizer::AdamW
+                                       : Options::Optimizer::Sgd;
+  o.lr = lr;
+  o.momentum = momentum;
+  o.dampening = dampening;
+  o.weightDecay = weightDecay;
+  o.nesterov = nesterov;
+  o.eps = eps;
+  o.stages = stages;
+  o.splitAt = splitAt;
+  o.microBatches = microBatches;
+  o.schedule = schedule == "gpipe" ? Options::Schedule::GPipe : Options::Schedule::OneFOneB;
+  o.dataParallel = dataParallel;
+  o.sendEarly = sendEarly;
+  mlir::PassManager pm(module->getContext());
+  dtc::buildTrainingPipeline(pm, o);
+  return pm.run(module);
 }
 
 mlir::LogicalResult writeModule(mlir::ModuleOp module) {
@@ -299,6 +292,7 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module) {
   if (printLocations)
     flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
   module->print(output->os(), flags);
+  output->os() << "\n";  // as mlir-opt and dtc-opt end theirs
   output->keep();
   return mlir::success();
 }

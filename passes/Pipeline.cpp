@@ -1,0 +1,166 @@
+//===- Pipeline.cpp - the whole pass pipeline of dtc (see Pipeline.h) -----===//
+#include "passes/Pipeline.h"
+
+#include "passes/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace dtc {
+
+using Options = TrainingPipelineOptions;
+
+const char *optimizerName(Options::Optimizer optimizer) {
+  switch (optimizer) {
+  case Options::Optimizer::Sgd:
+    return "sgd";
+  case Options::Optimizer::Adam:
+    return "adam";
+  case Options::Optimizer::AdamW:
+    return "adamw";
+  }
+  return "sgd";
+}
+
+void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
+  const bool train = o.mode == Options::Mode::Train;
+  const bool gpipe = o.schedule == Options::Schedule::GPipe;
+  pm.addNestedPass<func::FuncOp>(createFuseGelu());
+  pm.addPass(createCanonicalizerPass());
+  if (train) {
+    pm.addPass(createFreezeParams({o.freeze}));
+    pm.addPass(createAddLoss({o.loss}));
+    if (o.isPipeline()) {
+      pm.addPass(createPartitionStages({o.stages, o.splitAt}));
+      pm.addPass(createDifferentiate());
+      pm.addPass(createSchedulePipeline(
+          {o.microBatches, gpipe ? "gpipe" : "1f1b",
+           o.strategy == Options::Strategy::Model ? "model" : "pipeline"}));
+      // GPipe keeps all micro-batches' activations until backward anyway:
+      // it can afford one weight-gradient GEMM over all of them.
+      pm.addPass(createFoldGradientSums({/*batch=*/gpipe}));
+      if (o.dataParallel > 1)
+        pm.addPass(createDataParallel({o.bucketCapMb, /*firstBucketMb=*/1.0}));
+    } else {
+      pm.addPass(createDifferentiate());
+      pm.addPass(createAccumulateGradients({o.accumulate}));
+      if (o.strategy == Options::Strategy::Ddp)
+        pm.addPass(createDataParallel({o.bucketCapMb, /*firstBucketMb=*/1.0}));
+    }
+    pm.addPass(createAddOptimizer({optimizerName(o.optimizer), o.lr, o.momentum, o.dampening,
+                                   o.weightDecay, o.nesterov, o.beta1, o.beta2, o.eps}));
+    pm.addPass(createCanonicalizerPass());
+    if (o.precision == Options::Precision::Bf16)
+      pm.addPass(createBf16Products());
+    // im2col columns kept for backward: a CPU kernel choice (cuDNN on CUDA).
+    if (o.target == Options::Target::Cpu)
+      pm.addPass(createKeepConvColumns());
+    // On a GPU all updates run as one multi-tensor kernel at the end.
+    if (o.target == Options::Target::Cuda)
+      pm.addPass(createGroupOptimizerUpdates());
+  }
+  if (!train && o.precision == Options::Precision::Bf16)
+    pm.addPass(createBf16Products());
+  pm.addPass(createCSEPass());
+  if (o.fuseElementwise)
+    pm.addPass(createFuseElementwise());
+  // What a neighbouring stage waits for is computed first in every phase.
+  if (train && o.isPipeline() && o.sendEarly)
+    pm.addPass(createSendEarly());
+  pm.addPass(createVerifyCollectives());
+  pm.addPass(createVerifyPipeline());
+}
+
+namespace {
+
+/// dtc's flags as pipeline options (`dtc-opt --dtc-training-pipeline="..."`).
+struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
+  Option<Options::Mode> mode{*this, "mode", llvm::cl::init(Options::Mode::Train),
+                             llvm::cl::values(clEnumValN(Options::Mode::Train, "train", ""),
+                                              clEnumValN(Options::Mode::Infer, "infer", ""))};
+  Option<Options::Strategy> strategy{
+      *this, "strategy", llvm::cl::init(Options::Strategy::None),
+      llvm::cl::values(clEnumValN(Options::Strategy::None, "none", ""),
+                       clEnumValN(Options::Strategy::Ddp, "ddp", ""),
+                       clEnumValN(Options::Strategy::Model, "model", ""),
+                       clEnumValN(Options::Strategy::Pipeline, "pipeline", ""))};
+  Option<Options::Target> target{*this, "target", llvm::cl::init(Options::Target::Cpu),
+                                 llvm::cl::values(clEnumValN(Options::Target::Cpu, "cpu", ""),
+                                                  clEnumValN(Options::Target::Cuda, "cuda", ""))};
+  Option<Options::Precision> precision{
+      *this, "precision", llvm::cl::init(Options::Precision::Fp32),
+      llvm::cl::values(clEnumValN(Options::Precision::Fp32, "fp32", ""),
+                       clEnumValN(Options::Precision::Bf16, "bf16", ""))};
+  Option<bool> fuseElementwise{*this, "fuse-elementwise", llvm::cl::init(true)};
+  Option<std::string> freeze{*this, "freeze", llvm::cl::init("")};
+  Option<std::string> loss{*this, "loss", llvm::cl::init("auto")};
+  Option<int64_t> accumulate{*this, "accumulate", llvm::cl::init(1)};
+  Option<double> bucketCapMb{*this, "bucket-cap-mb", llvm::cl::init(25.0)};
+  Option<Options::Optimizer> optimizer{
+      *this, "optimizer", llvm::cl::init(Options::Optimizer::Sgd),
+      llvm::cl::values(clEnumValN(Options::Optimizer::Sgd, "sgd", ""),
+                       clEnumValN(Options::Optimizer::Adam, "adam", ""),
+                       clEnumValN(Options::Optimizer::AdamW, "adamw", ""))};
+  Option<double> lr{*this, "lr", llvm::cl::init(0.01)};
+  Option<double> momentum{*this, "momentum", llvm::cl::init(0.0)};
+  Option<double> dampening{*this, "dampening", llvm::cl::init(0.0)};
+  Option<double> weightDecay{*this, "weight-decay", llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
+  Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::init(1e-8)};
+  Option<int64_t> stages{*this, "stages", llvm::cl::init(0)};
+  Option<std::string> splitAt{*this, "split-at", llvm::cl::init("")};
+  Option<int64_t> microBatches{*this, "micro-batches", llvm::cl::init(1)};
+  Option<Options::Schedule> schedule{
+      *this, "schedule", llvm::cl::init(Options::Schedule::OneFOneB),
+      llvm::cl::values(clEnumValN(Options::Schedule::OneFOneB, "1f1b", ""),
+                       clEnumValN(Options::Schedule::GPipe, "gpipe", ""))};
+  Option<int64_t> dataParallel{*this, "dp", llvm::cl::init(1)};
+  Option<bool> sendEarly{*this, "send-early", llvm::cl::init(true)};
+
+  Options toOptions() const {
+    Options o;
+    o.mode = mode;
+    o.strategy = strategy;
+    o.target = target;
+    o.precision = precision;
+    o.fuseElementwise = fuseElementwise;
+    o.freeze = freeze;
+    o.loss = loss;
+    o.accumulate = accumulate;
+    o.bucketCapMb = bucketCapMb;
+    o.optimizer = optimizer;
+    o.lr = lr;
+    o.momentum = momentum;
+    o.dampening = dampening;
+    o.weightDecay = weightDecay;
+    o.nesterov = nesterov;
+    o.beta1 = beta1;
+    o.beta2 = beta2;
+    o.eps = eps;
+    o.stages = stages;
+    o.splitAt = splitAt;
+    o.microBatches = microBatches;
+    o.schedule = schedule;
+    o.dataParallel = dataParallel;
+    o.sendEarly = sendEarly;
+    return o;
+  }
+};
+
+} // namespace
+
+void registerTrainingPipeline() {
+  PassPipelineRegistration<PipelineCLOptions>(
+      "dtc-training-pipeline",
+      "Everything dtc runs between import and codegen, with dtc's flags as options",
+      [](OpPassManager &pm, const PipelineCLOptions &cl) {
+        buildTrainingPipeline(pm, cl.toOptions());
+      });
+}
+
+} // namespace dtc
