@@ -1,0 +1,31 @@
+// The CPU and CUDA emitters of the convolution family, reached from IR:
+// conv (parameters as a named table), batch norm in inference, max pool
+// (no indices in inference), global average pool, flatten (a view: no
+// call) and softmax.
+// RUN: dtc-translate --mlir-to-cpp %s | FileCheck %s
+// RUN: dtc-translate --mlir-to-cuda %s | FileCheck %s --check-prefix=CUDA
+// CHECK: const dtcrt::cpu::Conv2dParams kConv0 = {2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+// CHECK: const dtcrt::cpu::Pool2dParams kPool1 = {2, 4, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
+// CHECK-LABEL: void forward(
+// CHECK: cpu::conv2d_forward(kConv0, in0, in1, in2, [[C:t[0-9]+]], ctx.workspace);
+// CHECK: cpu::batch_norm_inference([[C]], 2, 4, 64, in3, in3, in3, in3, 9.99999975e-06f, [[B:t[0-9]+]]);
+// CHECK: cpu::max_pool2d(kPool1, [[B]], [[P:t[0-9]+]], nullptr);
+// CHECK: cpu::global_avg_pool([[P]], [[G:t[0-9]+]], 2, 4, 16);
+// CHECK-NOT: flatten
+// CHECK: cpu::softmax([[G]], {{t[0-9]+}}, 2, 4);
+// CHECK: bytes = std::max(bytes, size_t(4 * cpu::conv2d_forward_workspace(kConv0)));
+// CUDA: cuda::conv2d_forward(gpu, kConv0, in0, in1, in2,
+// CUDA: cuda::global_avg_pool({{t[0-9]+}}, {{t[0-9]+}}, 2, 4, 16, stream);
+// CUDA: cuda::softmax(
+func.func @forward(%x: tensor<2x3x8x8xf32> {dtc.name = "image"}, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %s: tensor<4xf32>) -> tensor<2x4xf32> {
+  %0 = dtc.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>
+  %1 = dtc.batch_norm_inference %0, %s, %s, %s, %s
+      : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>
+  %2:2 = dtc.max_pool %1 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : (tensor<2x4x8x8xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xi32>)
+  %3 = dtc.global_average_pool %2#0 : (tensor<2x4x4x4xf32>) -> tensor<2x4x1x1xf32>
+  %4 = dtc.flatten %3 : (tensor<2x4x1x1xf32>) -> tensor<2x4xf32>
+  %5 = dtc.softmax %4 {axis = -1 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %5 : tensor<2x4xf32>
+}
