@@ -178,8 +178,9 @@ LogicalResult emitLogical(Operation *op, FunctionEmitter &fn) {
 
 LogicalResult emitWhere(Operation *op, FunctionEmitter &fn) {
   auto where = cast<WhereOp>(op);
-  if (cppElementType(where.getX().getType()) != "float")
-    return codegenError(op) << "the CPU kernels support only float32 values, got "
+  StringRef type = cppElementType(where.getX().getType());
+  if (type != "float" && type != "int64_t" && type != "int32_t" && type != "uint8_t")
+    return codegenError(op) << "the kernels pick float32, int64, int32 or bool values, got "
                             << where.getX().getType();
   Value c = where.getCondition(), x = where.getX(), z = where.getY(), y = where.getOutput();
   fn.kernel("where", fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +

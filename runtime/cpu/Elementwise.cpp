@@ -331,9 +331,10 @@ void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, floa
   });
 }
 
-void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x,
-           const int64_t* xShape, int xRank, const float* z, const int64_t* zShape, int zRank,
-           float* y, const int64_t* yShape, int yRank) {
+template <typename T>
+void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
+           const int64_t* xShape, int xRank, const T* z, const int64_t* zShape, int zRank,
+           T* y, const int64_t* yShape, int yRank) {
   const int64_t* shapes[3] = {cShape, xShape, zShape};
   int ranks[3] = {cRank, xRank, zRank};
   BroadcastPlan plan;
@@ -342,12 +343,12 @@ void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x
   const int64_t sc = plan.strides[0][last], sx = plan.strides[1][last], sz = plan.strides[2][last];
   forEachRun(plan, 3, [&](const int64_t* off, int64_t out, int64_t len) {
     const uint8_t* pc = cond + off[0];
-    const float* px = x + off[1];
-    const float* pz = z + off[2];
-    float* py = y + out;
+    const T* px = x + off[1];
+    const T* pz = z + off[2];
+    T* py = y + out;
     if (sc && sx && sz) {
       DTCRT_SIMD for (int64_t i = 0; i < len; ++i) {
-        const float a = px[i], b = pz[i];
+        const T a = px[i], b = pz[i];
         py[i] = pc[i] ? a : b;
       }
     } else {
@@ -355,6 +356,14 @@ void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x
     }
   });
 }
+#define DTCRT_WHERE(T)                                                                     \
+  template void where(const uint8_t*, const int64_t*, int, const T*, const int64_t*, int, \
+                      const T*, const int64_t*, int, T*, const int64_t*, int);
+DTCRT_WHERE(float)
+DTCRT_WHERE(int64_t)
+DTCRT_WHERE(int32_t)
+DTCRT_WHERE(uint8_t)
+#undef DTCRT_WHERE
 
 // ---------------------------------------------------------------------------
 // BLAS-1 style helpers and casts

@@ -147,9 +147,11 @@ void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, floa
                      const int64_t* inShape, int inRank);
 
 // y = cond != 0 ? x : z, all three broadcast to yShape. cond is uint8/bool.
-void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x,
-           const int64_t* xShape, int xRank, const float* z, const int64_t* zShape, int zRank,
-           float* y, const int64_t* yShape, int yRank);
+// (T = float, int64_t, int32_t, uint8_t: masks pick ids and bools too.)
+template <typename T>
+void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
+           const int64_t* xShape, int xRank, const T* z, const int64_t* zShape, int zRank,
+           T* y, const int64_t* yShape, int yRank);
 
 void fill(float* y, int64_t n, float value);                // y[i] = value
 void copy(const float* x, float* y, int64_t n);             // y[i] = x[i] (no overlap)

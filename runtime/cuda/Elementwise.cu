@@ -350,8 +350,8 @@ __global__ void reduceBlockPerOutput(const float* dy, float* dx, ReducePlan p) {
 // ---------------------------------------------------------------------------
 // where, fill, axpy, casts
 // ---------------------------------------------------------------------------
-__global__ void whereKernel(const uint8_t* c, const float* x, const float* z, float* y,
-                            Bcast p) {
+template <typename T>
+__global__ void whereKernel(const uint8_t* c, const T* x, const T* z, T* y, Bcast p) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += stride)
     y[i] = c[bcastOffset(p, 0, i)] ? x[bcastOffset(p, 1, i)] : z[bcastOffset(p, 2, i)];
@@ -540,9 +540,10 @@ void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, floa
   DTCRT_LAUNCH_CHECK("reduce_to_shape");
 }
 
-void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x,
-           const int64_t* xShape, int xRank, const float* z, const int64_t* zShape, int zRank,
-           float* y, const int64_t* yShape, int yRank, cudaStream_t stream) {
+template <typename T>
+void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
+           const int64_t* xShape, int xRank, const T* z, const int64_t* zShape, int zRank,
+           T* y, const int64_t* yShape, int yRank, cudaStream_t stream) {
   const int64_t* shapes[3] = {cShape, xShape, zShape};
   int ranks[3] = {cRank, xRank, zRank};
   Bcast plan;
@@ -550,6 +551,14 @@ void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x
   whereKernel<<<gridFor(plan.total), kThreads, 0, stream>>>(cond, x, z, y, plan);
   DTCRT_LAUNCH_CHECK("where");
 }
+#define DTCRT_WHERE(T)                                                                     \
+  template void where(const uint8_t*, const int64_t*, int, const T*, const int64_t*, int, \
+                      const T*, const int64_t*, int, T*, const int64_t*, int, cudaStream_t);
+DTCRT_WHERE(float)
+DTCRT_WHERE(int64_t)
+DTCRT_WHERE(int32_t)
+DTCRT_WHERE(uint8_t)
+#undef DTCRT_WHERE
 
 void fill(float* y, int64_t n, float value, cudaStream_t stream) {
   if (n <= 0) return;

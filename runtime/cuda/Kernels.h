@@ -220,9 +220,10 @@ void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, fl
 // Deterministic (no atomics).
 void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, float* dx,
                      const int64_t* inShape, int inRank, cudaStream_t stream);
-void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x,
-           const int64_t* xShape, int xRank, const float* z, const int64_t* zShape, int zRank,
-           float* y, const int64_t* yShape, int yRank, cudaStream_t stream);
+template <typename T>  // float, int64_t, int32_t, uint8_t
+void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
+           const int64_t* xShape, int xRank, const T* z, const int64_t* zShape, int zRank,
+           T* y, const int64_t* yShape, int yRank, cudaStream_t stream);
 
 void fill(float* y, int64_t n, float value, cudaStream_t stream);
 void copy(const float* x, float* y, int64_t n, cudaStream_t stream);

@@ -157,13 +157,22 @@ void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, floa
                      const int64_t* inShape, int inRank, cudaStream_t) {
   launch([=] { cpu::reduce_to_shape(dy, outShape, outRank, dx, inShape, inRank); });
 }
-void where(const uint8_t* cond, const int64_t* cShape, int cRank, const float* x,
-           const int64_t* xShape, int xRank, const float* z, const int64_t* zShape, int zRank,
-           float* y, const int64_t* yShape, int yRank, cudaStream_t) {
+template <typename T>
+void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
+           const int64_t* xShape, int xRank, const T* z, const int64_t* zShape, int zRank,
+           T* y, const int64_t* yShape, int yRank, cudaStream_t) {
   launch([=] {
     cpu::where(cond, cShape, cRank, x, xShape, xRank, z, zShape, zRank, y, yShape, yRank);
   });
 }
+#define DTC_EMULATED_WHERE(T)                                                              \
+  template void where(const uint8_t*, const int64_t*, int, const T*, const int64_t*, int, \
+                      const T*, const int64_t*, int, T*, const int64_t*, int, cudaStream_t);
+DTC_EMULATED_WHERE(float)
+DTC_EMULATED_WHERE(int64_t)
+DTC_EMULATED_WHERE(int32_t)
+DTC_EMULATED_WHERE(uint8_t)
+#undef DTC_EMULATED_WHERE
 void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t) {
   launch([=] { cpu::cast_f32_to_bf16(x, y, n); });
 }

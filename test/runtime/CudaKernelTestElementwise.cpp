@@ -210,7 +210,8 @@ TEST_F(CudaKernel, Where) {
              want.data(), ys.data(), 3);
   Dev<uint8_t> dc(cond);
   DevF dx(x), dz(z), dy(60);
-  gpu::where(dc, cs.data(), 3, dx, xs.data(), 2, dz, zs.data(), 3, dy, ys.data(), 3, s);
+  gpu::where(dc.ptr, cs.data(), 3, dx.ptr, xs.data(), 2, dz.ptr, zs.data(), 3, dy.ptr, ys.data(), 3,
+             s);
   expectNear(dy.get(), want, "where", 0, 0);
 }
 
