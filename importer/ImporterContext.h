@@ -45,6 +45,7 @@ void populateActivationBuilders(BuilderTable &table);
 void populateNNBuilders(BuilderTable &table);
 void populateShapeBuilders(BuilderTable &table);
 void populateLossBuilders(BuilderTable &table);
+void populateCompositeBuilders(BuilderTable &table);
 
 class Importer {
 public:

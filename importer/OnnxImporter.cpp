@@ -30,6 +30,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
   populateNNBuilders(table);
   populateShapeBuilders(table);
   populateLossBuilders(table);
+  populateCompositeBuilders(table);
 }
 
 std::string Importer::nodeName(const onnx::NodeProto &node, int index) {

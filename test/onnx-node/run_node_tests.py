@@ -54,7 +54,8 @@ SUPPORTED_OPS = {
     "Softsign", "HardSigmoid", "HardSwish", "Mish", "Clip", "Abs", "Sign",
     "Floor", "Ceil", "Round", "Reciprocal", "Max", "Min", "Sum", "Mean",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
-    "SoftmaxCrossEntropyLoss",
+    "SoftmaxCrossEntropyLoss", "InstanceNormalization", "Tile", "ReduceSumSquare", "ReduceL2",
+    "ReduceL1", "Trilu",
     # folded at compile time (shapes are static)
     "Shape", "Size", "Range", "ConstantOfShape", "Mod", "ScatterND",
 }

@@ -1,0 +1,193 @@
+//===- OpBuildersComposite.cpp - ONNX ops built from other dtc ops --------===//
+//
+// Ops that are compositions of dtc ops dtc already differentiates and runs
+// on every target, so they need no kernel of their own:
+//   InstanceNormalization  layer_norm over the spatial dims, then the
+//                          per-channel scale and bias (also what torch 1.13
+//                          exports for nn.GroupNorm)
+//   Tile                   reshape, expand, reshape
+//   ReduceSumSquare, ReduceL2, ReduceL1
+//                          x*x / sqrt / abs around reduce_sum
+//   Trilu                  a constant mask through where
+//
+//===----------------------------------------------------------------------===//
+#include "importer/ImporterContext.h"
+#include "importer/OnnxAttributes.h"
+
+using namespace mlir;
+
+namespace dtc {
+
+static RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+/// Creates OpTy and returns its first result, or null after an error.
+template <typename OpTy, typename... Args>
+static Value make(NodeContext &nc, Args &&...args) {
+  auto op = nc.create<OpTy>(1, std::forward<Args>(args)...);
+  return op ? op->getResult(0) : Value();
+}
+
+static Value reshape(NodeContext &nc, Value x, ArrayRef<int64_t> shape) {
+  if (typeOf(x).getShape() == shape)
+    return x;
+  return make<ReshapeOp>(nc, x, nc.b.getDenseI64ArrayAttr(shape));
+}
+
+static Value splat(NodeContext &nc, ArrayRef<int64_t> shape, float value) {
+  auto type = RankedTensorType::get(shape, nc.b.getF32Type());
+  return nc.b.create<ConstantOp>(nc.loc, DenseElementsAttr::get(type, value));
+}
+
+/// y = scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c], the statistics
+/// of each (sample, channel) over the spatial dims.
+static LogicalResult buildInstanceNorm(NodeContext &nc) {
+  Value x = nc.input(0);
+  Value scale = x ? nc.inputMatching(1, x) : Value();
+  Value bias = scale ? nc.inputMatching(2, x) : Value();
+  if (!x || !scale || !bias)
+    return failure();
+  ArrayRef<int64_t> dims = typeOf(x).getShape();
+  if (dims.size() < 3)
+    return nc.error() << "needs an input [N, C, spatial...], got " << x.getType(), failure();
+  int64_t spatial = 1;
+  for (int64_t d : dims.drop_front(2))
+    spatial *= d;
+  Value rows = reshape(nc, x, {dims[0], dims[1], spatial});
+  auto norm = rows ? nc.create<LayerNormOp>(3, rows, splat(nc, {spatial}, 1.0f), Value(),
+                                            nc.b.getI64IntegerAttr(2),
+                                            nc.b.getF32FloatAttr(
+                                                attrFloat(nc.node, "epsilon", 1e-5f)))
+                   : LayerNormOp();
+  if (!norm)
+    return failure();
+  SmallVector<int64_t> channelShape(dims.size() - 1, 1);
+  channelShape[0] = dims[1];
+  Value y = reshape(nc, norm->getResult(0), dims);
+  Value s = y ? reshape(nc, scale, channelShape) : Value();
+  Value scaled = s ? make<MulOp>(nc, y, s) : Value();
+  Value b = scaled ? reshape(nc, bias, channelShape) : Value();
+  Value out = b ? make<AddOp>(nc, scaled, b) : Value();
+  if (!out)
+    return failure();
+  nc.setOutput(0, out);
+  return success();
+}
+
+/// Tile by constant repeats: [d0, d1] -> [1, d0, 1, d1] -> [r0, d0, r1, d1]
+/// -> [r0*d0, r1*d1]; expand's backward sums the copies.
+static LogicalResult buildTile(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  FailureOr<SmallVector<int64_t>> repeats = nc.constInts(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  ArrayRef<int64_t> dims = typeOf(x).getShape();
+  if (repeats->size() != dims.size())
+    return nc.error() << "repeats has " << repeats->size() << " entries for an input of rank "
+                      << dims.size(),
+           failure();
+  SmallVector<int64_t> interleaved, expanded, result;
+  for (auto [d, r] : llvm::zip(dims, *repeats)) {
+    if (r < 1)
+      return nc.error() << "repeats must be positive, got " << r, failure();
+    interleaved.append({1, d});
+    expanded.append({r, d});
+    result.push_back(r * d);
+  }
+  Value spread = reshape(nc, x, interleaved);
+  Value copies = spread ? make<ExpandOp>(nc, spread, nc.b.getDenseI64ArrayAttr(expanded))
+                        : Value();
+  Value out = copies ? reshape(nc, copies, result) : Value();
+  if (!out)
+    return failure();
+  nc.setOutput(0, out);
+  return success();
+}
+
+enum class Norm { SumSquare, L2, L1 };
+
+/// ReduceSumSquare, ReduceL2, ReduceL1 (axes an input from opset 18).
+template <Norm kind>
+static LogicalResult buildNormReduce(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  if (!llvm::isa<FloatType>(typeOf(x).getElementType()))
+    return nc.error() << "needs a float input, got " << x.getType(), failure();
+  FailureOr<SmallVector<int64_t>> axes = nc.axes(18, 1);
+  if (failed(axes))
+    return failure();
+  int64_t rank = typeOf(x).getRank();
+  for (int64_t &a : *axes) {
+    std::optional<int64_t> n = normalizeAxis(a, rank);
+    if (!n)
+      return nc.error() << "axis " << a << " is out of range for rank " << rank, failure();
+    a = *n;
+  }
+  if (axes->empty() && attrInt(nc.node, "noop_with_empty_axes", 0) != 0) {
+    nc.setOutput(0, x);
+    return success();
+  }
+  Value terms = kind == Norm::L1
+                    ? make<ActivationOp>(nc, x, ActivationKind::abs, llvm::APFloat(0.0f),
+                                         llvm::APFloat(0.0f))
+                    : make<MulOp>(nc, x, x);
+  Value sum = terms ? make<ReduceSumOp>(nc, terms, nc.b.getDenseI64ArrayAttr(*axes),
+                                        nc.b.getBoolAttr(attrInt(nc.node, "keepdims", 1) != 0))
+                    : Value();
+  Value out = sum && kind == Norm::L2 ? make<SqrtOp>(nc, sum) : sum;
+  if (!out)
+    return failure();
+  nc.setOutput(0, out);
+  return success();
+}
+
+/// Trilu on a run-time matrix (batch): where(mask, x, 0) with the constant
+/// mask of the kept triangle.
+static LogicalResult buildTrilu(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  int64_t k = 0;
+  if (nc.hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> ks = nc.constInts(1, "k");
+    if (failed(ks))
+      return failure();
+    if (ks->size() != 1)
+      return nc.error() << "k must be one integer", failure();
+    k = (*ks)[0];
+  }
+  ArrayRef<int64_t> dims = typeOf(x).getShape();
+  if (dims.size() < 2)
+    return nc.error() << "needs a matrix (rank >= 2), got " << x.getType(), failure();
+  const bool upper = attrInt(nc.node, "upper", 1) != 0;
+  const int64_t rows = dims[dims.size() - 2], cols = dims.back();
+  SmallVector<bool> keep;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      keep.push_back(upper ? j - i >= k : j - i <= k);
+  auto maskType = RankedTensorType::get({rows, cols}, nc.b.getI1Type());
+  Value mask = nc.b.create<ConstantOp>(nc.loc, DenseElementsAttr::get(maskType, keep));
+  auto zeroType = RankedTensorType::get({}, typeOf(x).getElementType());
+  Attribute zeroValue = llvm::isa<FloatType>(zeroType.getElementType())
+                            ? Attribute(nc.b.getFloatAttr(zeroType.getElementType(), 0.0))
+                            : Attribute(nc.b.getIntegerAttr(zeroType.getElementType(), 0));
+  Value zero = nc.b.create<ConstantOp>(nc.loc, DenseElementsAttr::get(zeroType, zeroValue));
+  Value out = make<WhereOp>(nc, mask, x, zero);
+  if (!out)
+    return failure();
+  nc.setOutput(0, out);
+  return success();
+}
+
+void populateCompositeBuilders(BuilderTable &table) {
+  table["InstanceNormalization"] = buildInstanceNorm;
+  table["Tile"] = buildTile;
+  table["ReduceSumSquare"] = buildNormReduce<Norm::SumSquare>;
+  table["ReduceL2"] = buildNormReduce<Norm::L2>;
+  table["ReduceL1"] = buildNormReduce<Norm::L1>;
+  table["Trilu"] = buildTrilu;
+}
+
+} // namespace dtc
