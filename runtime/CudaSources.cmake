@@ -61,6 +61,7 @@ if(DTCRT_WITH_CUDA)
     ${DTCRT_CUDA_DIR}/Softmax.cu
     ${DTCRT_CUDA_DIR}/Loss.cu
     ${DTCRT_CUDA_DIR}/Shape.cu
+    ${DTCRT_CUDA_DIR}/Resample.cu
     ${DTCRT_CUDA_DIR}/Optimizer.cu
   )
   set_target_properties(dtcrt_cuda PROPERTIES

@@ -491,5 +491,48 @@ constexpr int kMaxFusedInputs = 8;
 void fused_elementwise(const FusedInput* inputs, int numInputs, const FusedStep* steps,
                        int numSteps, void* out, bool outBf16, int64_t n);
 
+// ============================================================================
+// 12. Padding and resizing (Resample.cpp): dtc.pad, dtc.resize, their grads
+// ============================================================================
+// Pad modes and resize modes: the runtime's copies of the dialect's strings.
+enum class PadMode : int { Constant = 0, Reflect = 1, Edge = 2 };
+// y (yShape = xShape + begin + end per dim) = x padded: pads are ONNX's
+// [begin_0..begin_{rank-1}, end_0..end_{rank-1}], non-negative. Constant fills
+// with `value`; Reflect mirrors without repeating the border (pads < dim);
+// Edge repeats the border.
+void pad(const float* x, const int64_t* xShape, int rank, const int64_t* pads, PadMode mode,
+         float value, float* y);
+// dx (overwritten) = gradient of sum(dy * pad(x)) w.r.t. x: dy's interior for
+// Constant; for Reflect and Edge every dy element is added to the x element
+// it was copied from (in a fixed order: the same bits for any thread count).
+void pad_backward(const float* dy, const int64_t* xShape, int rank, const int64_t* pads,
+                  PadMode mode, float* dx);
+
+enum class ResizeMode : int { Nearest = 0, Linear = 1 };
+// How an output coordinate maps to an input one (ONNX coordinate_transformation_mode).
+enum class ResizeCoordinate : int {
+  HalfPixel = 0,         // (x + 0.5) / scale - 0.5
+  PytorchHalfPixel = 1,  // as HalfPixel, but 0 when the output length is 1
+  AlignCorners = 2,      // x * (in - 1) / (out - 1)
+  Asymmetric = 3,        // x / scale
+};
+// How nearest mode rounds the input coordinate (ONNX nearest_mode).
+enum class ResizeRounding : int { RoundPreferFloor = 0, RoundPreferCeil = 1, Floor = 2, Ceil = 3 };
+struct Resize2dParams {
+  int64_t planes, H, W;  // x is [planes, H, W]
+  int64_t OH, OW;        // y is [planes, OH, OW]
+  float scaleH, scaleW;  // the factors the coordinates are divided by
+  ResizeMode mode;
+  ResizeCoordinate coordinate;
+  ResizeRounding rounding;
+};
+// y = x resized over its last two dimensions: nearest (the rounded source
+// coordinate, clamped to the input) or bilinear (source coordinates clamped
+// to [0, in - 1], as ONNX and PyTorch).
+void resize2d(const Resize2dParams& p, const float* x, float* y);
+// dx (overwritten) = gradient of sum(dy * resize2d(x)) w.r.t. x: each dy
+// element scatter-added to its source taps with the forward's weights.
+void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx);
+
 }  // namespace cpu
 }  // namespace dtcrt

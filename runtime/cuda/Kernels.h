@@ -52,7 +52,12 @@ using cpu::FusedOp;
 using cpu::FusedStep;
 using cpu::kIgnoreIndex;
 using cpu::kMaxRank;
+using cpu::PadMode;
 using cpu::Pool2dParams;
+using cpu::Resize2dParams;
+using cpu::ResizeCoordinate;
+using cpu::ResizeMode;
+using cpu::ResizeRounding;
 
 // Every failure of this library.
 struct Error : std::runtime_error {
@@ -409,6 +414,17 @@ void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices
 template <typename T>
 void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,
             int yRank, cudaStream_t stream);
+
+// Padding and resizing (Resample.cu), as the CPU's pad, pad_backward,
+// resize2d and resize2d_backward. The backward of reflect/edge padding and of
+// resizing scatter with atomicAdd: sums of several taps are order-dependent.
+void pad(const float* x, const int64_t* xShape, int rank, const int64_t* pads, PadMode mode,
+         float value, float* y, cudaStream_t stream);
+void pad_backward(const float* dy, const int64_t* xShape, int rank, const int64_t* pads,
+                  PadMode mode, float* dx, cudaStream_t stream);
+void resize2d(const Resize2dParams& p, const float* x, float* y, cudaStream_t stream);
+void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx,
+                       cudaStream_t stream);
 
 // ============================================================================
 // 9. Optimizers (Optimizer.cu): the CPU math (torch.optim 1.13), float per

@@ -146,6 +146,22 @@ void logical(const uint8_t* a, const int64_t* aShape, int aRank, const uint8_t* 
 void logical_not(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t) {
   launch([=] { cpu::logical_not(x, y, n); });
 }
+void pad(const float* x, const int64_t* xShape, int rank, const int64_t* pads, PadMode mode,
+         float value, float* y, cudaStream_t) {
+  std::vector<int64_t> shape(xShape, xShape + rank), p(pads, pads + 2 * rank);
+  launch([=] { cpu::pad(x, shape.data(), rank, p.data(), mode, value, y); });
+}
+void pad_backward(const float* dy, const int64_t* xShape, int rank, const int64_t* pads,
+                  PadMode mode, float* dx, cudaStream_t) {
+  std::vector<int64_t> shape(xShape, xShape + rank), p(pads, pads + 2 * rank);
+  launch([=] { cpu::pad_backward(dy, shape.data(), rank, p.data(), mode, dx); });
+}
+void resize2d(const Resize2dParams& p, const float* x, float* y, cudaStream_t) {
+  launch([=] { cpu::resize2d(p, x, y); });
+}
+void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx, cudaStream_t) {
+  launch([=] { cpu::resize2d_backward(p, dy, dx); });
+}
 void extremum_grad(const float* a, const int64_t* aShape, int aRank, const float* b,
                    const int64_t* bShape, int bRank, const float* dy, float* da, float* db,
                    const int64_t* yShape, int yRank, bool isMax, cudaStream_t) {
@@ -331,6 +347,15 @@ void softmax_cross_entropy(const float* logits, const int64_t* labels, int64_t N
 void softmax_cross_entropy_backward(const float* logits, const int64_t* labels, int64_t N,
                                     int64_t C, float dloss, float* dlogits, void*, cudaStream_t) {
   launch([=] { cpu::softmax_cross_entropy_backward(logits, labels, N, C, dloss, dlogits); });
+}
+size_t mse_loss_workspace_bytes(int64_t) { return 64; }
+void mse_loss(const float* pred, const float* target, int64_t n, float* loss_out, void*,
+              cudaStream_t) {
+  launch([=] { *loss_out = cpu::mse_loss(pred, target, n); });
+}
+void mse_loss_backward(const float* pred, const float* target, int64_t n, float dloss,
+                       float* dpred, cudaStream_t) {
+  launch([=] { cpu::mse_loss_backward(pred, target, n, dloss, dpred); });
 }
 void accuracy_count(const float* logits, const int64_t* labels, int64_t N, int64_t C,
                     int64_t* count_out, cudaStream_t) {

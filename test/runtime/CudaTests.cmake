@@ -10,6 +10,7 @@ add_executable(dtcrt-test-cuda
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestElementwise.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestGemm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestNN.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestResample.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestNoDevice.cpp
 )
 target_link_libraries(dtcrt-test-cuda PRIVATE dtcrt_cuda dtcrt GTest::gtest GTest::gtest_main)

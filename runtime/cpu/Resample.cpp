@@ -1,0 +1,200 @@
+// Padding and resizing: pad (constant, reflect, edge) and its backward, and
+// nearest/bilinear resize of the last two dimensions and its backward. The
+// backward passes scatter-add each dy element into the x element(s) it was
+// read from, in a fixed order per slab (an independent range of leading
+// dimensions), so results do not depend on the thread count.
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace dtcrt::cpu {
+using namespace detail;
+
+namespace {
+
+// The index of x along one dimension (of `size`) that padded position `i`
+// (i in [-begin, size + end)) reads, or -1 for a constant pad.
+inline int64_t padSource(int64_t i, int64_t size, PadMode mode) {
+  if (i >= 0 && i < size) return i;
+  switch (mode) {
+    case PadMode::Constant: return -1;
+    case PadMode::Reflect: return i < 0 ? -i : 2 * (size - 1) - i;
+    case PadMode::Edge: return i < 0 ? 0 : size - 1;
+  }
+  return -1;
+}
+
+// The padded tensor viewed as [slabs, rest]: the leading dimensions without
+// padding form independent slabs (in both directions of the copy).
+struct PadView {
+  int rank;
+  int64_t yShape[kMaxRank];
+  int lead;  // dimensions [0, lead) are unpadded
+  int64_t slabs, xSlab, ySlab;
+};
+
+PadView padView(const int64_t* xShape, int rank, const int64_t* pads) {
+  PadView v{};
+  v.rank = rank;
+  for (int d = 0; d < rank; ++d) v.yShape[d] = xShape[d] + pads[d] + pads[d + rank];
+  v.lead = 0;
+  while (v.lead < rank - 1 && pads[v.lead] == 0 && pads[v.lead + rank] == 0) ++v.lead;
+  v.slabs = 1;
+  for (int d = 0; d < v.lead; ++d) v.slabs *= xShape[d];
+  v.xSlab = v.ySlab = 1;
+  for (int d = v.lead; d < rank; ++d) {
+    v.xSlab *= xShape[d];
+    v.ySlab *= v.yShape[d];
+  }
+  return v;
+}
+
+// Calls fn(yOffset, xOffset or -1) for every element of one slab, in order.
+template <typename Fn>
+void forEachPadded(const PadView& v, const int64_t* xShape, const int64_t* pads, PadMode mode,
+                   Fn&& fn) {
+  int64_t idx[kMaxRank] = {};
+  for (int64_t e = 0; e < v.ySlab; ++e) {
+    int64_t src = 0;
+    bool constant = false;
+    for (int d = v.lead; d < v.rank; ++d) {
+      int64_t s = padSource(idx[d] - pads[d], xShape[d], mode);
+      if (s < 0) constant = true;
+      src = src * xShape[d] + (s < 0 ? 0 : s);
+    }
+    fn(e, constant ? -1 : src);
+    for (int d = v.rank - 1; d >= v.lead; --d) {
+      if (++idx[d] < v.yShape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void pad(const float* x, const int64_t* xShape, int rank, const int64_t* pads, PadMode mode,
+         float value, float* y) {
+  if (rank == 0) {
+    y[0] = x[0];
+    return;
+  }
+  PadView v = padView(xShape, rank, pads);
+  parallelFor(v.slabs, [&](int64_t s) {
+    const float* xs = x + s * v.xSlab;
+    float* ys = y + s * v.ySlab;
+    forEachPadded(v, xShape, pads, mode,
+                  [&](int64_t e, int64_t src) { ys[e] = src < 0 ? value : xs[src]; });
+  });
+}
+
+void pad_backward(const float* dy, const int64_t* xShape, int rank, const int64_t* pads,
+                  PadMode mode, float* dx) {
+  if (rank == 0) {
+    dx[0] = dy[0];
+    return;
+  }
+  PadView v = padView(xShape, rank, pads);
+  parallelFor(v.slabs, [&](int64_t s) {
+    const float* dys = dy + s * v.ySlab;
+    float* dxs = dx + s * v.xSlab;
+    std::memset(dxs, 0, sizeof(float) * v.xSlab);
+    forEachPadded(v, xShape, pads, mode, [&](int64_t e, int64_t src) {
+      if (src >= 0) dxs[src] += dys[e];
+    });
+  });
+}
+
+namespace {
+
+// The source coordinate of output index `o` along one dimension, before
+// rounding (nearest) or clamping (linear). Ratios are formed as PyTorch's
+// upsampling kernels form them (1/scale, or (in-1)/(out-1) rounded to float).
+inline float resizeSource(int64_t o, int64_t in, int64_t out, float scale,
+                          ResizeCoordinate c) {
+  float ratio = float(1.0 / double(scale));
+  switch (c) {
+    case ResizeCoordinate::HalfPixel: return ratio * (float(o) + 0.5f) - 0.5f;
+    case ResizeCoordinate::PytorchHalfPixel:
+      return out > 1 ? ratio * (float(o) + 0.5f) - 0.5f : 0.0f;
+    case ResizeCoordinate::AlignCorners:
+      return out > 1 ? float(in - 1) / float(out - 1) * float(o) : 0.0f;
+    case ResizeCoordinate::Asymmetric: return ratio * float(o);
+  }
+  return 0.0f;
+}
+
+// Up to two input taps and their weights along one dimension.
+struct Taps1d {
+  int64_t i0, i1;
+  float w0, w1;
+};
+
+inline Taps1d resizeTaps(const Resize2dParams& p, int64_t o, int64_t in, int64_t out,
+                         float scale) {
+  float src = resizeSource(o, in, out, scale, p.coordinate);
+  if (p.mode == ResizeMode::Nearest) {
+    float r;
+    switch (p.rounding) {
+      case ResizeRounding::RoundPreferFloor: r = std::ceil(src - 0.5f); break;
+      case ResizeRounding::RoundPreferCeil: r = std::floor(src + 0.5f); break;
+      case ResizeRounding::Floor: r = std::floor(src); break;
+      default: r = std::ceil(src); break;
+    }
+    int64_t i = std::min<int64_t>(std::max<int64_t>(int64_t(r), 0), in - 1);
+    return {i, i, 1.0f, 0.0f};
+  }
+  src = std::max(src, 0.0f);
+  int64_t i0 = std::min<int64_t>(int64_t(src), in - 1);
+  int64_t i1 = std::min<int64_t>(i0 + 1, in - 1);
+  float w1 = std::min(src - float(i0), 1.0f);
+  return {i0, i1, 1.0f - w1, w1};
+}
+
+}  // namespace
+
+void resize2d(const Resize2dParams& p, const float* x, float* y) {
+  parallelFor(p.planes, [&](int64_t plane) {
+    const float* xp = x + plane * p.H * p.W;
+    float* yp = y + plane * p.OH * p.OW;
+    for (int64_t oh = 0; oh < p.OH; ++oh) {
+      Taps1d h = resizeTaps(p, oh, p.H, p.OH, p.scaleH);
+      for (int64_t ow = 0; ow < p.OW; ++ow) {
+        Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW);
+        const float* r0 = xp + h.i0 * p.W;
+        const float* r1 = xp + h.i1 * p.W;
+        yp[oh * p.OW + ow] = p.mode == ResizeMode::Nearest
+                                 ? r0[w.i0]
+                                 : h.w0 * (w.w0 * r0[w.i0] + w.w1 * r0[w.i1]) +
+                                       h.w1 * (w.w0 * r1[w.i0] + w.w1 * r1[w.i1]);
+      }
+    }
+  });
+}
+
+void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx) {
+  parallelFor(p.planes, [&](int64_t plane) {
+    float* dxp = dx + plane * p.H * p.W;
+    const float* dyp = dy + plane * p.OH * p.OW;
+    std::memset(dxp, 0, sizeof(float) * p.H * p.W);
+    for (int64_t oh = 0; oh < p.OH; ++oh) {
+      Taps1d h = resizeTaps(p, oh, p.H, p.OH, p.scaleH);
+      for (int64_t ow = 0; ow < p.OW; ++ow) {
+        Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW);
+        float g = dyp[oh * p.OW + ow];
+        if (p.mode == ResizeMode::Nearest) {
+          dxp[h.i0 * p.W + w.i0] += g;
+          continue;
+        }
+        dxp[h.i0 * p.W + w.i0] += h.w0 * w.w0 * g;
+        dxp[h.i0 * p.W + w.i1] += h.w0 * w.w1 * g;
+        dxp[h.i1 * p.W + w.i0] += h.w1 * w.w0 * g;
+        dxp[h.i1 * p.W + w.i1] += h.w1 * w.w1 * g;
+      }
+    }
+  });
+}
+
+}  // namespace dtcrt::cpu

@@ -1,0 +1,178 @@
+// Tests of pad, resize2d and their backward kernels: pads against a plain
+// per-element reference (every mode, padded leading dimensions included),
+// resizes against values PyTorch 1.13 computes (F.pad, F.interpolate), and
+// every backward kernel against central finite differences.
+#include "TestUtil.h"
+
+using namespace dtcrt_test;
+namespace k = dtcrt::cpu;
+using k::PadMode;
+
+namespace {
+
+// The padded tensor, one element at a time.
+Vec padReference(const Vec& x, const Shape& xs, const Shape& pads, PadMode mode, float value) {
+  const size_t rank = xs.size();
+  Shape ys(rank);
+  for (size_t d = 0; d < rank; ++d) ys[d] = xs[d] + pads[d] + pads[d + rank];
+  Vec y((size_t)numel(ys));
+  for (int64_t e = 0; e < numel(ys); ++e) {
+    Shape idx = unravel(e, ys);
+    int64_t flat = 0;
+    bool inside = true;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t i = idx[d] - pads[d], n = xs[d];
+      if (i < 0 || i >= n) {
+        if (mode == PadMode::Constant) inside = false;
+        else if (mode == PadMode::Edge) i = i < 0 ? 0 : n - 1;
+        else i = i < 0 ? -i : 2 * (n - 1) - i;
+      }
+      flat = flat * n + (inside ? i : 0);
+    }
+    y[(size_t)e] = inside ? x[(size_t)flat] : value;
+  }
+  return y;
+}
+
+struct PadCase {
+  Shape x, pads;
+};
+const PadCase kPadCases[] = {
+    {{2, 3, 4, 5}, {0, 0, 1, 2, 0, 0, 3, 1}},  // NCHW, spatial pads only
+    {{2, 3, 4}, {1, 0, 2, 1, 2, 0}},           // every dimension padded
+    {{3}, {2, 2}},
+};
+
+TEST(Pad, MatchesReferenceInEveryMode) {
+  Rng rng(7);
+  for (const PadCase& c : kPadCases)
+    for (PadMode mode : {PadMode::Constant, PadMode::Reflect, PadMode::Edge}) {
+      const Vec x = rng.vec(numel(c.x));
+      const Vec want = padReference(x, c.x, c.pads, mode, 0.25f);
+      Vec y(want.size());
+      k::pad(x.data(), c.x.data(), (int)c.x.size(), c.pads.data(), mode, 0.25f, y.data());
+      expectClose(y, want, 0, 0, "pad mode " + std::to_string(int(mode)));
+    }
+}
+
+TEST(Pad, MatchesPyTorch) {
+  const Vec x = {1, 2, 3};
+  const Shape xs = {1, 3}, pads = {0, 2, 0, 2};
+  Vec y(7);
+  k::pad(x.data(), xs.data(), 2, pads.data(), PadMode::Reflect, 0, y.data());
+  expectClose(y, Vec{3, 2, 1, 2, 3, 2, 1}, 0, 0, "reflect (F.pad mode=reflect)");
+  k::pad(x.data(), xs.data(), 2, pads.data(), PadMode::Edge, 0, y.data());
+  expectClose(y, Vec{1, 1, 1, 2, 3, 3, 3}, 0, 0, "edge (F.pad mode=replicate)");
+}
+
+TEST(Pad, BackwardIsTheAdjoint) {
+  Rng rng(8);
+  for (const PadCase& c : kPadCases)
+    for (PadMode mode : {PadMode::Constant, PadMode::Reflect, PadMode::Edge}) {
+      const Vec x = rng.vec(numel(c.x));
+      const Vec probe = padReference(x, c.x, c.pads, mode, 0);
+      const Vec dy = rng.vec((int64_t)probe.size());
+      Vec dx(x.size(), 99.0f);  // overwritten
+      k::pad_backward(dy.data(), c.x.data(), (int)c.x.size(), c.pads.data(), mode, dx.data());
+      checkGradient(
+          x, dx, dy,
+          [&](const Vec& v) {
+            Vec y(probe.size());
+            k::pad(v.data(), c.x.data(), (int)c.x.size(), c.pads.data(), mode, 0.5f, y.data());
+            return y;
+          },
+          "pad_backward mode " + std::to_string(int(mode)));
+    }
+}
+
+k::Resize2dParams resizeParams(int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                               k::ResizeMode mode, k::ResizeCoordinate c,
+                               k::ResizeRounding r = k::ResizeRounding::Floor) {
+  return {planes, H, W, OH, OW, float(OH) / float(H), float(OW) / float(W), mode, c, r};
+}
+
+// x = arange(12).reshape(1, 1, 3, 4) * 0.5 - 1, resized to 5 x 7.
+Vec resizeInput() {
+  Vec x(12);
+  for (int i = 0; i < 12; ++i) x[(size_t)i] = 0.5f * float(i) - 1.0f;
+  return x;
+}
+
+TEST(Resize, BilinearMatchesPyTorch) {
+  const Vec x = resizeInput();
+  Vec y(35);
+  // F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False)
+  k::resize2d(resizeParams(1, 3, 4, 5, 7, k::ResizeMode::Linear,
+                           k::ResizeCoordinate::PytorchHalfPixel),
+              x.data(), y.data());
+  expectClose(y,
+              Vec{-1.0f, -0.821429f, -0.535714f, -0.25f, 0.035714f, 0.321429f, 0.5f,
+                  -0.2f, -0.021429f, 0.264286f, 0.55f, 0.835714f, 1.121429f, 1.3f,
+                  1.0f, 1.178571f, 1.464286f, 1.75f, 2.035714f, 2.321429f, 2.5f,
+                  2.2f, 2.378572f, 2.664286f, 2.95f, 3.235714f, 3.521429f, 3.7f,
+                  3.0f, 3.178571f, 3.464286f, 3.75f, 4.035715f, 4.321429f, 4.5f},
+              2e-6, 0, "bilinear half_pixel");
+  // align_corners=True
+  k::resize2d(resizeParams(1, 3, 4, 5, 7, k::ResizeMode::Linear,
+                           k::ResizeCoordinate::AlignCorners),
+              x.data(), y.data());
+  expectClose(y,
+              Vec{-1.0f, -0.75f, -0.5f, -0.25f, 0.0f, 0.25f, 0.5f, 0.0f, 0.25f, 0.5f, 0.75f, 1.0f,
+                  1.25f, 1.5f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.25f, 2.5f, 2.0f, 2.25f, 2.5f,
+                  2.75f, 3.0f, 3.25f, 3.5f, 3.0f, 3.25f, 3.5f, 3.75f, 4.0f, 4.25f, 4.5f},
+              2e-6, 0, "bilinear align_corners");
+}
+
+TEST(Resize, NearestMatchesPyTorch) {
+  const Vec x = resizeInput();
+  Vec y(35);
+  // F.interpolate(x, size=(5, 7), mode="nearest"): asymmetric, floor.
+  k::resize2d(resizeParams(1, 3, 4, 5, 7, k::ResizeMode::Nearest,
+                           k::ResizeCoordinate::Asymmetric),
+              x.data(), y.data());
+  expectClose(y,
+              Vec{-1.0f, -1.0f, -0.5f, -0.5f, 0.0f, 0.0f, 0.5f, -1.0f, -1.0f, -0.5f, -0.5f, 0.0f,
+                  0.0f, 0.5f, 1.0f, 1.0f, 1.5f, 1.5f, 2.0f, 2.0f, 2.5f, 1.0f, 1.0f, 1.5f, 1.5f,
+                  2.0f, 2.0f, 2.5f, 3.0f, 3.0f, 3.5f, 3.5f, 4.0f, 4.0f, 4.5f},
+              0, 0, "nearest");
+  // ONNX's default nearest: half_pixel, round_prefer_floor; 4 -> 2 picks 0, 2
+  // (x_orig = 0.5, 2.5: ties to the floor).
+  const Vec row = {10, 11, 12, 13};
+  Vec half(2);
+  k::resize2d(resizeParams(1, 1, 4, 1, 2, k::ResizeMode::Nearest,
+                           k::ResizeCoordinate::HalfPixel, k::ResizeRounding::RoundPreferFloor),
+              row.data(), half.data());
+  expectClose(half, Vec{10, 12}, 0, 0, "nearest round_prefer_floor");
+  k::resize2d(resizeParams(1, 1, 4, 1, 2, k::ResizeMode::Nearest,
+                           k::ResizeCoordinate::HalfPixel, k::ResizeRounding::RoundPreferCeil),
+              row.data(), half.data());
+  expectClose(half, Vec{11, 13}, 0, 0, "nearest round_prefer_ceil");
+}
+
+TEST(Resize, BackwardIsTheAdjoint) {
+  Rng rng(9);
+  using C = k::ResizeCoordinate;
+  const C coords[] = {C::HalfPixel, C::PytorchHalfPixel, C::AlignCorners, C::Asymmetric};
+  for (k::ResizeMode mode : {k::ResizeMode::Nearest, k::ResizeMode::Linear})
+    for (C c : coords)
+      for (auto [oh, ow] : {std::pair<int64_t, int64_t>{7, 10}, {2, 3}}) {
+        const k::Resize2dParams p = resizeParams(2, 3, 5, oh, ow, mode, c,
+                                                 k::ResizeRounding::RoundPreferFloor);
+        const Vec x = rng.vec(2 * 3 * 5);
+        const Vec dy = rng.vec(2 * oh * ow);
+        Vec dx(x.size(), 99.0f);  // overwritten
+        k::resize2d_backward(p, dy.data(), dx.data());
+        checkGradient(
+            x, dx, dy,
+            [&](const Vec& v) {
+              Vec y(dy.size());
+              k::resize2d(p, v.data(), y.data());
+              return y;
+            },
+            "resize2d_backward mode " + std::to_string(int(mode)) + " coordinate " +
+                std::to_string(int(c)) + " to " + std::to_string(oh) + "x" +
+                std::to_string(ow));
+      }
+}
+
+}  // namespace
