@@ -30,6 +30,7 @@ void DtcDialect::initialize() {
   attachMathVJPs(getContext());
   attachNNVJPs(getContext());
   attachShapeVJPs(getContext());
+  attachResampleVJPs(getContext());
 }
 
 Operation *DtcDialect::materializeConstant(OpBuilder &builder, Attribute value,

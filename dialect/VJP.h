@@ -47,6 +47,7 @@ mlir::Value reshapeLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value valu
 void attachMathVJPs(mlir::MLIRContext *context);
 void attachNNVJPs(mlir::MLIRContext *context);
 void attachShapeVJPs(mlir::MLIRContext *context);
+void attachResampleVJPs(mlir::MLIRContext *context);
 
 } // namespace dtc
 

@@ -37,7 +37,7 @@ double convFlops(double outElements, ArrayRef<int64_t> filter) {
 
 bool isConvLike(Operation *op) {
   return isa<ConvOp, ConvFromColumnsOp, ConvBackwardDataOp, ConvBackwardFilterOp,
-             ConvBackwardFilterFromColumnsOp>(op);
+             ConvBackwardFilterFromColumnsOp, ConvTransposeOp>(op);
 }
 
 } // namespace
@@ -63,6 +63,10 @@ double estimateFlops(Operation *op) {
     return convFlops(elements(grad.getGrad()), tensorOf(grad.getWeight()).getShape());
   if (auto grad = dyn_cast<ConvBackwardFilterOp>(op))
     return convFlops(elements(grad.getGrad()), grad.getWeightShape());
+  // A transposed convolution is the input-gradient of a convolution whose
+  // output has the transposed one's input shape.
+  if (auto conv = dyn_cast<ConvTransposeOp>(op))
+    return convFlops(elements(conv.getInput()), tensorOf(conv.getWeight()).getShape());
   if (auto grad = dyn_cast<ConvBackwardFilterFromColumnsOp>(op))
     return convFlops(elements(grad.getGrad()), grad.getWeightShape());
   // Everything else: a few operations per output element.

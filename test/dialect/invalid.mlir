@@ -265,8 +265,107 @@ func.func @compare_types(%a: tensor<4xf32>, %b: tensor<4xi64>) {
 
 // -----
 
+func.func @pad_count(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{dtc.pad: expects 4 pads for a rank-2 input, got 2}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.pad %x {pads = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
 func.func @logical_not_bool(%a: tensor<4xf32>) {
   // expected-error@+1 {{operand #0 must be ranked tensor of 1-bit signless integer values}}
   %0 = dtc.logical_not %a : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @pad_reflect_too_wide(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{dtc.pad: reflect pads must be smaller than the dimension they pad (2x3)}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.pad %x {pads = array<i64: 0, 3, 0, 0>, mode = "reflect"} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @pad_mode(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{dtc.pad: mode must be constant, reflect or edge, got "wrap"}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.pad %x {pads = array<i64: 0, 1, 0, 0>, mode = "wrap"} : (tensor<2x3xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @pad_negative(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{dtc.pad: pads must be non-negative}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.pad %x {pads = array<i64: 0, -1, 0, 0>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @pad_grad_shape(%dy: tensor<2x5xf32>) {
+  // expected-error@+2 {{dtc.pad_grad: the gradient is 2x5 but the padded input is 2x4}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.pad_grad %dy {input_shape = array<i64: 2, 3>, pads = array<i64: 0, 1, 0, 0>} : (tensor<2x5xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @resize_channels(%x: tensor<1x3x4x4xf32>) {
+  // expected-error@+2 {{dtc.resize: only the last two dimensions can be resized (1x3x4x4 to 1x6x8x8)}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.resize %x {sizes = array<i64: 1, 6, 8, 8>, scales = array<f32: 1.0, 2.0, 2.0, 2.0>} : (tensor<1x3x4x4xf32>) -> tensor<1x6x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_mode(%x: tensor<1x3x4x4xf32>) {
+  // expected-error@+2 {{dtc.resize: mode must be nearest or linear, got "cubic"}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.resize %x {sizes = array<i64: 1, 3, 8, 8>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, mode = "cubic"} : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_coordinate(%x: tensor<1x3x4x4xf32>) {
+  // expected-error@+2 {{dtc.resize: unsupported coordinate_mode "tf_crop_and_resize"}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.resize %x {sizes = array<i64: 1, 3, 8, 8>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, coordinate_mode = "tf_crop_and_resize"} : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_channels(%x: tensor<1x3x4x4xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error@+2 {{dtc.conv_transpose: input has 3 channels but the weight expects 4}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.conv_transpose %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>} : (tensor<1x3x4x4xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_output_padding(%x: tensor<1x3x4x4xf32>, %w: tensor<3x2x3x3xf32>) {
+  // expected-error@+2 {{dtc.conv_transpose: output_padding must be non-negative and smaller than the stride}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.conv_transpose %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 2, 0>} : (tensor<1x3x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x2x11x9xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_group(%x: tensor<1x3x4x4xf32>, %w: tensor<3x2x3x3xf32>) {
+  // expected-error@+2 {{dtc.conv_transpose: group 2 does not divide the weight's 3 input channels}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.conv_transpose %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, group = 2 : i64} : (tensor<1x3x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x4x6x6xf32>
   return
 }
