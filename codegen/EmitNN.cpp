@@ -131,14 +131,12 @@ LogicalResult emitConv(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
-LogicalResult emitConvBackwardData(Operation *op, FunctionEmitter &fn) {
-  auto grad = cast<ConvBackwardDataOp>(op);
-  std::string p = convParams(fn, grad.getInputShape(), fn.dims(grad.getWeight()),
-                             grad.getStrides(), grad.getPads(), grad.getDilations(),
-                             grad.getGroup());
-  std::string operands = p + ", " + fn.ptr(grad.getGrad()) + ", " +
-          fn.ptr(grad.getWeight()) + ", " + fn.ptr(grad.getOutput());
-  if (isBf16(grad.getGrad())) {
+/// dx = the input-gradient of the convolution `p` (dtc.conv_backward_data,
+/// and the forward of dtc.conv_transpose).
+LogicalResult emitBackwardData(FunctionEmitter &fn, const std::string &p, Value dy, Value w,
+                               Value dx) {
+  std::string operands = p + ", " + fn.ptr(dy) + ", " + fn.ptr(w) + ", " + fn.ptr(dx);
+  if (isBf16(dy)) {
     fn.bf16Kernel("conv2d_backward_data_bf16", operands,
                   "conv2d_backward_data_bf16_workspace(" + p + ")");
     return success();
@@ -150,6 +148,24 @@ LogicalResult emitConvBackwardData(Operation *op, FunctionEmitter &fn) {
     fn.kernel("conv2d_backward_data", operands + ", ctx.workspace");
   }
   return success();
+}
+
+LogicalResult emitConvBackwardData(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<ConvBackwardDataOp>(op);
+  std::string p = convParams(fn, grad.getInputShape(), fn.dims(grad.getWeight()),
+                             grad.getStrides(), grad.getPads(), grad.getDilations(),
+                             grad.getGroup());
+  return emitBackwardData(fn, p, grad.getGrad(), grad.getWeight(), grad.getOutput());
+}
+
+/// A transposed convolution is the input-gradient of the convolution whose
+/// input has its output's shape (and whose output has its input's).
+LogicalResult emitConvTranspose(Operation *op, FunctionEmitter &fn) {
+  auto conv = cast<ConvTransposeOp>(op);
+  std::string p = convParams(fn, fn.dims(conv.getOutput()), fn.dims(conv.getWeight()),
+                             conv.getStrides(), conv.getPads(), conv.getDilations(),
+                             conv.getGroup());
+  return emitBackwardData(fn, p, conv.getInput(), conv.getWeight(), conv.getOutput());
 }
 
 LogicalResult emitConvBackwardFilter(Operation *op, FunctionEmitter &fn) {
@@ -422,6 +438,7 @@ void populateNNEmitters(OpEmitterTable &table) {
   table["dtc.matmul"] = emitMatMul;
   table["dtc.conv"] = emitConv;
   table["dtc.conv_backward_data"] = emitConvBackwardData;
+  table["dtc.conv_transpose"] = emitConvTranspose;
   table["dtc.conv_backward_filter"] = emitConvBackwardFilter;
   table["dtc.conv_columns"] = emitConvColumns;
   table["dtc.conv_from_columns"] = emitConvFromColumns;

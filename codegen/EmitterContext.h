@@ -113,6 +113,7 @@ using OpEmitterTable = llvm::StringMap<OpEmitter>;
 void populateMathEmitters(OpEmitterTable &table);
 void populateNNEmitters(OpEmitterTable &table);
 void populateShapeEmitters(OpEmitterTable &table);
+void populateResampleEmitters(OpEmitterTable &table);
 void populateTrainingEmitters(OpEmitterTable &table);
 void populateCollectiveEmitters(OpEmitterTable &table);
 void populatePipelineEmitters(OpEmitterTable &table);

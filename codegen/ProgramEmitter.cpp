@@ -129,6 +129,7 @@ const OpEmitterTable &emitterTable() {
     populateMathEmitters(t);
     populateNNEmitters(t);
     populateShapeEmitters(t);
+    populateResampleEmitters(t);
     populateTrainingEmitters(t);
     populateCollectiveEmitters(t);
     populatePipelineEmitters(t);
