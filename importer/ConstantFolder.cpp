@@ -276,6 +276,7 @@ struct Folder {
   FoldStatus slice();
   FoldStatus concat();
   FoldStatus range();
+  FoldStatus transpose();
 };
 } // namespace
 
@@ -464,6 +465,46 @@ FoldStatus Folder::slice() {
   return done(std::move(out));
 }
 
+/// Transpose of a host tensor (PyTorch's pad arithmetic for F.pad/
+/// nn.ReflectionPad2d reverses [begin, end] pairs with one).
+FoldStatus Folder::transpose() {
+  const HostTensor &data = *in[0];
+  int64_t rank = data.shape.size();
+  SmallVector<int64_t> perm = attrInts(node, "perm").value_or(SmallVector<int64_t>());
+  if (perm.empty())
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  SmallVector<bool> seen(rank, false);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return fail("perm does not match the rank");
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return fail("perm is not a permutation");
+    seen[p] = true;
+  }
+  SmallVector<int64_t> stride(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    stride[d] = stride[d + 1] * data.shape[d + 1];
+  HostTensor out;
+  out.dtype = data.dtype;
+  for (int64_t p : perm)
+    out.shape.push_back(data.shape[p]);
+  out.allocate();
+  SmallVector<int64_t> index(rank, 0);
+  for (int64_t flat = 0, e = out.size(); flat < e; ++flat) {
+    int64_t src = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      src += index[d] * stride[perm[d]];
+    copyElement(out, flat, data, src);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < out.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return done(std::move(out));
+}
+
 FoldStatus Folder::concat() {
   const HostTensor &first = *in[0];
   int64_t rank = first.shape.size();
@@ -554,6 +595,8 @@ FoldStatus Folder::run() {
     return slice();
   if (op == "Range")
     return range();
+  if (op == "Transpose")
+    return transpose();
   if (isBinary(op))
     return binary(op);
   if (op == "ScatterND")

@@ -46,6 +46,7 @@ void populateNNBuilders(BuilderTable &table);
 void populateShapeBuilders(BuilderTable &table);
 void populateLossBuilders(BuilderTable &table);
 void populateCompositeBuilders(BuilderTable &table);
+void populateResampleBuilders(BuilderTable &table);
 
 class Importer {
 public:

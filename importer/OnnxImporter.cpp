@@ -31,6 +31,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
   populateShapeBuilders(table);
   populateLossBuilders(table);
   populateCompositeBuilders(table);
+  populateResampleBuilders(table);
 }
 
 std::string Importer::nodeName(const onnx::NodeProto &node, int index) {

@@ -1,0 +1,305 @@
+//===- OpBuildersResample.cpp - Pad, Resize, ConvTranspose -> dtc --------===//
+//
+// The ops that change spatial extent. Pads, scales and sizes must be
+// compile-time constants; an all-zero Pad (PyTorch exports one before every
+// nn.AvgPool2d from opset 11 on) imports as nothing. Refused, with one line
+// naming the node: negative pads (cropping), Pad's wrap mode, cubic and
+// antialiased resizing, tf_crop_and_resize, and resizing anything but the
+// last two dimensions. ConvTranspose is 2-D (1-D runs as 2-D with a unit
+// height); its bias is a broadcast dtc.add.
+//
+//===----------------------------------------------------------------------===//
+#include "importer/ImporterContext.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace dtc {
+
+static RankedTensorType typeOfValue(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Pad
+//===----------------------------------------------------------------------===//
+
+/// Pad's constant value (input 2; 0 when absent).
+static FailureOr<float> padValue(NodeContext &nc) {
+  if (!nc.hasInput(2))
+    return 0.0f;
+  const HostTensor *t = nc.host(2);
+  if (!t || t->size() != 1)
+    return nc.error() << "constant_value must be a compile-time scalar", failure();
+  return float(t->floatAt(0));
+}
+
+static LogicalResult buildPad(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  int64_t rank = typeOfValue(x).getRank();
+  std::string mode = attrString(nc.node, "mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return nc.error() << "mode \"" << mode << "\" is not supported (constant, reflect, edge)",
+           failure();
+  FailureOr<SmallVector<int64_t>> padsInput = nc.constInts(1, "pads");
+  if (failed(padsInput))
+    return failure();
+  SmallVector<int64_t> given = *padsInput;
+  // Opset 18's axes name the dimensions the pads are for.
+  SmallVector<int64_t> axes;
+  if (nc.opset >= 18 && nc.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> a = nc.constInts(3, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else {
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  if (given.size() != 2 * axes.size())
+    return nc.error() << "expects " << 2 * axes.size() << " pads, got " << given.size(),
+           failure();
+  SmallVector<int64_t> pads(2 * rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    std::optional<int64_t> axis = normalizeAxis(axes[i], rank);
+    if (!axis)
+      return nc.error() << "axis " << axes[i] << " is out of range", failure();
+    pads[*axis] = given[i];
+    pads[*axis + rank] = given[i + axes.size()];
+  }
+  if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return nc.error() << "negative pads (cropping) are not supported", failure();
+  FailureOr<float> value = padValue(nc);
+  if (failed(value))
+    return failure();
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; })) {
+    nc.setOutput(0, x);
+    return success();
+  }
+  auto &b = nc.b;
+  auto op = nc.create<PadOp>(1, x, b.getDenseI64ArrayAttr(pads), b.getStringAttr(mode),
+                             b.getF32FloatAttr(*value));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+/// Input `i` as floats known at compile time (empty when absent or empty).
+static FailureOr<SmallVector<float>> constFloats(NodeContext &nc, int i, StringRef what) {
+  SmallVector<float> values;
+  if (!nc.hasInput(i))
+    return values;
+  const HostTensor *t = nc.host(i);
+  if (!t)
+    return nc.error() << what << " (input '" << nc.inputName(i)
+                      << "') is not a compile-time constant; dtc needs static shapes",
+           failure();
+  for (int64_t k = 0; k < t->size(); ++k)
+    values.push_back(float(t->floatAt(k)));
+  return values;
+}
+
+/// Builds dtc.resize of `x` from scales or sizes (exactly one non-empty).
+static LogicalResult buildResizeOp(NodeContext &nc, Value x, SmallVector<float> scales,
+                                   SmallVector<int64_t> sizes, StringRef mode,
+                                   StringRef coordinate, StringRef nearest) {
+  ArrayRef<int64_t> in = typeOfValue(x).getShape();
+  if (mode != "nearest" && mode != "linear")
+    return nc.error() << "mode \"" << mode << "\" is not supported (nearest, linear)",
+           failure();
+  if (!scales.empty() && !sizes.empty())
+    return nc.error() << "expects scales or sizes, not both", failure();
+  if (scales.empty() && sizes.empty())
+    return nc.error() << "expects scales or sizes", failure();
+  size_t rank = in.size();
+  if (!scales.empty()) {
+    if (scales.size() != rank)
+      return nc.error() << "expects " << rank << " scales, got " << scales.size(), failure();
+    for (size_t d = 0; d < rank; ++d)
+      sizes.push_back(int64_t(std::floor(double(in[d]) * double(scales[d]))));
+  } else {
+    if (sizes.size() != rank)
+      return nc.error() << "expects " << rank << " sizes, got " << sizes.size(), failure();
+    for (size_t d = 0; d < rank; ++d)
+      scales.push_back(in[d] ? float(double(sizes[d]) / double(in[d])) : 1.0f);
+  }
+  auto &b = nc.b;
+  auto op = nc.create<ResizeOp>(1, x, b.getDenseI64ArrayAttr(sizes),
+                                b.getDenseF32ArrayAttr(scales), b.getStringAttr(mode),
+                                b.getStringAttr(coordinate), b.getStringAttr(nearest));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+static LogicalResult buildResize(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  std::string mode = attrString(nc.node, "mode", "nearest");
+  std::string coordinate =
+      attrString(nc.node, "coordinate_transformation_mode", "half_pixel");
+  std::string nearest = attrString(nc.node, "nearest_mode", "round_prefer_floor");
+  if (coordinate == "tf_crop_and_resize" || coordinate == "tf_half_pixel_for_nn" ||
+      coordinate == "half_pixel_symmetric")
+    return nc.error() << "coordinate_transformation_mode \"" << coordinate
+                      << "\" is not supported",
+           failure();
+  if (attrInt(nc.node, "antialias", 0) != 0)
+    return nc.error() << "antialias=1 is not supported", failure();
+  if (attrInt(nc.node, "exclude_outside", 0) != 0)
+    return nc.error() << "exclude_outside=1 is not supported", failure();
+  if (attrInts(nc.node, "axes"))
+    return nc.error() << "the axes attribute is not supported", failure();
+  std::string policy = attrString(nc.node, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch")
+    return nc.error() << "keep_aspect_ratio_policy \"" << policy << "\" is not supported",
+           failure();
+  FailureOr<SmallVector<float>> scales = constFloats(nc, 2, "scales");
+  if (failed(scales))
+    return failure();
+  SmallVector<int64_t> sizes;
+  if (nc.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> s = nc.constInts(3, "sizes");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  }
+  return buildResizeOp(nc, x, *scales, sizes, mode, coordinate, nearest);
+}
+
+//===----------------------------------------------------------------------===//
+// ConvTranspose
+//===----------------------------------------------------------------------===//
+
+/// `v` reshaped to `shape` (a no-op when it already has it).
+static Value reshapeTo(NodeContext &nc, Value v, ArrayRef<int64_t> shape) {
+  if (typeOfValue(v).getShape() == shape)
+    return v;
+  auto op = nc.create<ReshapeOp>(1, v, nc.b.getDenseI64ArrayAttr(shape));
+  return op ? op.getResult() : Value();
+}
+
+/// Attribute `name` with `count` entries (or `fallback` when absent); a 1-D
+/// transposed convolution's entries get a unit height in front (`front`
+/// per half: pads [b, e] become [0, b, 0, e]).
+static FailureOr<SmallVector<int64_t>> spatialAttr(NodeContext &nc, StringRef name,
+                                                   size_t spatial, int64_t fallback,
+                                                   int64_t front, bool halves) {
+  size_t count = halves ? 2 * spatial : spatial;
+  SmallVector<int64_t> v =
+      attrInts(nc.node, name).value_or(SmallVector<int64_t>(count, fallback));
+  if (v.size() != count)
+    return nc.error() << name << " needs " << count << " entries, got " << v.size(),
+           failure();
+  if (spatial == 2)
+    return v;
+  if (!halves)
+    return SmallVector<int64_t>{front, v[0]};
+  return SmallVector<int64_t>{front, v[0], front, v[1]};
+}
+
+static LogicalResult buildConvTranspose(NodeContext &nc) {
+  Value x = nc.input(0);
+  Value w = x ? nc.inputMatching(1, x) : Value();
+  if (!x || !w)
+    return failure();
+  Value bias;
+  if (nc.hasInput(2) && !(bias = nc.inputMatching(2, x)))
+    return failure();
+  RankedTensorType xType = typeOfValue(x), wType = typeOfValue(w);
+  int64_t rank = wType.getRank();
+  if ((rank != 3 && rank != 4) || xType.getRank() != rank)
+    return nc.error() << "only 1-D and 2-D transposed convolutions are supported, got "
+                         "weight "
+                      << wType,
+           failure();
+  size_t spatial = rank - 2;
+  auto strides = spatialAttr(nc, "strides", spatial, 1, 1, false);
+  auto dilations = spatialAttr(nc, "dilations", spatial, 1, 1, false);
+  auto outputPadding = spatialAttr(nc, "output_padding", spatial, 0, 0, false);
+  auto pads = spatialAttr(nc, "pads", spatial, 0, 0, true);
+  if (failed(strides) || failed(dilations) || failed(outputPadding) || failed(pads))
+    return failure();
+  // From here on everything is 2-D.
+  Shape x4(xType.getShape()), w4(wType.getShape());
+  if (spatial == 1) {
+    x4.insert(x4.begin() + 2, 1);
+    w4.insert(w4.begin() + 2, 1);
+  }
+  if (auto kernel = attrInts(nc.node, "kernel_shape"))
+    if (ArrayRef<int64_t>(*kernel) != ArrayRef<int64_t>(wType.getShape()).drop_front(2))
+      return nc.error() << "kernel_shape does not match the weight", failure();
+  std::string autoPad = attrString(nc.node, "auto_pad", "NOTSET");
+  std::optional<SmallVector<int64_t>> outputShape = attrInts(nc.node, "output_shape");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    return nc.error() << "unknown auto_pad \"" << autoPad << "\"", failure();
+  if (autoPad == "VALID")
+    pads->assign(4, 0);
+  if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // ONNX's rule: the pads that give the requested output shape (the input
+    // times the stride for SAME_*), the odd one at the end unless SAME_UPPER.
+    SmallVector<int64_t> target;
+    if (outputShape) {
+      if (outputShape->size() < spatial)
+        return nc.error() << "output_shape needs " << spatial << " entries", failure();
+      target.assign(outputShape->end() - spatial, outputShape->end());
+      if (spatial == 1)
+        target.insert(target.begin(), 1);
+    } else {
+      target = {x4[2] * (*strides)[0], x4[3] * (*strides)[1]};
+    }
+    for (int i = 0; i < 2; ++i) {
+      int64_t total = (*strides)[i] * (x4[2 + i] - 1) + (*outputPadding)[i] +
+                      (w4[2 + i] - 1) * (*dilations)[i] + 1 - target[i];
+      if (total < 0)
+        return nc.error() << "output_shape is larger than the transposed convolution "
+                             "gives (an output_padding of at least a stride)",
+               failure();
+      int64_t half = total / 2;
+      bool upper = autoPad == "SAME_UPPER";
+      (*pads)[i] = upper ? half : total - half;
+      (*pads)[i + 2] = upper ? total - half : half;
+    }
+  }
+  Value x2 = reshapeTo(nc, x, x4), w2 = x2 ? reshapeTo(nc, w, w4) : Value();
+  if (!x2 || !w2)
+    return failure();
+  auto &b = nc.b;
+  auto op = nc.create<ConvTransposeOp>(
+      1, x2, w2, b.getDenseI64ArrayAttr(*strides), b.getDenseI64ArrayAttr(*pads),
+      b.getDenseI64ArrayAttr(*dilations), b.getDenseI64ArrayAttr(*outputPadding),
+      b.getI64IntegerAttr(attrInt(nc.node, "group", 1)));
+  if (!op)
+    return failure();
+  Value y = op;
+  ArrayRef<int64_t> yShape = typeOfValue(y).getShape();
+  if (bias) {
+    Value b4 = reshapeTo(nc, bias, {1, yShape[1], 1, 1});
+    auto add = b4 ? nc.create<AddOp>(1, y, b4) : AddOp();
+    if (!add)
+      return failure();
+    y = add;
+  }
+  if (spatial == 1 && !(y = reshapeTo(nc, y, {yShape[0], yShape[1], yShape[3]})))
+    return failure();
+  nc.setOutput(0, y);
+  return success();
+}
+
+void populateResampleBuilders(BuilderTable &table) {
+  table["Pad"] = buildPad;
+  table["Resize"] = buildResize;
+  table["ConvTranspose"] = buildConvTranspose;
+}
+
+} // namespace dtc
