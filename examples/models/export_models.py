@@ -11,6 +11,9 @@ Models:
   toy       PyTorch DDP tutorial ToyModel        input  [N,10] float32
   lenet     LeNet-style CNN for MNIST            input  [N,1,28,28] float32
   activations  small CNN through the activation family  [N,1,28,28] float32
+  convae    conv encoder + ConvTranspose2d decoder, classifier head  [N,1,28,28]
+  unet      tiny U-Net: reflection pad, Upsample nearest, bilinear, skip concat
+  lenet5    LeNet-5 with nn.AvgPool2d (exported as an all-zero Pad + AveragePool)
   gpt       small GPT-style decoder (opset 17)   tokens [N,16] int64
   deepmlp   MLP, 6 hidden layers of 1024         input  [N,1,28,28] float32
   resnet18  torchvision resnet18, 10 classes     input  [N,3,32,32] float32
@@ -89,6 +92,72 @@ class ActivationsCNN(nn.Module):
         x = self.hardsigmoid(3.0 * x) + self.softplus(x)
         x = self.prelu(self.mish(self.fc2(x)))
         return self.fc3(x)
+
+
+class ConvAutoencoder(nn.Module):
+    """A convolutional autoencoder's encoder (Conv2d, stride 2) and decoder
+    (ConvTranspose2d with stride, padding, output_padding and groups), with
+    a linear classifier on the reconstruction so that it trains with
+    cross-entropy."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(1, 4, 3, stride=2, padding=1)
+        self.dec1 = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.dec2 = nn.ConvTranspose2d(4, 2, 3, padding=1)
+        self.fc = nn.Linear(2 * 28 * 28, 10)
+
+    def forward(self, x):
+        x = F.relu(self.enc(x))
+        x = F.relu(self.dec1(x))
+        return self.fc(torch.sigmoid(self.dec2(x)).flatten(1))
+
+
+class TinyUNet(nn.Module):
+    """A two-level U-Net: reflection padding, max pooling down, nn.Upsample
+    (nearest) and bilinear F.interpolate (align_corners False and True) up,
+    and skip connections concatenated on the channels."""
+
+    def __init__(self):
+        super().__init__()
+        self.pad = nn.ReflectionPad2d(1)
+        self.down1 = nn.Conv2d(1, 4, 3)
+        self.down2 = nn.Conv2d(4, 8, 3, padding=1)
+        self.bottom = nn.Conv2d(8, 8, 3, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.up2 = nn.Conv2d(16, 4, 3, padding=1)
+        self.up1 = nn.Conv2d(8, 4, 3, padding=1)
+        self.fc = nn.Linear(4 * 7 * 7, 10)
+
+    def forward(self, x):
+        d1 = F.relu(self.down1(self.pad(x)))                       # 4 x 28 x 28
+        d2 = F.relu(self.down2(F.max_pool2d(d1, 2)))               # 8 x 14 x 14
+        b = F.relu(self.bottom(F.max_pool2d(d2, 2)))               # 8 x 7 x 7
+        u2 = F.relu(self.up2(torch.cat([self.up(b), d2], 1)))      # 4 x 14 x 14
+        u1 = F.interpolate(u2, scale_factor=2, mode="bilinear", align_corners=False)
+        u1 = F.relu(self.up1(torch.cat([u1, d1], 1)))              # 4 x 28 x 28
+        s = F.interpolate(u1, size=(7, 7), mode="bilinear", align_corners=True)
+        return self.fc(s.flatten(1))
+
+
+class LeNet5(nn.Module):
+    """LeNet-5 with average pooling: nn.AvgPool2d exports, from opset 11 on,
+    as an all-zero Pad followed by AveragePool."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.pool = nn.AvgPool2d(2)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.tanh(self.conv1(x)))
+        x = self.pool(torch.tanh(self.conv2(x)))
+        x = torch.tanh(self.fc1(x.flatten(1)))
+        return self.fc3(torch.tanh(self.fc2(x)))
 
 
 class DeepMLP(nn.Module):
@@ -267,6 +336,9 @@ MODELS = {
     "toy": Spec(ToyModel, lambda: torch.randn(2, 10)),
     "lenet": Spec(LeNet, lambda: torch.randn(2, 1, 28, 28)),
     "activations": Spec(ActivationsCNN, lambda: torch.randn(2, 1, 28, 28)),
+    "convae": Spec(ConvAutoencoder, lambda: torch.randn(2, 1, 28, 28)),
+    "unet": Spec(TinyUNet, lambda: torch.randn(2, 1, 28, 28)),
+    "lenet5": Spec(LeNet5, lambda: torch.randn(2, 1, 28, 28)),
     "gpt": Spec(GPT, lambda: torch.randint(0, 96, (2, 16)), "tokens", GPT_OPSET),
     "seqfirst": Spec(SeqFirstLM, lambda: torch.randint(0, 96, (2, 16)), "tokens"),
     "deepmlp": Spec(DeepMLP, lambda: torch.randn(2, 1, 28, 28)),
