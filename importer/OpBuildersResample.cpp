@@ -31,7 +31,9 @@ static FailureOr<float> padValue(NodeContext &nc) {
     return 0.0f;
   const HostTensor *t = nc.host(2);
   if (!t || t->size() != 1)
-    return nc.error() << "constant_value must be a compile-time scalar", failure();
+    return nc.error() << "constant_value (input '" << nc.inputName(2)
+                      << "') is not a compile-time scalar",
+           failure();
   return float(t->floatAt(0));
 }
 
@@ -39,6 +41,8 @@ static LogicalResult buildPad(NodeContext &nc) {
   Value x = nc.input(0);
   if (!x)
     return failure();
+  if (!llvm::isa<FloatType>(typeOfValue(x).getElementType()))
+    return nc.error() << "only float tensors can be padded, got " << x.getType(), failure();
   int64_t rank = typeOfValue(x).getRank();
   std::string mode = attrString(nc.node, "mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge")
@@ -144,6 +148,8 @@ static LogicalResult buildResize(NodeContext &nc) {
   Value x = nc.input(0);
   if (!x)
     return failure();
+  if (!llvm::isa<FloatType>(typeOfValue(x).getElementType()))
+    return nc.error() << "only float tensors can be resized, got " << x.getType(), failure();
   std::string mode = attrString(nc.node, "mode", "nearest");
   std::string coordinate =
       attrString(nc.node, "coordinate_transformation_mode", "half_pixel");
@@ -247,7 +253,9 @@ static LogicalResult buildConvTranspose(NodeContext &nc) {
     pads->assign(4, 0);
   if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     // ONNX's rule: the pads that give the requested output shape (the input
-    // times the stride for SAME_*), the odd one at the end unless SAME_UPPER.
+    // times the stride for SAME_*), the odd one at the start unless
+    // SAME_UPPER; an output larger than the unpadded one grows at the end
+    // (more output_padding, as ONNX Runtime computes it).
     SmallVector<int64_t> target;
     if (outputShape) {
       if (outputShape->size() < spatial)
@@ -261,10 +269,10 @@ static LogicalResult buildConvTranspose(NodeContext &nc) {
     for (int i = 0; i < 2; ++i) {
       int64_t total = (*strides)[i] * (x4[2 + i] - 1) + (*outputPadding)[i] +
                       (w4[2 + i] - 1) * (*dilations)[i] + 1 - target[i];
-      if (total < 0)
-        return nc.error() << "output_shape is larger than the transposed convolution "
-                             "gives (an output_padding of at least a stride)",
-               failure();
+      if (total < 0) {
+        (*outputPadding)[i] -= total;
+        total = 0;
+      }
       int64_t half = total / 2;
       bool upper = autoPad == "SAME_UPPER";
       (*pads)[i] = upper ? half : total - half;
