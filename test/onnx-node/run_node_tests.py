@@ -56,6 +56,7 @@ SUPPORTED_OPS = {
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
     "SoftmaxCrossEntropyLoss", "InstanceNormalization", "Tile", "ReduceSumSquare", "ReduceL2",
     "ReduceL1", "Trilu",
+    "Pad", "Resize", "ConvTranspose",
     # folded at compile time (shapes are static)
     "Shape", "Size", "Range", "ConstantOfShape", "Mod", "ScatterND",
 }
@@ -72,7 +73,8 @@ RTOL = 1e-4
 ATOL = 1e-5
 
 # Test names whose op is not a prefix match of the test name.
-NAME_ALIASES = {"batchnorm": "BatchNormalization", "logsoftmax": "LogSoftmax"}
+NAME_ALIASES = {"batchnorm": "BatchNormalization", "logsoftmax": "LogSoftmax",
+                "constantpad": "Pad", "edgepad": "Pad", "reflectpad": "Pad", "wrappad": "Pad"}
 
 # The first default-domain opset dtc supports: older node tests also run
 # upgraded to it (NAME@opset11).
