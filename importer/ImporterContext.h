@@ -48,6 +48,10 @@ void populateLossBuilders(BuilderTable &table);
 void populateCompositeBuilders(BuilderTable &table);
 void populateResampleBuilders(BuilderTable &table);
 
+/// Imports a 1-D Conv/MaxPool/AveragePool node (input [N, C, L]) with the
+/// 2-D builder `build2D` on [N, C, 1, L] (OpBuildersWindow1D.cpp).
+mlir::LogicalResult buildAsUnitHeight2D(NodeContext &nc, NodeBuilderFn build2D);
+
 class Importer {
 public:
   Importer(mlir::MLIRContext &ctx, const std::string &path, const ImportOptions &options);

@@ -1,6 +1,7 @@
 //===- OpBuildersNN.cpp - linear algebra, conv, pooling, norms -> dtc ------===//
 //
-// Gemm, MatMul, Conv, MaxPool, AveragePool, GlobalAveragePool,
+// Gemm, MatMul, Conv, MaxPool, AveragePool (1-D ones through
+// OpBuildersWindow1D.cpp), GlobalAveragePool,
 // BatchNormalization (training and inference), LayerNormalization,
 // Softmax/LogSoftmax (with the coerce-to-2-D semantics before opset 13),
 // ReduceMean and ReduceSum. ONNX defaults and auto_pad are resolved here so
@@ -57,7 +58,8 @@ struct Window {
 static LogicalResult resolveWindow(NodeContext &nc, RankedTensorType input,
                                    ArrayRef<int64_t> kernel, Window &w) {
   if (input.getRank() != 4)
-    return nc.error() << "only 2-D windows (NCHW inputs) are supported, got "
+    return nc.error() << "only 1-D and 2-D windows (NCL and NCHW inputs) are supported, "
+                         "not 3-D or more, got "
                       << input,
            failure();
   w.kernel.assign(kernel.begin(), kernel.end());
@@ -90,6 +92,8 @@ static LogicalResult resolveWindow(NodeContext &nc, RankedTensorType input,
 }
 
 static LogicalResult buildConv(NodeContext &nc) {
+  if (RankedTensorType in = nc.inputType(0); in && in.getRank() == 3)
+    return buildAsUnitHeight2D(nc, buildConv);
   Value x = nc.input(0);
   Value w = x ? nc.inputMatching(1, x) : Value();
   if (!x || !w)
@@ -99,7 +103,9 @@ static LogicalResult buildConv(NodeContext &nc) {
     return failure();
   RankedTensorType wType = typeOfValue(w);
   if (wType.getRank() != 4)
-    return nc.error() << "only 2-D convolution is supported, got weight " << wType,
+    return nc.error() << "only 1-D and 2-D convolutions are supported, not 3-D or more, "
+                         "got weight "
+                      << wType,
            failure();
   Window win;
   SmallVector<int64_t> kernel = attrInts(nc.node, "kernel_shape")
@@ -118,6 +124,8 @@ static LogicalResult buildConv(NodeContext &nc) {
 }
 
 static LogicalResult buildPool(NodeContext &nc) {
+  if (RankedTensorType in = nc.inputType(0); in && in.getRank() == 3)
+    return buildAsUnitHeight2D(nc, buildPool);
   Value x = nc.input(0);
   if (!x)
     return failure();
