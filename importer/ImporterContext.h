@@ -47,6 +47,7 @@ void populateShapeBuilders(BuilderTable &table);
 void populateLossBuilders(BuilderTable &table);
 void populateCompositeBuilders(BuilderTable &table);
 void populateResampleBuilders(BuilderTable &table);
+void populateRecurrentBuilders(BuilderTable &table);
 
 /// Imports a 1-D Conv/MaxPool/AveragePool node (input [N, C, L]) with the
 /// 2-D builder `build2D` on [N, C, 1, L] (OpBuildersWindow1D.cpp).

@@ -32,6 +32,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
   populateLossBuilders(table);
   populateCompositeBuilders(table);
   populateResampleBuilders(table);
+  populateRecurrentBuilders(table);
 }
 
 std::string Importer::nodeName(const onnx::NodeProto &node, int index) {
