@@ -15,6 +15,9 @@ Models:
   unet      tiny U-Net: reflection pad, Upsample nearest, bilinear, skip concat
   lenet5    LeNet-5 with nn.AvgPool2d (exported as an all-zero Pad + AveragePool)
   gpt       small GPT-style decoder (opset 17)   tokens [N,16] int64
+  lstm      Embedding, 2-layer LSTM, Linear      tokens [N,12] int64
+  gru       Embedding, bidirectional GRU, Linear tokens [N,12] int64
+  audiocnn  Conv1d/BatchNorm1d/pools, Linear     input  [N,1,64] float32
   deepmlp   MLP, 6 hidden layers of 1024         input  [N,1,28,28] float32
   resnet18  torchvision resnet18, 10 classes     input  [N,3,32,32] float32
   resnet50  torchvision resnet50, 10 classes     input  [N,3,224,224] float32
@@ -312,6 +315,59 @@ class SeqFirstLM(nn.Module):
         return self.decoder(x).transpose(0, 1)  # [N, T, vocab]
 
 
+class LstmClassifier(nn.Module):
+    """Text classifier: Embedding, a 2-layer LSTM over 12 tokens, Linear on
+    the last time step's output."""
+
+    def __init__(self, vocab_size=50, embed=16, hidden=24, classes=4):
+        super().__init__()
+        self.emb = nn.Embedding(vocab_size, embed)
+        self.lstm = nn.LSTM(embed, hidden, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(hidden, classes)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.emb(tokens))
+        return self.fc(out[:, -1])
+
+
+class GruClassifier(nn.Module):
+    """Text classifier: Embedding, a bidirectional GRU over 12 tokens, Linear
+    on the mean over time of both directions' outputs."""
+
+    def __init__(self, vocab_size=50, embed=16, hidden=20, classes=4):
+        super().__init__()
+        self.emb = nn.Embedding(vocab_size, embed)
+        self.gru = nn.GRU(embed, hidden, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(2 * hidden, classes)
+
+    def forward(self, tokens):
+        out, _ = self.gru(self.emb(tokens))
+        return self.fc(out.mean(dim=1))
+
+
+class AudioCNN(nn.Module):
+    """1-D CNN for a 1x64 signal: Conv1d (padded, without bias before
+    BatchNorm1d; then strided, dilated and grouped, with bias), BatchNorm1d,
+    ReLU, MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, Linear. The AvgPool1d has
+    count_include_pad=False: with the default, torch 1.13 exports it as an
+    explicit Pad and an AveragePool."""
+
+    def __init__(self, classes=4):
+        super().__init__()
+        self.conv1 = nn.Conv1d(1, 8, 5, padding=2, bias=False)
+        self.bn1 = nn.BatchNorm1d(8)
+        self.pool1 = nn.MaxPool1d(2)
+        self.conv2 = nn.Conv1d(8, 16, 3, stride=2, padding=2, dilation=2, groups=2)
+        self.pool2 = nn.AvgPool1d(3, stride=1, count_include_pad=False)
+        self.gap = nn.AdaptiveAvgPool1d(1)
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, x):
+        x = self.pool1(F.relu(self.bn1(self.conv1(x))))
+        x = self.pool2(F.relu(self.conv2(x)))
+        return self.fc(self.gap(x).flatten(1))
+
+
 # --------------------------------------------------------------------------
 # Export
 # --------------------------------------------------------------------------
@@ -341,6 +397,9 @@ MODELS = {
     "lenet5": Spec(LeNet5, lambda: torch.randn(2, 1, 28, 28)),
     "gpt": Spec(GPT, lambda: torch.randint(0, 96, (2, 16)), "tokens", GPT_OPSET),
     "seqfirst": Spec(SeqFirstLM, lambda: torch.randint(0, 96, (2, 16)), "tokens"),
+    "lstm": Spec(LstmClassifier, lambda: torch.randint(0, 50, (2, 12)), "tokens"),
+    "gru": Spec(GruClassifier, lambda: torch.randint(0, 50, (2, 12)), "tokens"),
+    "audiocnn": Spec(AudioCNN, lambda: torch.randn(2, 1, 64)),
     "deepmlp": Spec(DeepMLP, lambda: torch.randn(2, 1, 28, 28)),
     "resnet18": Spec(
         lambda: torchvision().models.resnet18(weights=None, num_classes=10),
