@@ -291,6 +291,12 @@ void max_pool2d_scatter(const float* dy, const int32_t* indices, int64_t planes,
                         int64_t outPerPlane, int64_t inPerPlane, float* dx, cudaStream_t) {
   launch([=] { cpu::max_pool2d_scatter(dy, indices, planes, outPerPlane, inPerPlane, dx); });
 }
+void avg_pool2d(const Pool2dParams& p, const float* x, float* y, cudaStream_t) {
+  launch([=] { cpu::avg_pool2d(p, x, y); });
+}
+void avg_pool2d_backward(const Pool2dParams& p, const float* dy, float* dx, cudaStream_t) {
+  launch([=] { cpu::avg_pool2d_backward(p, dy, dx); });
+}
 void global_avg_pool(const float* x, float* y, int64_t N, int64_t C, int64_t HW, cudaStream_t) {
   launch([=] { cpu::global_avg_pool(x, y, N, C, HW); });
 }
