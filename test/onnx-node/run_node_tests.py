@@ -57,6 +57,7 @@ SUPPORTED_OPS = {
     "SoftmaxCrossEntropyLoss", "InstanceNormalization", "Tile", "ReduceSumSquare", "ReduceL2",
     "ReduceL1", "Trilu",
     "Pad", "Resize", "ConvTranspose",
+    "LSTM", "GRU", "RNN",
     # folded at compile time (shapes are static)
     "Shape", "Size", "Range", "ConstantOfShape", "Mod", "ScatterND",
 }
@@ -74,7 +75,8 @@ ATOL = 1e-5
 
 # Test names whose op is not a prefix match of the test name.
 NAME_ALIASES = {"batchnorm": "BatchNormalization", "logsoftmax": "LogSoftmax",
-                "constantpad": "Pad", "edgepad": "Pad", "reflectpad": "Pad", "wrappad": "Pad"}
+                "constantpad": "Pad", "edgepad": "Pad", "reflectpad": "Pad", "wrappad": "Pad",
+                "simplernn": "RNN"}
 
 # The first default-domain opset dtc supports: older node tests also run
 # upgraded to it (NAME@opset11).
