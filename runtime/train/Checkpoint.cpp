@@ -4,15 +4,21 @@
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace dtcrt {
 
 namespace {
 
 constexpr char kMagic[8] = {'D', 'T', 'C', 'C', 'K', 'P', 'T', '1'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 1: no metricsBytes
 
 struct Fnv1a {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -101,6 +107,7 @@ std::string saveCheckpoint(const std::string& dir, const ProgramSpec& spec,
   w.value<uint8_t>(pos.shuffle ? 1 : 0);
   w.value<int64_t>(pos.datasetSize);
   w.value<int32_t>(pos.worldSize);
+  w.value<uint64_t>(pos.metricsBytes);
   w.value<uint64_t>(spec.stateBytes);
   w.out.append(state, spec.stateBytes);
   Fnv1a sum;
@@ -130,14 +137,18 @@ std::string latestCheckpoint(const std::string& dir) {
 void loadCheckpoint(const std::string& path, const ProgramSpec& spec, TrainPosition& pos,
                     char* state) {
   if (!fileExists(path)) fail(path, ": no such checkpoint");
-  const std::string bytes = readFile(path);
+  decodeCheckpoint(readFile(path), path, spec, pos, state);
+}
+
+void decodeCheckpoint(const std::string& bytes, const std::string& path, const ProgramSpec& spec,
+                      TrainPosition& pos, char* state) {
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     fail(path, ": bad magic (not a dtc checkpoint)");
   Reader r(bytes, path);
   char magic[sizeof kMagic];
   r.copy(magic, sizeof magic);
   const uint32_t version = r.value<uint32_t>();
-  if (version != kVersion) fail(path, ": unsupported checkpoint version ", version);
+  if (version != 1 && version != kVersion) fail(path, ": unsupported checkpoint version ", version);
   const uint64_t fingerprint = r.value<uint64_t>();
   if (fingerprint != programFingerprint(spec))
     fail(path, ": the checkpoint was written by a different program (parameter table or compile "
@@ -151,17 +162,85 @@ void loadCheckpoint(const std::string& path, const ProgramSpec& spec, TrainPosit
   p.shuffle = r.value<uint8_t>() != 0;
   p.datasetSize = r.value<int64_t>();
   p.worldSize = r.value<int32_t>();
+  if (version >= 2) p.metricsBytes = r.value<uint64_t>();
   const uint64_t stateBytes = r.value<uint64_t>();
   if (stateBytes != spec.stateBytes)
     fail(path, ": state of ", stateBytes, " bytes, this program has ", spec.stateBytes);
-  if (bytes.size() < r.pos() + stateBytes + sizeof(uint64_t)) fail(path, ": truncated checkpoint");
+  if (bytes.size() - r.pos() < sizeof(uint64_t) ||
+      bytes.size() - r.pos() - sizeof(uint64_t) < stateBytes)
+    fail(path, ": truncated checkpoint");
   Fnv1a sum;
   sum.bytes(bytes.data(), r.pos() + stateBytes);
   uint64_t stored;
   std::memcpy(&stored, bytes.data() + r.pos() + stateBytes, sizeof stored);
   if (stored != sum.h) fail(path, ": checksum mismatch (corrupt checkpoint)");
+  // Values no run writes: refused rather than trusted.
+  if (p.step < 0 || p.epoch < 0 || p.batchInEpoch < 0 || p.datasetSize < 0 || p.worldSize < 1)
+    fail(path, ": corrupt checkpoint (step ", p.step, ", epoch ", p.epoch, ", batch ",
+         p.batchInEpoch, ", world size ", p.worldSize, ")");
   r.copy(state, stateBytes);
   pos = p;
+}
+
+namespace {
+
+// The step of a file named checkpoint-<digits>.bin, else -1.
+int64_t stepOfName(const std::string& name) {
+  const std::string head = "checkpoint-", tail = ".bin";
+  if (name.size() <= head.size() + tail.size() || name.compare(0, head.size(), head) != 0 ||
+      name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+    return -1;
+  const std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
+  if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(digits);
+}
+
+// True when `path` is a regular file (not a link) starting with the header
+// of a checkpoint of the program with this fingerprint.
+bool isOwnCheckpoint(const std::string& path, uint64_t fingerprint) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st;
+  char head[sizeof kMagic + sizeof(uint32_t) + sizeof(uint64_t)];
+  const bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                  ::read(fd, head, sizeof head) == static_cast<ssize_t>(sizeof head);
+  ::close(fd);
+  if (!ok || std::memcmp(head, kMagic, sizeof kMagic) != 0) return false;
+  uint32_t version;
+  uint64_t fp;
+  std::memcpy(&version, head + sizeof kMagic, sizeof version);
+  std::memcpy(&fp, head + sizeof kMagic + sizeof version, sizeof fp);
+  return (version == 1 || version == kVersion) && fp == fingerprint;
+}
+
+} // namespace
+
+std::vector<std::string> pruneCheckpoints(const std::string& dir, const ProgramSpec& spec,
+                                          int64_t currentStep, int64_t keep) {
+  std::vector<std::string> deleted;
+  if (keep <= 0) return deleted;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) fail("--keep-checkpoints: cannot list ", dir, ": ", std::strerror(errno));
+  std::vector<std::pair<int64_t, std::string>> older;
+  const uint64_t fingerprint = programFingerprint(spec);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const int64_t step = stepOfName(name);
+    if (step < 0 || step >= currentStep) continue;
+    const std::string path = joinPath(dir, name);
+    if (isOwnCheckpoint(path, fingerprint)) older.emplace_back(step, path);
+  }
+  ::closedir(d);
+  // The checkpoint just written counts as one of the `keep`.
+  std::sort(older.begin(), older.end());
+  const size_t keepOlder = static_cast<size_t>(keep - 1);
+  if (older.size() <= keepOlder) return deleted;
+  for (size_t i = 0; i < older.size() - keepOlder; ++i) {
+    if (::unlink(older[i].second.c_str()) != 0 && errno != ENOENT)
+      fail("--keep-checkpoints: cannot delete ", older[i].second, ": ", std::strerror(errno));
+    deleted.push_back(older[i].second);
+  }
+  return deleted;
 }
 
 } // namespace dtcrt

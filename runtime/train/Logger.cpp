@@ -6,16 +6,25 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace dtcrt {
 
-Logger::Logger(bool quiet, const std::string& metricsPath, bool appendMetrics, int forceTty)
+Logger::Logger(bool quiet, const std::string& metricsPath, bool appendMetrics, int forceTty,
+               uint64_t keepBytes)
     : print_(isLogRank() && !quiet),
       tty_(forceTty < 0 ? ::isatty(STDOUT_FILENO) != 0 : forceTty != 0) {
   if (!metricsPath.empty() && isLogRank()) {
+    struct stat st;
+    if (appendMetrics && keepBytes != ~uint64_t{0} && ::stat(metricsPath.c_str(), &st) == 0 &&
+        S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > keepBytes &&
+        ::truncate(metricsPath.c_str(), static_cast<off_t>(keepBytes)) != 0)
+      fail("--metrics=", metricsPath, ": cannot cut the lines after the checkpoint: ",
+           std::strerror(errno));
     metrics_ = std::fopen(metricsPath.c_str(), appendMetrics ? "a" : "w");
     if (!metrics_) fail("--metrics=", metricsPath, ": cannot open: ", std::strerror(errno));
+    std::fseek(metrics_, 0, SEEK_END);  // ftell() = the file's size from the start
     metricsPath_ = metricsPath;
   }
 }
@@ -27,6 +36,12 @@ void Logger::flushMetrics() {
   std::fclose(metrics_);
   metrics_ = nullptr;
   fail("--metrics=", metricsPath_, ": write failed: ", std::strerror(e));
+}
+
+uint64_t Logger::metricsBytes() const {
+  if (!metrics_) return ~uint64_t{0};
+  const long at = std::ftell(metrics_);
+  return at < 0 ? ~uint64_t{0} : static_cast<uint64_t>(at);
 }
 
 Logger::~Logger() {

@@ -30,9 +30,12 @@ struct StepLog {
 
 class Logger {
 public:
-  // `appendMetrics`: keep an existing metrics file (resumed runs).
+  // `appendMetrics`: keep an existing metrics file (resumed runs), cut to
+  // `keepBytes` when it is longer (the lines logged after the checkpoint
+  // resumed from; ~0 = keep it all).
   // `forceTty` (tests): -1 = detect with isatty, 0 = plain lines, 1 = bar.
-  Logger(bool quiet, const std::string& metricsPath, bool appendMetrics, int forceTty = -1);
+  Logger(bool quiet, const std::string& metricsPath, bool appendMetrics, int forceTty = -1,
+         uint64_t keepBytes = ~uint64_t{0});
   ~Logger();
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
@@ -46,6 +49,8 @@ public:
   void line(const std::string& text);
   // Ends the progress-bar line, if one is drawn.
   void endProgress();
+  // The size of the metrics file so far (~0 without one).
+  uint64_t metricsBytes() const;
 
 private:
   bool print_;

@@ -73,6 +73,8 @@ const std::map<std::string, Flag>& flagTable() {
       {"--save", {false, true, false, [](Options& o, auto&, auto& v) { o.save = v; }}},
       {"--checkpoint-dir", {false, true, false, [](Options& o, auto&, auto& v) { o.checkpointDir = v; }}},
       {"--resume", {true, true, false, [](Options& o, auto& f, auto& v) { o.resume = parseBool(f, v); }}},
+      {"--checkpoint-every", {false, true, false, [](Options& o, auto& f, auto& v) { o.checkpointEvery = parseInt(f, v, 1); }}},
+      {"--keep-checkpoints", {false, true, false, [](Options& o, auto& f, auto& v) { o.keepCheckpoints = parseInt(f, v, 1); }}},
       {"--timeout", {false, true, false, [](Options& o, auto& f, auto& v) {
          o.timeoutSeconds = parseFloat(f, v);
          if (o.timeoutSeconds <= 0) fail(f, ": expected a positive number of seconds, got '", v, "'");
@@ -133,6 +135,10 @@ Options parseOptions(int argc, const char* const* argv, ProgramMode mode,
   if (mode == ProgramMode::Train) {
     if (o.data.empty()) fail("--data: required (a directory of IDX or npy files, or 'synthetic')");
     if (o.resume && o.checkpointDir.empty()) fail("--resume: needs --checkpoint-dir=DIR");
+    if (o.checkpointEvery > 0 && o.checkpointDir.empty())
+      fail("--checkpoint-every: needs --checkpoint-dir=DIR");
+    if (o.keepCheckpoints > 0 && o.checkpointDir.empty())
+      fail("--keep-checkpoints: needs --checkpoint-dir=DIR");
   }
   // Inference: the number of --input files is checked against the model's
   // inputs (a model may have none) when the program runs.
@@ -165,7 +171,10 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
       "  --eval                 test-set loss and accuracy after every epoch\n",
       "  --save=FILE.onnx       write the trained model as ONNX at the end\n",
       "  --checkpoint-dir=DIR   checkpoint at the end of every epoch and of training\n",
+      "  --checkpoint-every=N   also checkpoint every N optimizer steps\n",
+      "  --keep-checkpoints=N   keep only the newest N checkpoints in --checkpoint-dir\n",
       "  --resume               continue from the latest checkpoint in --checkpoint-dir\n",
+      "                         (restarts under dtcrun --max-restarts resume by themselves)\n",
       "  --timeout=S            several ranks: stop with an error when a peer is silent\n"
       "                         for S seconds (default 300)\n"
       "  --trace=FILE.json      write a Chrome trace: every kernel of step 2 (pipelines:\n"

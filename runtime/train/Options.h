@@ -34,6 +34,8 @@ struct Options {
   std::string save;            // --save=FILE.onnx
   std::string checkpointDir;   // --checkpoint-dir=DIR
   bool resume = false;         // --resume (needs --checkpoint-dir)
+  int64_t checkpointEvery = 0; // --checkpoint-every=N steps, 0 = only at epoch ends and the end
+  int64_t keepCheckpoints = 0; // --keep-checkpoints=N, 0 = keep all
   bool gradcheck = false;      // --gradcheck: finite differences vs. the compiled backward
   double timeoutSeconds = 300; // --timeout=S: a peer silent this long is an error
   std::string trace;           // --trace=FILE.json: a Chrome trace (pipelines: the schedule of

@@ -11,6 +11,7 @@
 #include "runtime/train/Inference.h"
 #include "runtime/train/Options.h"
 #include "runtime/train/Pipeline.h"
+#include "runtime/train/StopSignal.h"
 #include "runtime/train/Trainer.h"
 
 #include <chrono>
@@ -78,7 +79,8 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
       if (spec.device) device = std::make_unique<Device>(*spec.device, rank.localRank);
       std::unique_ptr<Communicator> comm = connectCpu(rank, commOptions);
       if (device) device->connect(rank, commOptions, *comm);
-      Trainer(spec, opts, -1, comm.get(), device.get()).run();
+      if (Trainer(spec, opts, -1, comm.get(), device.get()).run().stoppedBySignal)
+        return kExitStoppedBySignal;
     } else {
       std::unique_ptr<Device> device;
       if (spec.device) device = std::make_unique<Device>(*spec.device, rank.localRank);

@@ -9,10 +9,14 @@
 #include "runtime/support/TensorInfo.h"
 #include "runtime/train/Logger.h"
 #include "runtime/train/Profiler.h"
+#include "runtime/train/StopAgreement.h"
+#include "runtime/train/StopSignal.h"
+#include "runtime/train/TestHooks.h"
 #include "runtime/train/Trace.h"
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -242,6 +246,7 @@ void Trainer::agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos) {
   if (pipeline_) {
     // Pipeline ranks sync the stages before checkpoints and --save, together.
     mine.push_back({"--checkpoint-dir (given or not)", opts_.checkpointDir.empty() ? 0 : 1});
+    mine.push_back({"--checkpoint-every", opts_.checkpointEvery});
     mine.push_back({"--save (given or not)", opts_.save.empty() ? 0 : 1});
     mine.push_back({"--trace (given or not)", opts_.trace.empty() ? 0 : 1});
   }
@@ -334,6 +339,16 @@ TrainResult Trainer::run() {
     if (!opts_.trace.empty()) checkOutputFile("--trace", opts_.trace);
     if (!opts_.checkpointDir.empty()) checkOutputDir("--checkpoint-dir", opts_.checkpointDir);
   }
+  // A job restarted by dtcrun --max-restarts (or torchrun) continues from
+  // its latest checkpoint, or starts over when it has none yet.
+  std::string restartNote;
+  if (!opts_.resume && restartCount() > 0 && !opts_.checkpointDir.empty()) {
+    if (fileExists(joinPath(opts_.checkpointDir, "latest")))
+      opts_.resume = true;
+    else
+      restartNote = str("restart ", restartCount(), ": no checkpoint in ", opts_.checkpointDir,
+                        " yet; training from the start");
+  }
   // A checkpoint of another program is the more fundamental error: read it first.
   TrainPosition pos;
   std::string resumedFrom;
@@ -355,7 +370,9 @@ TrainResult Trainer::run() {
   Dataset test;
   if (opts_.eval) test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, world);
 
-  Logger log(opts_.quiet, opts_.metrics, /*appendMetrics=*/opts_.resume, forceTty_);
+  Logger log(opts_.quiet, opts_.metrics, /*appendMetrics=*/opts_.resume, forceTty_,
+             opts_.resume ? pos.metricsBytes : TrainPosition::kNoMetricsBytes);
+  if (!restartNote.empty()) log.line(restartNote);
   if (opts_.resume) {
     const std::string& path = resumedFrom;
     if (pos.datasetSize != train.size())
@@ -454,8 +471,12 @@ TrainResult Trainer::run() {
     if (opts_.checkpointDir.empty() || lastCheckpointStep == pos.step) return;
     syncStagesIfNeeded();
     downloadState();
-    if (isLogRank())
+    if (isLogRank()) {
+      pos.metricsBytes = log.metricsBytes();
       log.line("checkpoint " + saveCheckpoint(opts_.checkpointDir, spec_, pos, state_.data()));
+      if (opts_.keepCheckpoints > 0)
+        pruneCheckpoints(opts_.checkpointDir, spec_, pos.step, opts_.keepCheckpoints);
+    }
     lastCheckpointStep = pos.step;
   };
   // Pipelines, after the first step: the activation memory of each stage.
@@ -480,11 +501,20 @@ TrainResult Trainer::run() {
                         dWorkspace_.size(), ",\"peak_bytes\":", result.devicePeakBytes, "}}"));
   };
 
+  // SIGTERM/SIGINT from here on: every rank stops after the same step.
+  StopSignalScope stopSignals;
+  StopAgreement stopVote(comm_);
+  const TestHooks hooks = TestHooks::fromEnvironment(rank);
+  bool stoppedBySignal = false;
   while (!stop && pos.epoch < opts_.epochs) {
     const std::vector<int64_t> order = sampler.epochIndices(pos.epoch);
     while (pos.batchInEpoch < batches) {
       if (opts_.maxSteps > 0 && pos.step >= opts_.maxSteps) {
         stop = true;
+        break;
+      }
+      if (stopVote.shouldStop()) {
+        stoppedBySignal = stop = true;
         break;
       }
       const int64_t runStep = static_cast<int64_t>(result.losses.size()) + 1;
@@ -554,6 +584,11 @@ TrainResult Trainer::run() {
         intervalSeconds = 0;
         intervalSteps = 0;
       }
+      hooks.afterStep(pos.step);
+      // --checkpoint-every (an epoch's last step is checkpointed after its --eval).
+      if (opts_.checkpointEvery > 0 && pos.step % opts_.checkpointEvery == 0 &&
+          pos.batchInEpoch < batches)
+        checkpoint();
     }
     if (pos.batchInEpoch < batches) break;  // stopped by --max-steps mid-epoch
     // The epoch is complete.
@@ -564,16 +599,33 @@ TrainResult Trainer::run() {
     checkpoint();
     if (opts_.maxSteps > 0 && pos.step >= opts_.maxSteps) stop = true;
   }
+  stopVote.finish();
   log.endProgress();
+  if (stoppedBySignal) {
+    const int sig = stopSignalReceived();
+    log.line(str("stopping after step ", pos.step, ": ",
+                 sig == SIGTERM ? "received SIGTERM"
+                 : sig == SIGINT ? "received SIGINT"
+                                 : "another rank received SIGTERM or SIGINT"));
+  }
   // Stopped mid-epoch: evaluate what we have (epoch = the one in progress).
-  if (opts_.eval && lastEvalStep != pos.step && !result.losses.empty()) runEval(pos.epoch + 1);
+  if (opts_.eval && !stoppedBySignal && lastEvalStep != pos.step && !result.losses.empty())
+    runEval(pos.epoch + 1);
   checkpoint();
+  if (stoppedBySignal) {
+    result.stoppedBySignal = true;
+    log.line(opts_.checkpointDir.empty()
+                 ? str("stopped early (exit status ", kExitStoppedBySignal,
+                       "); no --checkpoint-dir, so the ", pos.step, " steps are not saved")
+                 : str("stopped early (exit status ", kExitStoppedBySignal,
+                       "); continue with --resume", opts_.save.empty() ? "" : " (--save skipped)"));
+  }
   result.totalSteps = pos.step;
   if (graphs_) result.graphReplays = graphs_->replays();
   result.prefetchedBatches = prefetchCount_;
 
   downloadState();  // GPU programs: state() and --save see the trained weights
-  if (!opts_.save.empty()) {
+  if (!opts_.save.empty() && !stoppedBySignal) {
     syncStagesIfNeeded();
     if (isLogRank()) {
       saveTrainedModel(spec_, state_.data(), opts_.save);

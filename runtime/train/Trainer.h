@@ -11,6 +11,11 @@
 // --eval, checkpoints and --save, the first step's activation memory is
 // reported per stage, and --trace records steps 2-4.
 //
+// Stopping and restarting: SIGTERM/SIGINT during the loop stop every rank
+// after the same step (StopAgreement), which is checkpointed; a program
+// restarted by dtcrun --max-restarts (TORCHELASTIC_RESTART_COUNT > 0) with
+// --checkpoint-dir resumes from the latest checkpoint by itself.
+//
 // GPU programs (ProgramSpec::device set, see Device.h): the step functions
 // get device buffers allocated once (state, arena, workspace, batch, loss,
 // count, outputs). The host state is uploaded once it is final (initial
@@ -64,6 +69,9 @@ struct TrainResult {
   // and batches filled while the device ran the step before them.
   int64_t graphReplays = 0;
   int64_t prefetchedBatches = 0;
+  // SIGTERM/SIGINT stopped training early (after a checkpoint when
+  // --checkpoint-dir was given; no --save): exit kExitStoppedBySignal.
+  bool stoppedBySignal = false;
 };
 
 class Trainer {

@@ -1,10 +1,16 @@
-// Checkpoints: round trip of state and position, the latest pointer, and
-// refusal of checkpoints from another program or corrupted files.
+// Checkpoints: round trip of state and position, the latest pointer,
+// refusal of checkpoints from another program or corrupted files, version 1
+// files, and --keep-checkpoints' pruning.
 #include "runtime/train/Checkpoint.h"
 #include "runtime/support/Files.h"
 
 #include "TrainerTestPrograms.h"
 #include "TrainerTestUtil.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace dtcrt;
 using namespace dtcrt_test;
@@ -80,4 +86,72 @@ TEST(TrainerCheckpoint, RefusesOtherProgramsAndCorruption) {
   TempDir empty;
   EXPECT_NE(errorOf([&] { latestCheckpoint(empty.path()); }).find("no checkpoint in"),
             std::string::npos);
+}
+
+// --keep-checkpoints deletes only this program's older checkpoints: never the
+// one just written, later ones, other programs', links, temporary files or
+// anything else that merely looks like one.
+TEST(TrainerCheckpoint, PruneDeletesOnlyOlderOwnCheckpoints) {
+  TempDir dir;
+  const ProgramSpec& spec = linearProgram();
+  std::vector<char> state(spec.stateBytes, 3);
+  TrainPosition pos;
+  for (int64_t step : {10, 20, 30, 40, 50, 90}) {
+    pos.step = step;
+    saveCheckpoint(dir.path(), spec, pos, state.data());
+  }
+  // Another program's checkpoint, and files that are no checkpoint at all.
+  std::vector<char> other(classifierProgram().stateBytes, 1);
+  pos.step = 15;
+  saveCheckpoint(dir.file("other"), classifierProgram(), pos, other.data());
+  ASSERT_EQ(std::rename(dir.file("other/checkpoint-15.bin").c_str(),
+                        dir.file("checkpoint-15.bin").c_str()), 0);
+  writeBytes(dir.file("checkpoint-5.bin"), "not a checkpoint, whatever its name says");
+  writeBytes(dir.file("checkpoint-7.bin.tmp"), readFile(dir.file("checkpoint-10.bin")));
+  writeBytes(dir.file("checkpoint-x.bin"), readFile(dir.file("checkpoint-10.bin")));
+  ASSERT_EQ(::symlink(dir.file("checkpoint-10.bin").c_str(), dir.file("checkpoint-1.bin").c_str()), 0);
+
+  // Step 50 was just written; keep 2: 40 and 50. 90 is another run's.
+  std::vector<std::string> deleted = pruneCheckpoints(dir.path(), spec, 50, 2);
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<std::string>{dir.file("checkpoint-10.bin"),
+                                               dir.file("checkpoint-20.bin"),
+                                               dir.file("checkpoint-30.bin")}));
+  for (const char* kept : {"checkpoint-40.bin", "checkpoint-50.bin", "checkpoint-90.bin",
+                           "checkpoint-15.bin", "checkpoint-5.bin", "checkpoint-7.bin.tmp",
+                           "checkpoint-x.bin", "latest"})
+    EXPECT_TRUE(fileExists(dir.file(kept))) << kept;
+  struct stat st;
+  EXPECT_EQ(::lstat(dir.file("checkpoint-1.bin").c_str(), &st), 0);  // the link itself stays
+  // keep=1: only the one just written (and the untouchables).
+  pruneCheckpoints(dir.path(), spec, 50, 1);
+  EXPECT_FALSE(fileExists(dir.file("checkpoint-40.bin")));
+  EXPECT_TRUE(fileExists(dir.file("checkpoint-50.bin")));
+}
+
+// Version 1 files (before --metrics cutting) still load.
+TEST(TrainerCheckpoint, ReadsVersionOne) {
+  TempDir dir;
+  const ProgramSpec& spec = linearProgram();
+  std::vector<char> state(spec.stateBytes, 9);
+  TrainPosition pos;
+  pos.step = 4;
+  pos.metricsBytes = 77;
+  std::string bytes = readFile(saveCheckpoint(dir.path(), spec, pos, state.data()));
+  // Version 2 -> 1: drop metricsBytes (after the 8+4+8 header and the
+  // 8+8+8+8+1+8+4 position bytes) and recompute the FNV-1a checksum.
+  const size_t at = 8 + 4 + 8 + 8 + 8 + 8 + 8 + 1 + 8 + 4;
+  bytes.erase(at, 8);
+  bytes[8] = 1;
+  bytes.resize(bytes.size() - 8);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
+  bytes.append(reinterpret_cast<const char*>(&h), sizeof h);
+  writeBytes(dir.file("v1.bin"), bytes);
+  TrainPosition p;
+  std::vector<char> loaded(spec.stateBytes);
+  loadCheckpoint(dir.file("v1.bin"), spec, p, loaded.data());
+  EXPECT_EQ(p.step, 4);
+  EXPECT_EQ(p.metricsBytes, TrainPosition::kNoMetricsBytes);
+  EXPECT_EQ(loaded, state);
 }

@@ -99,6 +99,16 @@ TEST(TrainerOptions, Errors) {
   EXPECT_NE(parseError({"--data=synthetic", "--input=a.pb"}).find("--input: only inference-only"),
             std::string::npos);
   EXPECT_EQ(parseError({"--data=synthetic", "--trace"}), "--trace: missing value");
+  EXPECT_EQ(parseError({"--data=synthetic", "--checkpoint-every=5"}),
+            "--checkpoint-every: needs --checkpoint-dir=DIR");
+  EXPECT_EQ(parseError({"--data=synthetic", "--keep-checkpoints=2"}),
+            "--keep-checkpoints: needs --checkpoint-dir=DIR");
+  EXPECT_EQ(parseError({"--data=synthetic", "--checkpoint-dir=ck", "--keep-checkpoints=0"}),
+            "--keep-checkpoints: expected an integer >= 1, got '0'");
+  const Options every = parse({"--data=synthetic", "--checkpoint-dir=ck", "--checkpoint-every=5",
+                               "--keep-checkpoints", "3"});
+  EXPECT_EQ(every.checkpointEvery, 5);
+  EXPECT_EQ(every.keepCheckpoints, 3);
   EXPECT_NE(parseError({"--input=a.pb", "--trace=t.json"}, ProgramMode::Inference)
                 .find("--trace: this program is inference-only"),
             std::string::npos);
@@ -124,7 +134,8 @@ TEST(TrainerOptions, UsageMentionsFlags) {
   std::string u = usage("./train", ProgramMode::Train, "mnist_mlp");
   for (const char* flag : {"--data", "--epochs", "--max-steps", "--lr", "--seed", "--shuffle",
                            "--log-every", "--metrics", "--eval", "--save", "--checkpoint-dir",
-                           "--resume", "--threads", "--quiet", "--help", "--trace=FILE.json"})
+                           "--resume", "--threads", "--quiet", "--help", "--trace=FILE.json",
+                           "--checkpoint-every=N", "--keep-checkpoints=N"})
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   EXPECT_NE(usage("./f", ProgramMode::Inference, "m").find("--output-dir"), std::string::npos);
 }

@@ -20,6 +20,7 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestIo.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpoint.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestLoop.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestStop.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestPipeline.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestDevice.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestFiles.cpp
