@@ -44,7 +44,7 @@ std::vector<int> rankCores(const Options& o, int localRank) {
   return std::vector<int>(allowed.begin() + localRank * t, allowed.begin() + (localRank + 1) * t);
 }
 
-std::vector<std::string> rankEnvironment(const Options& o, int localRank) {
+std::vector<std::string> rankEnvironment(const Options& o, int localRank, int restart) {
   const int rank = o.nodeRank * o.nprocPerNode + localRank;
   const std::string threads = std::to_string(threadsPerRank(o));
   const char* ncclAsync = std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING");
@@ -64,8 +64,8 @@ std::vector<std::string> rankEnvironment(const Options& o, int localRank) {
       {"MASTER_PORT", std::to_string(o.masterPort)},
       {"OMP_NUM_THREADS", threads},
       {"OPENBLAS_NUM_THREADS", threads},
-      {"TORCHELASTIC_RESTART_COUNT", "0"},
-      {"TORCHELASTIC_MAX_RESTARTS", "0"},
+      {"TORCHELASTIC_RESTART_COUNT", std::to_string(restart)},
+      {"TORCHELASTIC_MAX_RESTARTS", std::to_string(o.maxRestarts)},
       {"TORCHELASTIC_RUN_ID", "none"},
       // No store is hosted by dtcrun: rank 0 serves it at MASTER_ADDR:MASTER_PORT.
       {"TORCHELASTIC_USE_AGENT_STORE", "False"},

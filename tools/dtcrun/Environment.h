@@ -25,6 +25,8 @@ std::vector<int> rankCores(const Options& options, int localRank);
 // The full environment ("NAME=value") of local rank `localRank`: this
 // process's environment (CUDA_VISIBLE_DEVICES and everything else passed
 // through untouched) with the launcher's variables set or replaced.
-std::vector<std::string> rankEnvironment(const Options& options, int localRank);
+// `restart`: how many times the job was restarted (--max-restarts), given
+// as TORCHELASTIC_RESTART_COUNT.
+std::vector<std::string> rankEnvironment(const Options& options, int localRank, int restart = 0);
 
 }  // namespace dtcrun

@@ -111,13 +111,17 @@ int freeLoopbackPort() {
 std::string usage() {
   return "usage: dtcrun --nproc-per-node=N [--nnodes=K --node-rank=I --master-addr=HOST\n"
          "              --master-port=PORT] [--threads-per-rank=T] [--timeout=SECONDS]\n"
-         "              [--grace-period=SECONDS] [--tee=DIR] PROGRAM [ARGS...]\n"
+         "              [--grace-period=SECONDS] [--max-restarts=R] [--tee=DIR]\n"
+         "              PROGRAM [ARGS...]\n"
          "\n"
          "Starts N ranks of PROGRAM on this node, ranks node_rank*N .. node_rank*N+N-1 of\n"
          "a job of K*N, each with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
          "GROUP_RANK, MASTER_ADDR, MASTER_PORT, OMP_NUM_THREADS and the other variables\n"
          "torchrun sets. Output lines are prefixed `[rank R] `. When a rank fails, the\n"
-         "others are stopped and dtcrun exits with its status.\n"
+         "others are stopped and dtcrun exits with its status, or, with --max-restarts,\n"
+         "starts the whole job again (dtc programs given --checkpoint-dir resume from\n"
+         "their latest checkpoint). Ranks that stop early on SIGTERM/SIGINT exit 75\n"
+         "(dtc programs: after a checkpoint); dtcrun then exits 75 too.\n"
          "\n"
          "Ranks authenticate to rank 0 with DTC_JOB_SECRET: dtcrun passes on the one\n"
          "in its environment, or makes a random one for a single-node job; with\n"
@@ -135,6 +139,8 @@ std::string usage() {
          "                          N*T fit in the cores dtcrun may use (default cores)\n"
          "  --timeout=SECONDS       stop the job after this long, exit 124 (default none)\n"
          "  --grace-period=SECONDS  SIGTERM to SIGKILL when stopping ranks (default 10)\n"
+         "  --max-restarts=R        restart the whole job up to R times when a rank fails\n"
+         "                          (TORCHELASTIC_RESTART_COUNT counts them; default 0)\n"
          "  --tee=DIR               also write each rank's output to DIR/rank-R.log\n"
          "  --no-python             accepted for torchrun compatibility (no effect)\n";
 }
@@ -165,7 +171,7 @@ Options parseOptions(int argc, char** argv) {
     static const char* const known[] = {"--nproc-per-node", "--nnodes", "--node-rank",
                                         "--master-addr", "--master-port",
                                         "--threads-per-rank", "--timeout", "--grace-period",
-                                        "--tee", "--bind"};
+                                        "--tee", "--bind", "--max-restarts"};
     bool isKnown = false;
     for (const char* k : known) isKnown |= name == k;
     if (!isKnown) throw UsageError("unknown option '" + arg + "' (see dtcrun --help)");
@@ -195,6 +201,8 @@ Options parseOptions(int argc, char** argv) {
       o.timeoutSeconds = parseSeconds(name, value);
     } else if (name == "--grace-period") {
       o.gracePeriodSeconds = parseSeconds(name, value);
+    } else if (name == "--max-restarts") {
+      o.maxRestarts = static_cast<int>(parseInt(name, value, 0, 0x7fffffff));
     } else if (name == "--tee") {
       if (value.empty()) throw UsageError("--tee is empty");
       o.teeDir = value;

@@ -19,6 +19,7 @@ struct Options {
   bool bindCores = true;         // --bind=cores|none: rank i on its own T cores
   double timeoutSeconds = 0;     // whole-job wall-clock limit; 0 = none
   double gracePeriodSeconds = 10;  // SIGTERM -> SIGKILL
+  int maxRestarts = 0;           // restarts of the whole job after a rank failed
   std::string teeDir;            // empty = no log files
   std::string program;           // as the user wrote it (for messages)
   std::string programPath;       // resolved against PATH, executable

@@ -61,7 +61,17 @@ std::string describeStatus(int status) {
   return text;
 }
 
-bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
+// The status of a rank that stopped early on SIGTERM/SIGINT, after its
+// checkpoint (dtc programs): not a failure, and the job's status then.
+constexpr int kStoppedBySignal = 75;  // EX_TEMPFAIL
+
+bool stoppedEarly(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == kStoppedBySignal; }
+
+// A failure stops the other ranks (and may restart the job); a rank that
+// stopped early does not: its peers stop after the same step by themselves.
+bool failed(int status) {
+  return !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stoppedEarly(status);
+}
 
 class Job {
 public:
@@ -75,11 +85,15 @@ public:
 private:
   enum class Why { None, Failure, Signal, Timeout };
 
+  int runRound();
+  void resetRound();
   bool start();
   void stop(Why why, int signal);
   void reap();
   void readPipe(Rank& r, int stream);
   int runningCount() const;
+  bool anyStoppedEarly() const;
+  bool allStoppedEarly() const;
   bool pipesOpen() const;
   int pollTimeoutMs(Clock::time_point now) const;
   void escalate();
@@ -101,6 +115,7 @@ private:
   int failedRank_ = -1;
   Clock::time_point allExitedAt_{};
   bool allExited_ = false;
+  int restart_ = 0;                   // restarts done (--max-restarts)
 };
 
 bool Job::start() {
@@ -111,7 +126,7 @@ bool Job::start() {
     r.globalRank = o_.nodeRank * o_.nprocPerNode + i;
     SpawnedRank spawned;
     std::string error;
-    if (!spawnRank(o_.programPath, o_.args, rankEnvironment(o_, i), rankCores(o_, i), spawned,
+    if (!spawnRank(o_.programPath, o_.args, rankEnvironment(o_, i, restart_), rankCores(o_, i), spawned,
                    error)) {
       out_.launcherMessage("dtcrun: cannot run '" + o_.program + "' as rank " +
                            std::to_string(r.globalRank) + ": " + error);
@@ -130,6 +145,18 @@ int Job::runningCount() const {
   int n = 0;
   for (const Rank& r : ranks_) n += r.running;
   return n;
+}
+
+bool Job::anyStoppedEarly() const {
+  for (const Rank& r : ranks_)
+    if (!r.running && stoppedEarly(r.status)) return true;
+  return false;
+}
+
+bool Job::allStoppedEarly() const {
+  for (const Rank& r : ranks_)
+    if (r.running || !stoppedEarly(r.status)) return false;
+  return !ranks_.empty();
 }
 
 bool Job::pipesOpen() const {
@@ -262,6 +289,30 @@ int Job::run() {
     deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(o_.timeoutSeconds));
   }
+  // A failed round (a rank failed: not a signal to dtcrun, not --timeout)
+  // starts the whole job again while restarts are left; --timeout covers
+  // all rounds.
+  for (;;) {
+    const int code = runRound();
+    if (why_ != Why::Failure || restart_ >= o_.maxRestarts) return code;
+    ++restart_;
+    out_.launcherMessage("dtcrun: restarting the job (restart " + std::to_string(restart_) +
+                         " of " + std::to_string(o_.maxRestarts) + ")");
+    resetRound();
+  }
+}
+
+void Job::resetRound() {
+  ranks_.clear();
+  why_ = Why::None;
+  exitCode_ = 0;
+  stopping_ = false;
+  stoppedOthers_ = 0;
+  failedRank_ = -1;
+  allExited_ = false;
+}
+
+int Job::runRound() {
   if (!start()) {
     stop(Why::None, SIGTERM);
     exitCode_ = 2;
@@ -334,9 +385,9 @@ int Job::run() {
     case Why::Timeout:
       return 124;
     case Why::Signal:
-      return exitCode_;
+      return allStoppedEarly() ? kStoppedBySignal : exitCode_;
     case Why::None:
-      return exitCode_;
+      return exitCode_ == 0 && anyStoppedEarly() ? kStoppedBySignal : exitCode_;
   }
   return exitCode_;
 }

@@ -12,6 +12,10 @@
 #   wait [ignore-term]   print "ready", then wait for a signal and report it
 #                        (ignore-term: SIGTERM is ignored; only SIGKILL stops it)
 #   rendezvous DIR       wait until WORLD_SIZE ranks (over all nodes) are up
+#   restarts RANK N      print TORCHELASTIC_RESTART_COUNT/_MAX_RESTARTS; that
+#                        rank fails (exit 1) while fewer than N restarts were
+#                        made, the others wait to be stopped; then all exit 0
+#   stopped              exit 75 (a rank that stopped early on a signal)
 import os
 import signal
 import sys
@@ -148,5 +152,15 @@ elif mode == "rendezvous":
             sys.exit(1)
         time.sleep(0.05)
     say("rank %d of %d: all up (node %s)" % (rank, world, os.environ["GROUP_RANK"]))
+elif mode == "restarts":
+    count = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+    say("rank %d restart %d of %s" % (rank, count, os.environ["TORCHELASTIC_MAX_RESTARTS"]))
+    if count < int(sys.argv[3]):
+        if rank == int(sys.argv[2]):
+            wait_for_others()
+            sys.exit(1)
+        wait_for_signal()
+elif mode == "stopped":
+    sys.exit(75)
 else:
     sys.exit("rank.py: unknown mode " + mode)
