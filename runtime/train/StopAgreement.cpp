@@ -27,6 +27,13 @@ bool StopAgreement::shouldStop() {
   return false;
 }
 
+void StopAgreement::rethrowFailure() {
+  if (!pending_) return;
+  // Ops run in issue order: the vote completed or failed before the step's.
+  std::unique_ptr<Work> vote = std::move(pending_);
+  vote->wait();
+}
+
 void StopAgreement::finish() {
   if (!pending_) return;
   pending_->wait();

@@ -28,6 +28,10 @@ public:
   bool shouldStop();
   // Collective: waits for the vote in flight (call once the loop is over).
   void finish();
+  // After a CommError in a step: throws the vote's own CommError when the
+  // vote in flight failed (it ran before the step's collectives, so its
+  // error names the cause); returns otherwise.
+  void rethrowFailure();
 
 private:
   Communicator* comm_;

@@ -506,98 +506,108 @@ TrainResult Trainer::run() {
   StopAgreement stopVote(comm_);
   const TestHooks hooks = TestHooks::fromEnvironment(rank);
   bool stoppedBySignal = false;
-  while (!stop && pos.epoch < opts_.epochs) {
-    const std::vector<int64_t> order = sampler.epochIndices(pos.epoch);
-    while (pos.batchInEpoch < batches) {
-      if (opts_.maxSteps > 0 && pos.step >= opts_.maxSteps) {
-        stop = true;
-        break;
-      }
-      if (stopVote.shouldStop()) {
-        stoppedBySignal = stop = true;
-        break;
-      }
-      const int64_t runStep = static_cast<int64_t>(result.losses.size()) + 1;
-      const auto t0 = Clock::now();
-      float loss = NAN;
-      size_t arenaPeak = 0;
-      if (pipeline_) {
-        fillBatch(train, order.data() + pos.batchInEpoch * stepRows_, stepRows_);
-        if (runStep == 1) std::memset(arena_.data(), kArenaPattern, arena_.size());
-        // --trace: steps 2-4 of this run (step 1 warms up).
-        const bool traced = !opts_.trace.empty() && runStep >= 2 && runStep <= 4;
-        if (traced) tracer.setStep(pos.step + 1);
-        loss = pipelineStep(lr, pos.step + 1, traced ? &tracer : nullptr);
-        if (runStep == 1) arenaPeak = measuredArenaPeak(arena_.data(), arena_.size());
-      } else {
-        // --profile: steps 2-11 of this run (step 1 warms up); --trace: step 2.
-        if (profiler_)
-          profiler_->setRecording(opts_.profile && runStep >= 2 && runStep <= 11,
-                                  !opts_.trace.empty() && runStep == 2);
-        // The step's loss is the mean over its micro-batches (as one batch
-        // `micro` times larger would give).
-        double lossSum = 0;
-        for (int64_t m = 0; m < micro; ++m) {
-          const int64_t batch = pos.batchInEpoch * micro + m;  // in this epoch's order
-          fillBatch(train, order.data() + batch * spec_.batchSize, spec_.batchSize);
-          // GPU programs: the next batch of this epoch (if this run takes it)
-          // loads while the device runs this one.
-          const bool last = m + 1 == micro && (pos.batchInEpoch + 1 >= batches ||
-                                               (opts_.maxSteps > 0 && pos.step + 1 >= opts_.maxSteps));
-          std::function<void()> prefetch;
-          if (device_ && !last)
-            prefetch = [&, batch] {
-              prefetchBatch(train, order.data() + (batch + 1) * spec_.batchSize, spec_.batchSize);
-            };
-          lossSum += runOnBatch(m + 1 < micro ? spec_.accumulateStep : spec_.trainStep, lr,
-                                pos.step + 1, nullptr, NAN, prefetch);
+  auto trainLoop = [&] {
+    while (!stop && pos.epoch < opts_.epochs) {
+      const std::vector<int64_t> order = sampler.epochIndices(pos.epoch);
+      while (pos.batchInEpoch < batches) {
+        if (opts_.maxSteps > 0 && pos.step >= opts_.maxSteps) {
+          stop = true;
+          break;
         }
-        loss = static_cast<float>(lossSum / static_cast<double>(micro));
-        if (graphs_) {
-          const std::string note = graphs_->takeNote();
-          if (!note.empty()) log.line(note);
+        if (stopVote.shouldStop()) {
+          stoppedBySignal = stop = true;
+          break;
         }
+        const int64_t runStep = static_cast<int64_t>(result.losses.size()) + 1;
+        const auto t0 = Clock::now();
+        float loss = NAN;
+        size_t arenaPeak = 0;
+        if (pipeline_) {
+          fillBatch(train, order.data() + pos.batchInEpoch * stepRows_, stepRows_);
+          if (runStep == 1) std::memset(arena_.data(), kArenaPattern, arena_.size());
+          // --trace: steps 2-4 of this run (step 1 warms up).
+          const bool traced = !opts_.trace.empty() && runStep >= 2 && runStep <= 4;
+          if (traced) tracer.setStep(pos.step + 1);
+          loss = pipelineStep(lr, pos.step + 1, traced ? &tracer : nullptr);
+          if (runStep == 1) arenaPeak = measuredArenaPeak(arena_.data(), arena_.size());
+        } else {
+          // --profile: steps 2-11 of this run (step 1 warms up); --trace: step 2.
+          if (profiler_)
+            profiler_->setRecording(opts_.profile && runStep >= 2 && runStep <= 11,
+                                    !opts_.trace.empty() && runStep == 2);
+          // The step's loss is the mean over its micro-batches (as one batch
+          // `micro` times larger would give).
+          double lossSum = 0;
+          for (int64_t m = 0; m < micro; ++m) {
+            const int64_t batch = pos.batchInEpoch * micro + m;  // in this epoch's order
+            fillBatch(train, order.data() + batch * spec_.batchSize, spec_.batchSize);
+            // GPU programs: the next batch of this epoch (if this run takes it)
+            // loads while the device runs this one.
+            const bool lastOfRun = opts_.maxSteps > 0 && pos.step + 1 >= opts_.maxSteps;
+            const bool last = m + 1 == micro && (pos.batchInEpoch + 1 >= batches || lastOfRun);
+            std::function<void()> prefetch;
+            if (device_ && !last)
+              prefetch = [&, batch] {
+                prefetchBatch(train, order.data() + (batch + 1) * spec_.batchSize, spec_.batchSize);
+              };
+            lossSum += runOnBatch(m + 1 < micro ? spec_.accumulateStep : spec_.trainStep, lr,
+                                  pos.step + 1, nullptr, NAN, prefetch);
+          }
+          loss = static_cast<float>(lossSum / static_cast<double>(micro));
+          if (graphs_) {
+            const std::string note = graphs_->takeNote();
+            if (!note.empty()) log.line(note);
+          }
+        }
+        const double dt = secondsSince(t0);
+        if (profiler_) {
+          profiler_->stepDone(dt);
+          profiler_->setRecording(false, false);
+        }
+        ++pos.step;
+        ++pos.batchInEpoch;
+        if (!std::isfinite(loss))
+          fail("step ", pos.step, " (epoch ", pos.epoch + 1, ", batch ", pos.batchInEpoch,
+               "): the loss is ", loss, "; training diverged (try a lower --lr)");
+        if (pipeline_ && runStep == 1) reportMemory(arenaPeak);
+        if (device_ && runStep == 1) reportDeviceMemory();
+        result.losses.push_back(loss);
+        result.trainSeconds += dt;
+        intervalSeconds += dt;
+        ++intervalSteps;
+        if (pos.step % opts_.logEvery == 0) {
+          // Logged losses are averaged over ranks (every rank logs the same
+          // steps); a pipeline's loss already is.
+          const float logged = pipeline_ ? loss : static_cast<float>(averageOverRanks(loss));
+          const double rate =
+              intervalSeconds > 0 ? intervalSteps * samplesPerStep / intervalSeconds : 0.0;
+          log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, logged, rate});
+          intervalSeconds = 0;
+          intervalSteps = 0;
+        }
+        hooks.afterStep(pos.step);
+        // --checkpoint-every (an epoch's last step is checkpointed after its --eval).
+        if (opts_.checkpointEvery > 0 && pos.step % opts_.checkpointEvery == 0 &&
+            pos.batchInEpoch < batches)
+          checkpoint();
       }
-      const double dt = secondsSince(t0);
-      if (profiler_) {
-        profiler_->stepDone(dt);
-        profiler_->setRecording(false, false);
-      }
-      ++pos.step;
-      ++pos.batchInEpoch;
-      if (!std::isfinite(loss))
-        fail("step ", pos.step, " (epoch ", pos.epoch + 1, ", batch ", pos.batchInEpoch,
-             "): the loss is ", loss, "; training diverged (try a lower --lr)");
-      if (pipeline_ && runStep == 1) reportMemory(arenaPeak);
-      if (device_ && runStep == 1) reportDeviceMemory();
-      result.losses.push_back(loss);
-      result.trainSeconds += dt;
-      intervalSeconds += dt;
-      ++intervalSteps;
-      if (pos.step % opts_.logEvery == 0) {
-        // Logged losses are averaged over ranks (every rank logs the same
-        // steps); a pipeline's loss already is.
-        const float logged = pipeline_ ? loss : static_cast<float>(averageOverRanks(loss));
-        const double rate =
-            intervalSeconds > 0 ? intervalSteps * samplesPerStep / intervalSeconds : 0.0;
-        log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, logged, rate});
-        intervalSeconds = 0;
-        intervalSteps = 0;
-      }
-      hooks.afterStep(pos.step);
-      // --checkpoint-every (an epoch's last step is checkpointed after its --eval).
-      if (opts_.checkpointEvery > 0 && pos.step % opts_.checkpointEvery == 0 &&
-          pos.batchInEpoch < batches)
-        checkpoint();
+      if (pos.batchInEpoch < batches) break;  // stopped by --max-steps mid-epoch
+      // The epoch is complete.
+      ++pos.epoch;
+      pos.batchInEpoch = 0;
+      log.endProgress();
+      if (opts_.eval) runEval(pos.epoch);
+      checkpoint();
+      if (opts_.maxSteps > 0 && pos.step >= opts_.maxSteps) stop = true;
     }
-    if (pos.batchInEpoch < batches) break;  // stopped by --max-steps mid-epoch
-    // The epoch is complete.
-    ++pos.epoch;
-    pos.batchInEpoch = 0;
-    log.endProgress();
-    if (opts_.eval) runEval(pos.epoch);
-    checkpoint();
-    if (opts_.maxSteps > 0 && pos.step >= opts_.maxSteps) stop = true;
+  };
+  try {
+    trainLoop();
+  } catch (const CommError&) {
+    // A dead peer fails the vote in flight first: its error names the
+    // cause, the step's own only says that the communicator failed earlier.
+    stopVote.rethrowFailure();
+    throw;
   }
   stopVote.finish();
   log.endProgress();
