@@ -16,6 +16,8 @@ packages=(
   # ONNX's backend node tests
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib
   dataset-fashion-mnist libonnx-testdata
+  # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizers
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()
