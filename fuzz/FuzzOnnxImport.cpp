@@ -5,9 +5,10 @@
 //
 // Known and not fixed yet (docs/security.md, test/fuzz/): libonnx 1.12's
 // shape inference dereferences null for a Conv or pool node whose input has
-// fewer than 3 dimensions, and dtc crashes with it. Inputs that declare such
-// a graph input are skipped here so that the fuzzer explores the rest;
-// remove the filter once the importer checks those ranks itself.
+// fewer than 3 dimensions and divides by zero for a zero stride, and dtc
+// crashes with it. Inputs that declare such a graph input or attribute are
+// skipped here so that the fuzzer explores the rest; remove the filter once
+// the importer checks those itself.
 #include "dialect/DtcDialect.h"
 #include "importer/OnnxImporter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,7 +28,8 @@
 namespace {
 
 // True for a model with a Conv or pool node reading a graph input declared
-// with fewer than 3 dimensions (the known libonnx crash above).
+// with fewer than 3 dimensions or with a stride, kernel size or dilation
+// below 1 (the known libonnx crashes above).
 bool hitsKnownOnnxCrash(const uint8_t* data, size_t size) {
   onnx::ModelProto model;
   if (!model.ParseFromArray(data, static_cast<int>(size))) return false;
@@ -39,6 +41,10 @@ bool hitsKnownOnnxCrash(const uint8_t* data, size_t size) {
                                                  "LpPool", "ConvInteger", "QLinearConv"};
   for (const onnx::NodeProto& n : model.graph().node()) {
     if (!convPool.count(n.op_type())) continue;
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (a.name() == "strides" || a.name() == "kernel_shape" || a.name() == "dilations")
+        for (int64_t v : a.ints())
+          if (v <= 0) return true;
     for (const std::string& in : n.input()) {
       auto it = rank.find(in);
       if (it != rank.end() && it->second < 3) return true;
