@@ -42,7 +42,10 @@ std::optional<Shape> resolveReshape(ArrayRef<int64_t> input, ArrayRef<int64_t> t
       error = "shape entry " + std::to_string(i) + " is " + std::to_string(d);
       return std::nullopt;
     }
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known)) {
+      error = "the shape " + formatShape(target) + " has more than 2^63 elements";
+      return std::nullopt;
+    }
     result.push_back(d);
   }
   int64_t total = numElements(input);

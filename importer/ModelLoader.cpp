@@ -12,6 +12,8 @@
 #include "onnx/defs/parser.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -193,6 +195,49 @@ static LogicalResult fixBatchSize(Location loc, onnx::GraphProto &graph,
   return success();
 }
 
+/// Refuses the Conv and pool nodes that crash libonnx 1.12's shape inference
+/// (onnx::convPoolShapeInference) instead of reaching it: a window attribute
+/// below 1 (a division by zero) or an input of known rank below 3 (an
+/// out-of-range dimension). Found by fuzz/FuzzOnnxImport.cpp.
+static LogicalResult checkWindowNodes(Location loc, const onnx::GraphProto &graph) {
+  llvm::StringMap<int> rank;
+  auto note = [&](const onnx::ValueInfoProto &v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+      rank[v.name()] = v.type().tensor_type().shape().dim_size();
+  };
+  for (const auto &v : graph.input())
+    note(v);
+  for (const auto &v : graph.value_info())
+    note(v);
+  for (const auto &t : graph.initializer())
+    rank[t.name()] = t.dims_size();
+  static const llvm::StringSet<> windowOps = {"Conv",    "ConvTranspose", "MaxPool",
+                                              "AveragePool", "LpPool", "ConvInteger",
+                                              "QLinearConv"};
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    if (!windowOps.contains(node.op_type()))
+      continue;
+    std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(i)
+                                           : node.name();
+    for (const auto &attr : node.attribute())
+      if (attr.name() == "strides" || attr.name() == "kernel_shape" ||
+          attr.name() == "dilations")
+        for (int64_t v : attr.ints())
+          if (v < 1)
+            return emitError(loc) << node.op_type() << " node \"" << name << "\": "
+                                  << attr.name() << " must be positive, got " << v;
+    if (node.input_size() > 0) {
+      auto it = rank.find(node.input(0));
+      if (it != rank.end() && it->second < 3)
+        return emitError(loc) << node.op_type() << " node \"" << name << "\": input '"
+                              << node.input(0) << "' has rank " << it->second
+                              << "; convolution and pooling need [N, C, spatial...]";
+    }
+  }
+  return success();
+}
+
 LogicalResult loadModel(Location loc, const std::string &path,
                         const ImportOptions &options, onnx::ModelProto &model,
                         int64_t &opset) {
@@ -234,6 +279,8 @@ LogicalResult loadModel(Location loc, const std::string &path,
         return emitError(loc) << "the ONNX checker rejects the model: " << oneLine(e.what());
       }
     }
+    if (failed(checkWindowNodes(loc, model.graph())))
+      return failure();
     try {
       onnx::shape_inference::InferShapes(model);
     } catch (const std::exception &e) {
