@@ -197,8 +197,10 @@ static LogicalResult fixBatchSize(Location loc, onnx::GraphProto &graph,
 
 /// Refuses the Conv and pool nodes that crash libonnx 1.12's shape inference
 /// (onnx::convPoolShapeInference) instead of reaching it: a window attribute
-/// below 1 (a division by zero) or an input of known rank below 3 (an
-/// out-of-range dimension). Found by fuzz/FuzzOnnxImport.cpp.
+/// below 1 (a division by zero), an input of known rank below 3, a weight
+/// whose rank differs from the input's, or window attributes whose length
+/// differs from the spatial dims (out-of-range dimensions). Found by
+/// fuzz/FuzzOnnxImport.cpp.
 static LogicalResult checkWindowNodes(Location loc, const onnx::GraphProto &graph) {
   llvm::StringMap<int> rank;
   auto note = [&](const onnx::ValueInfoProto &v) {
@@ -227,12 +229,38 @@ static LogicalResult checkWindowNodes(Location loc, const onnx::GraphProto &grap
           if (v < 1)
             return emitError(loc) << node.op_type() << " node \"" << name << "\": "
                                   << attr.name() << " must be positive, got " << v;
-    if (node.input_size() > 0) {
-      auto it = rank.find(node.input(0));
-      if (it != rank.end() && it->second < 3)
-        return emitError(loc) << node.op_type() << " node \"" << name << "\": input '"
-                              << node.input(0) << "' has rank " << it->second
-                              << "; convolution and pooling need [N, C, spatial...]";
+    auto known = [&](int i) -> int {
+      if (i >= node.input_size())
+        return -1;
+      auto it = rank.find(node.input(i));
+      return it == rank.end() ? -1 : it->second;
+    };
+    const int inputRank = known(0);
+    if (inputRank >= 0 && inputRank < 3)
+      return emitError(loc) << node.op_type() << " node \"" << name << "\": input '"
+                            << node.input(0) << "' has rank " << inputRank
+                            << "; convolution and pooling need [N, C, spatial...]";
+    // The window's dims must agree with the input's spatial dims (libonnx
+    // indexes one by the other).
+    const bool hasWeight = node.op_type() == "Conv" || node.op_type() == "ConvTranspose" ||
+                           node.op_type() == "ConvInteger" || node.op_type() == "QLinearConv";
+    const int weightIndex = node.op_type() == "QLinearConv" ? 3 : 1;
+    const int weightRank = hasWeight ? known(weightIndex) : -1;
+    if (inputRank >= 0 && weightRank >= 0 && weightRank != inputRank)
+      return emitError(loc) << node.op_type() << " node \"" << name << "\": the weight has rank "
+                            << weightRank << " but the input has rank " << inputRank;
+    const int spatial = inputRank >= 0 ? inputRank - 2 : weightRank >= 0 ? weightRank - 2 : -1;
+    if (spatial < 0)
+      continue;
+    for (const auto &attr : node.attribute()) {
+      const bool perSide = attr.name() == "pads";
+      if (!perSide && attr.name() != "strides" && attr.name() != "kernel_shape" &&
+          attr.name() != "dilations" && attr.name() != "output_padding")
+        continue;
+      if (attr.ints_size() != (perSide ? 2 : 1) * spatial)
+        return emitError(loc) << node.op_type() << " node \"" << name << "\": " << attr.name()
+                              << " has " << attr.ints_size() << " entries for "
+                              << spatial << " spatial dimensions";
     }
   }
   return success();
