@@ -32,6 +32,12 @@ static FailureOr<Shape> paddedShape(std::optional<Location> loc, StringRef op,
                                      formatShape(input) + ")");
     if (mode == "edge" && input[d] == 0 && begin + end > 0)
       return inferenceError(loc, "dtc." + op + ": edge padding of an empty dimension");
+    // Sizes past 2^62 are refused before they can overflow (and no tensor
+    // that large could be allocated).
+    constexpr int64_t kMaxSize = int64_t(1) << 62;
+    if (begin > kMaxSize - input[d] || end > kMaxSize - input[d] - begin)
+      return inferenceError(loc, "dtc." + op + ": the padded dimension " + std::to_string(d) +
+                                     " is too large");
     result[d] += begin + end;
   }
   return result;

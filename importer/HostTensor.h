@@ -29,6 +29,18 @@ inline bool isFloatDType(int32_t t) {
          t == onnx_dtype::Double || t == onnx_dtype::BFloat16;
 }
 
+/// `v` as an integer, truncated toward zero and saturated at int64's range
+/// (NaN is 0): a plain conversion of an out-of-range float is undefined.
+inline int64_t saturatingToInt64(double v) {
+  if (!(v == v))
+    return 0;
+  if (v >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 struct HostTensor {
   int32_t dtype = onnx_dtype::Int64;
   Shape shape;
@@ -38,7 +50,7 @@ struct HostTensor {
   bool isFloat() const { return isFloatDType(dtype); }
   int64_t size() const { return numElements(shape); }
   int64_t intAt(int64_t i) const {
-    return isFloat() ? static_cast<int64_t>(floats[i]) : ints[i];
+    return isFloat() ? saturatingToInt64(floats[i]) : ints[i];
   }
   double floatAt(int64_t i) const {
     return isFloat() ? floats[i] : static_cast<double>(ints[i]);

@@ -78,6 +78,25 @@ static int64_t typedFieldSize(const onnx::TensorProto &t) {
   }
 }
 
+/// The element count `t`'s dims declare, checked: no negative dim, and the
+/// count and its bytes within int64 (a crafted header must not overflow).
+static bool checkedCount(const onnx::TensorProto &t, int64_t &count, std::string &error) {
+  count = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || __builtin_mul_overflow(count, d, &count)) {
+      error = d < 0 ? "has a negative dimension (" + std::to_string(d) + ")"
+                    : std::string("declares more than 2^63 elements");
+      return false;
+    }
+  }
+  int64_t bytes;
+  if (__builtin_mul_overflow(count, byteWidth(t.data_type()), &bytes)) {
+    error = "declares more than 2^63 bytes";
+    return false;
+  }
+  return true;
+}
+
 static bool checkSize(const onnx::TensorProto &t, int64_t count, std::string &error) {
   int64_t width = byteWidth(t.data_type());
   if (t.has_raw_data()) {
@@ -99,7 +118,9 @@ static bool checkSize(const onnx::TensorProto &t, int64_t count, std::string &er
 
 DenseElementsAttr tensorProtoToAttr(const onnx::TensorProto &t, RankedTensorType type,
                                     std::string &error) {
-  int64_t count = type.getNumElements();
+  int64_t count;
+  if (!checkedCount(t, count, error))
+    return {};
   int32_t dtype = t.data_type();
   if (!checkSize(t, count, error))
     return {};
@@ -155,8 +176,8 @@ static double halfBitsToDouble(int32_t dtype, uint16_t bits) {
 bool tensorProtoToHost(const onnx::TensorProto &t, HostTensor &out, std::string &error) {
   out.dtype = t.data_type();
   out.shape.assign(t.dims().begin(), t.dims().end());
-  int64_t count = out.size();
-  if (!checkSize(t, count, error))
+  int64_t count;
+  if (!checkedCount(t, count, error) || !checkSize(t, count, error))
     return false;
   out.allocate();
   bool raw = t.has_raw_data();
@@ -231,7 +252,7 @@ HostTensor castHost(const HostTensor &t, int32_t dtype) {
       out.ints[i] = t.isFloat() ? (t.floats[i] != 0.0) : (t.ints[i] != 0);
     } else if (t.isFloat()) {
       double v = t.floats[i];
-      out.ints[i] = std::isfinite(v) ? static_cast<int64_t>(v) : 0;
+      out.ints[i] = std::isfinite(v) ? saturatingToInt64(v) : 0;
       if (dtype == onnx_dtype::Int32)
         out.ints[i] = static_cast<int32_t>(out.ints[i]);
     } else {
