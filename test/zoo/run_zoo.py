@@ -319,7 +319,8 @@ def write_table(rows, path, command):
         "PyTorch reference (max over tensors of max|g - g64| / max|g64|) and **torch f32** the same",
         "for PyTorch's own float32 gradient (dtc must be within max(1e-3, 4 x torch f32));",
         "**ort** is onnxruntime's forward output against PyTorch float64, and dtc's step-1 loss",
-        "against the loss of onnxruntime's output.",
+        "against the loss of onnxruntime's output. **compile s** is dtc's wall time (import,",
+        "passes, C++ compile) as measured during the run, on a shared machine.",
         "",
         "%d of %d models pass." % (passed, len(rows)),
         "",
@@ -369,7 +370,7 @@ def main(argv=None):
             unexpected.append(name)
     if args.table:
         write_table(rows, args.table,
-                    args.command or "test/zoo/run_zoo.py " + " ".join(argv or sys.argv[1:]))
+                    (args.command or "test/zoo/run_zoo.py " + " ".join(argv or sys.argv[1:])).strip())
     passed = sum(r["status"] == "pass" for r in rows)
     print("zoo: %d of %d pass" % (passed, len(rows)))
     if unexpected:
