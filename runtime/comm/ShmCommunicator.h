@@ -14,7 +14,7 @@
 // same bits, run after run.
 //
 // Operations run in issue order, synchronously inside Work::wait() (by
-// default; see README for why) or on a worker thread (DTC_SHM_THREAD=1).
+// default; see docs/performance.md for why) or on a worker thread (DTC_SHM_THREAD=1).
 // send/recv go through a GlooCommunicator connected on first use (every rank
 // must then use send/recv too). Every wait is bounded by the timeout and
 // checks that the peers are alive (pid and start time), so a rank that died,

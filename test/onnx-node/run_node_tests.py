@@ -41,7 +41,7 @@ from onnx import helper, numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# The ONNX ops dtc imports (README, "Supported ONNX operators"; the importer's
+# The ONNX ops dtc imports (docs/supported-ops.md; the importer's
 # builder table). The last group dtc evaluates only at compile time.
 SUPPORTED_OPS = {
     "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Exp",
