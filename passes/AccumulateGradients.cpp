@@ -2,6 +2,7 @@
 #include "passes/Passes.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -27,8 +28,9 @@ struct AccumulateGradientsPass
     if (!module.lookupSymbol(name)) {
       OpBuilder b(weight);
       b.setInsertionPointAfter(weight);
-      b.create<ParamOp>(weight.getLoc(), ParamKind::optimizer_state, name, weight.getType(),
-                        ElementsAttr());
+      auto accum = b.create<ParamOp>(weight.getLoc(), ParamKind::optimizer_state, name,
+                                     weight.getType(), ElementsAttr());
+      accum->setAttr(attr::kStateOf, FlatSymbolRefAttr::get(weight.getSymNameAttr()));
     }
     return FlatSymbolRefAttr::get(&getContext(), name);
   }

@@ -2,6 +2,7 @@
 #include "passes/Passes.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -27,6 +28,8 @@ struct AddOptimizerPass : dtc::impl::AddOptimizerBase<AddOptimizerPass> {
     auto state = b.create<ParamOp>(weight.getLoc(), ParamKind::optimizer_state,
                                    name, weight.getType(),
                                    ElementsAttr());
+    // Whose state it is, said once here rather than guessed from the name.
+    state->setAttr(attr::kStateOf, FlatSymbolRefAttr::get(weight.getSymNameAttr()));
     return FlatSymbolRefAttr::get(state.getSymNameAttr());
   }
 

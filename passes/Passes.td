@@ -486,11 +486,13 @@ def KeepConvColumns : Pass<"dtc-keep-conv-columns", "mlir::ModuleOp"> {
 }
 
 def PlanMemory : Pass<"dtc-plan-memory", "mlir::func::FuncOp"> {
-  let summary = "Annotates every tensor with its arena offset (for tests and reports)";
+  let summary = "Plans the arena: every tensor's byte offset, recorded in the IR";
   let description = [{
-    Runs the memory planner that codegen uses (MemoryPlan: liveness
-    intervals, largest tensor first at the lowest free offset, views share
-    their source) and records its answer in the IR: each op that writes
+    The memory plan of a step function (MemoryPlan: liveness intervals,
+    largest tensor first at the lowest free offset, views share their
+    source, a gradient bucket is one contiguous block, a GEMM accumulating
+    into a sum nobody else reads writes in place) recorded in the IR, where
+    codegen and `dtc --report` read it: each op that writes
     arena tensors gets `dtc.arena_offsets` (one byte offset per result) and
     the function gets `dtc.arena_bytes`, the planned peak, and
     `dtc.arena_unshared_bytes`, what the same tensors would take without
@@ -500,6 +502,28 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::func::FuncOp"> {
     ```mlir
     func.func @train_step(...) attributes {dtc.arena_bytes = 66560 : i64, ...} {
       %0 = dtc.relu %x {dtc.arena_offsets = array<i64: 0>} : tensor<64x128xf32>
+    ```
+  }];
+}
+
+def LayoutState : Pass<"dtc-layout-state", "mlir::ModuleOp"> {
+  let summary = "Lays out the state buffer: each param's offset and owning stage";
+  let description = [{
+    Every `dtc.param` (weights, buffers, constants, optimizer state) lives in
+    one state buffer per rank. This pass decides where: params in declaration
+    order, grouped by the pipeline stage that owns them (unowned ones
+    first), each 64-byte aligned. An optimizer_state param belongs to the
+    weight named by its `dtc.state_of` and so to that weight's stage. It
+    records `dtc.state_offset` on each param, the owner's `dtc.stage` on
+    optimizer state, and `dtc.state_bytes` on the module; codegen writes the
+    program's parameter table from these and nothing else.
+
+    After:
+    ```mlir
+    module attributes {dtc.state_bytes = 2048 : i64} {
+      dtc.param weight @fc.weight : tensor<8x16xf32> = ... {dtc.state_offset = 0 : i64}
+      dtc.param optimizer_state @fc.weight.exp_avg : tensor<8x16xf32>
+          {dtc.state_of = @fc.weight, dtc.state_offset = 512 : i64}
     ```
   }];
 }

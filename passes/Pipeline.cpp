@@ -72,6 +72,9 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
     pm.addPass(createSendEarly());
   pm.addPass(createVerifyCollectives());
   pm.addPass(createVerifyPipeline());
+  // The plan the back end reads: arena offsets and the state buffer's layout.
+  pm.addNestedPass<func::FuncOp>(createPlanMemory());
+  pm.addPass(createLayoutState());
 }
 
 namespace {

@@ -1,8 +1,14 @@
 //===- PlanMemory.cpp - record the memory plan in the IR ----------------===//
+//
+// The arena plan (MemoryPlan::compute) becomes attributes: codegen, the
+// report and tests read offsets from the IR instead of planning again.
+//
+//===----------------------------------------------------------------------===//
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "mlir/IR/Builders.h"
 
 namespace dtc {
@@ -22,20 +28,21 @@ struct PlanMemoryPass : dtc::impl::PlanMemoryBase<PlanMemoryPass> {
       return signalPassFailure();
     Builder b(func);
     for (Operation &op : func.front()) {
-      if (op.getNumResults() == 0 || MemoryPlan::isView(&op))
+      // Views, params and constants live elsewhere (MemoryPlan::fromIR);
+      // an all-reduce's results are its inputs, shown for the reader.
+      if (MemoryPlan::isView(&op) || isa<ParamRefOp, ConstantOp>(op))
         continue;
       SmallVector<int64_t> offsets;
       for (Value result : op.getResults()) {
-        const MemoryPlan::Placement &place = plan->placement(result);
-        if (place.storage != MemoryPlan::Storage::Arena)
-          break;
-        offsets.push_back(place.offset);
+        if (llvm::isa<TokenType>(result.getType()))
+          continue;  // communication in flight: no memory
+        offsets.push_back(plan->placement(result).offset);
       }
-      if (offsets.size() == op.getNumResults())
-        op.setAttr("dtc.arena_offsets", b.getDenseI64ArrayAttr(offsets));
+      if (!offsets.empty())
+        op.setAttr(attr::kArenaOffsets, b.getDenseI64ArrayAttr(offsets));
     }
-    func->setAttr("dtc.arena_bytes", b.getI64IntegerAttr(plan->peakBytes()));
-    func->setAttr("dtc.arena_unshared_bytes", b.getI64IntegerAttr(plan->totalBytes()));
+    func->setAttr(attr::kArenaBytes, b.getI64IntegerAttr(plan->peakBytes()));
+    func->setAttr(attr::kArenaUnsharedBytes, b.getI64IntegerAttr(plan->totalBytes()));
   }
 };
 } // namespace

@@ -5,7 +5,7 @@
 // RUN: dtc-opt %s -dtc-add-loss -dtc-differentiate -dtc-accumulate-gradients=steps=4 | FileCheck %s
 // RUN: dtc-opt %s -dtc-add-loss -dtc-differentiate -dtc-accumulate-gradients=steps=1 | FileCheck %s --check-prefix=ONE
 // CHECK: module attributes {dtc.accumulate_steps = 4 : i64
-// CHECK: dtc.param optimizer_state @w.grad_accum : tensor<3x6xf32>
+// CHECK: dtc.param optimizer_state @w.grad_accum : tensor<3x6xf32> {dtc.state_of = @w}
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[G:.*]] = dtc.gemm %{{.*}}, %arg0 {transA = true}
 // CHECK: %[[ACC:.*]] = dtc.param_ref @w.grad_accum

@@ -9,9 +9,9 @@
 // SGD with momentum keeps a velocity per weight, declared after the weight;
 // the update replaces the dtc.gradient in place (same order).
 // SGD: dtc.param weight @w1
-// SGD-NEXT: dtc.param optimizer_state @w1.momentum_buffer : tensor<4xf32>{{$}}
+// SGD-NEXT: dtc.param optimizer_state @w1.momentum_buffer : tensor<4xf32> {dtc.state_of = @w1}{{$}}
 // SGD: dtc.param weight @w2
-// SGD-NEXT: dtc.param optimizer_state @w2.momentum_buffer : tensor<2x2xf32>{{$}}
+// SGD-NEXT: dtc.param optimizer_state @w2.momentum_buffer : tensor<2x2xf32> {dtc.state_of = @w2}{{$}}
 // SGD-NOT: dtc.param optimizer_state @frozen
 // SGD-LABEL: func.func @train_step
 // SGD: dtc.sgd_update @w2, %arg1 {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, momentum_buffer = @w2.momentum_buffer, nesterov = true, weight_decay = 1.000000e-04 : f64}

@@ -1,0 +1,74 @@
+//===- LayoutState.cpp - where each param lives in the state buffer -----===//
+//
+// The state buffer holds every param of a rank. Its layout is decided here,
+// once, and recorded on the params (dtc.state_offset) and the module
+// (dtc.state_bytes): codegen writes the parameter table from these, the
+// runtime copies weights in and out through it, and the sharding passes to
+// come will refine it (a shard's range per rank) rather than codegen.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/MemoryPlan.h"
+#include "passes/Passes.h"
+
+#include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_LAYOUTSTATE
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+
+/// The stage owning `param`: its own dtc.stage, or for optimizer state its
+/// weight's; -1 when no stage claims it (not a pipeline, or unused).
+FailureOr<int64_t> owningStage(ParamOp param, SymbolTable &symbols) {
+  if (auto stage = param->getAttrOfType<IntegerAttr>(attr::kStage))
+    return stage.getInt();
+  if (param.getKind() != ParamKind::optimizer_state)
+    return int64_t(-1);
+  auto owner = param->getAttrOfType<FlatSymbolRefAttr>(attr::kStateOf);
+  if (!owner)
+    return param.emitOpError("optimizer state names no weight (dtc.state_of)");
+  auto weight = symbols.lookup<ParamOp>(owner.getValue());
+  if (!weight || weight.getKind() == ParamKind::optimizer_state)
+    return param.emitOpError("dtc.state_of names no weight: ") << owner;
+  if (auto stage = weight->getAttrOfType<IntegerAttr>(attr::kStage))
+    return stage.getInt();
+  return int64_t(-1);
+}
+
+struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    Builder b(module);
+    SmallVector<std::pair<int64_t, ParamOp>> params;
+    for (auto param : module.getOps<ParamOp>()) {
+      FailureOr<int64_t> stage = owningStage(param, symbols);
+      if (failed(stage))
+        return signalPassFailure();
+      params.push_back({*stage, param});
+    }
+    // Each stage's params one contiguous range, in declaration order.
+    llvm::stable_sort(params, [](auto &a, auto &b) { return a.first < b.first; });
+    int64_t offset = 0;
+    for (auto [stage, param] : params) {
+      if (stage >= 0 && param.getKind() == ParamKind::optimizer_state)
+        param->setAttr(attr::kStage, b.getI64IntegerAttr(stage));
+      param->setAttr(attr::kStateOffset, b.getI64IntegerAttr(offset));
+      int64_t bytes = tensorBytes(param.getType());
+      offset += (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    }
+    module->setAttr(attr::kStateBytes, b.getI64IntegerAttr(offset));
+  }
+};
+
+} // namespace

@@ -1,0 +1,51 @@
+// The dtc-layout-state pass: each param's offset in the state buffer.
+// RUN: dtc-opt %s -split-input-file -dtc-layout-state | FileCheck %s
+
+// One rank holds everything: params in declaration order, each starting on
+// a 64-byte boundary (a 4-float bias takes 16 bytes but 64 of the buffer),
+// optimizer state where its weight put it in the declaration order.
+// CHECK-LABEL: module attributes {dtc.state_bytes = 704 : i64}
+// CHECK: dtc.param weight @w : tensor<4x8xf32> {{.*}}{dtc.state_offset = 0 : i64}
+// CHECK: dtc.param optimizer_state @w.exp_avg : tensor<4x8xf32> {dtc.state_of = @w, dtc.state_offset = 128 : i64}
+// CHECK: dtc.param optimizer_state @w.exp_avg_sq : tensor<4x8xf32> {dtc.state_of = @w, dtc.state_offset = 256 : i64}
+// CHECK: dtc.param weight @b : tensor<4xf32> {{.*}}{dtc.state_offset = 384 : i64}
+// CHECK: dtc.param buffer @running_mean : tensor<2xf32> {{.*}}{dtc.state_offset = 448 : i64}
+// CHECK: dtc.param constant @table : tensor<3xi64> {{.*}}{dtc.state_offset = 512 : i64}
+// CHECK: dtc.param optimizer_state @b.exp_avg : tensor<4xf32> {dtc.state_of = @b, dtc.state_offset = 576 : i64}
+// CHECK: dtc.param optimizer_state @b.exp_avg_sq : tensor<4xf32> {dtc.state_of = @b, dtc.state_offset = 640 : i64}
+module {
+  dtc.param weight @w : tensor<4x8xf32> = dense<0.1> : tensor<4x8xf32>
+  dtc.param optimizer_state @w.exp_avg : tensor<4x8xf32> {dtc.state_of = @w}
+  dtc.param optimizer_state @w.exp_avg_sq : tensor<4x8xf32> {dtc.state_of = @w}
+  dtc.param weight @b : tensor<4xf32> = dense<0.0> : tensor<4xf32>
+  dtc.param buffer @running_mean : tensor<2xf32> = dense<0.0> : tensor<2xf32>
+  dtc.param constant @table : tensor<3xi64> = dense<[1, 2, 3]> : tensor<3xi64>
+  dtc.param optimizer_state @b.exp_avg : tensor<4xf32> {dtc.state_of = @b}
+  dtc.param optimizer_state @b.exp_avg_sq : tensor<4xf32> {dtc.state_of = @b}
+}
+
+// -----
+
+// A pipeline: each stage's params are one contiguous range (unowned ones
+// first), and optimizer state goes with its weight's stage, whatever its
+// place in the module. Stage 1's weight is declared first but laid out after
+// stage 0's params and state.
+// CHECK-LABEL: module attributes {dtc.state_bytes = 768 : i64}
+// CHECK: dtc.param weight @fc2.weight : tensor<4x8xf32> {{.*}}{dtc.stage = 1 : i64, dtc.state_offset = 448 : i64}
+// CHECK: dtc.param optimizer_state @fc2.weight.momentum_buffer : tensor<4x8xf32> {dtc.stage = 1 : i64, dtc.state_of = @fc2.weight, dtc.state_offset = 576 : i64}
+// CHECK: dtc.param weight @fc1.weight : tensor<8x4xf32> {{.*}}{dtc.stage = 0 : i64, dtc.state_offset = 64 : i64}
+// CHECK: dtc.param optimizer_state @fc1.weight.momentum_buffer : tensor<8x4xf32> {dtc.stage = 0 : i64, dtc.state_of = @fc1.weight, dtc.state_offset = 192 : i64}
+// CHECK: dtc.param weight @fc1.bias : tensor<8xf32> {{.*}}{dtc.stage = 0 : i64, dtc.state_offset = 320 : i64}
+// CHECK: dtc.param optimizer_state @fc1.bias.momentum_buffer : tensor<8xf32> {dtc.stage = 0 : i64, dtc.state_of = @fc1.bias, dtc.state_offset = 384 : i64}
+// CHECK: dtc.param constant @shape : tensor<2xi64> {{.*}}{dtc.state_offset = 0 : i64}
+// CHECK: dtc.param weight @head.bias : tensor<4xf32> {{.*}}{dtc.stage = 1 : i64, dtc.state_offset = 704 : i64}
+module {
+  dtc.param weight @fc2.weight : tensor<4x8xf32> = dense<0.1> : tensor<4x8xf32> {dtc.stage = 1 : i64}
+  dtc.param optimizer_state @fc2.weight.momentum_buffer : tensor<4x8xf32> {dtc.state_of = @fc2.weight}
+  dtc.param weight @fc1.weight : tensor<8x4xf32> = dense<0.1> : tensor<8x4xf32> {dtc.stage = 0 : i64}
+  dtc.param optimizer_state @fc1.weight.momentum_buffer : tensor<8x4xf32> {dtc.state_of = @fc1.weight}
+  dtc.param weight @fc1.bias : tensor<8xf32> = dense<0.0> : tensor<8xf32> {dtc.stage = 0 : i64}
+  dtc.param optimizer_state @fc1.bias.momentum_buffer : tensor<8xf32> {dtc.state_of = @fc1.bias}
+  dtc.param constant @shape : tensor<2xi64> = dense<[4, 8]> : tensor<2xi64>
+  dtc.param weight @head.bias : tensor<4xf32> = dense<0.0> : tensor<4xf32> {dtc.stage = 1 : i64}
+}
