@@ -3,6 +3,7 @@
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "dialect/ShapeHelpers.h"
 #include "passes/CostModel.h"
 #include "passes/PipelineSimulation.h"
@@ -160,7 +161,7 @@ StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss) {
 
 FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
                                         ProgramEmitter &program) {
-  FailureOr<MemoryPlan> plan = MemoryPlan::compute(func);
+  FailureOr<MemoryPlan> plan = MemoryPlan::fromIR(func);
   if (failed(plan))
     return failure();
   FunctionEmitter fn(program, *plan);
@@ -390,6 +391,50 @@ static std::string cudaHelpers(const ProgramEmitter &program) {
          "}\n\n";
 }
 
+namespace {
+/// The state buffer as dtc-layout-state recorded it: the params in offset
+/// order, each with its owner's table index (optimizer state) and stage.
+struct StateTable {
+  struct Entry {
+    ParamOp param;
+    int64_t offset;
+    int owner;      // table index of the weight an optimizer state belongs to, or -1
+    int64_t stage;  // the pipeline stage owning it, or -1
+  };
+  std::vector<Entry> entries;
+  int64_t bytes = 0;
+};
+
+FailureOr<StateTable> readStateLayout(ModuleOp module) {
+  StateTable table;
+  auto bytes = module->getAttrOfType<IntegerAttr>(attr::kStateBytes);
+  if (!bytes)
+    return module.emitError("the module has no state layout (dtc.state_bytes): run "
+                            "dtc-layout-state");
+  table.bytes = bytes.getInt();
+  for (auto param : module.getOps<ParamOp>()) {
+    auto offset = param->getAttrOfType<IntegerAttr>(attr::kStateOffset);
+    if (!offset)
+      return param.emitOpError("has no state offset (dtc.state_offset): run dtc-layout-state");
+    if (offset.getInt() < 0 || offset.getInt() + tensorBytes(param.getType()) > table.bytes)
+      return param.emitOpError("state offset ")
+             << offset.getInt() << " is outside the state buffer of " << table.bytes
+             << " bytes";
+    auto stage = param->getAttrOfType<IntegerAttr>(attr::kStage);
+    table.entries.push_back({param, offset.getInt(), -1, stage ? stage.getInt() : -1});
+  }
+  llvm::stable_sort(table.entries,
+                    [](const auto &a, const auto &b) { return a.offset < b.offset; });
+  llvm::StringMap<int> index;
+  for (auto [i, entry] : llvm::enumerate(table.entries))
+    index[entry.param.getSymName()] = static_cast<int>(i);
+  for (StateTable::Entry &entry : table.entries)
+    if (auto owner = entry.param->getAttrOfType<FlatSymbolRefAttr>(attr::kStateOf))
+      entry.owner = index.lookup(owner.getValue());
+  return table;
+}
+} // namespace
+
 LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
                       llvm::raw_ostream &os) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
@@ -405,40 +450,22 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   auto collectivesAttr = module->getAttrOfType<StringAttr>("dtc.collectives");
   std::string collectives = collectivesAttr ? collectivesAttr.getValue().str() : "";
 
-  // The state buffer: every param, 64-byte aligned, in declaration order;
-  // in a pipeline grouped by the stage that owns it (constants first), so
-  // each stage's params are one contiguous range.
-  SmallVector<std::pair<int64_t, ParamOp>> params;
-  llvm::StringMap<int64_t> stageOf;
-  for (auto param : module.getOps<ParamOp>()) {
-    int64_t stage = -1;
-    if (auto attr = param->getAttrOfType<IntegerAttr>("dtc.stage"))
-      stage = attr.getInt();
-    else if (param.getKind() == ParamKind::optimizer_state)
-      stage = stageOf.lookup(param.getSymName().rsplit('.').first);
-    stageOf[param.getSymName()] = stage;
-    params.push_back({stage, param});
-  }
-  llvm::stable_sort(params, [](auto &a, auto &b) { return a.first < b.first; });
+  // The parameter table, in state-buffer order, as dtc-layout-state laid
+  // it out.
+  FailureOr<StateTable> state = readStateLayout(module);
+  if (failed(state))
+    return failure();
+  for (StateTable::Entry entry : state->entries)
+    program.paramOffsets[entry.param.getSymName()] = entry.offset;
   std::string paramTable;
-  llvm::StringMap<int> paramIndex;
-  int64_t stateBytes = 0;
-  for (auto [stage, param] : params) {
-    program.paramOffsets[param.getSymName()] = stateBytes;
-    int owner = -1;
-    if (param.getKind() == ParamKind::optimizer_state) {
-      auto [weight, suffix] = param.getSymName().rsplit('.');
-      owner = paramIndex.lookup(weight);
-    }
+  for (StateTable::Entry entry : state->entries) {
     static const char *kinds[] = {"Weight", "Buffer", "Constant", "OptimizerState"};
-    paramTable += "    {" + tensorSpec(param.getSymName(), param.getType()) +
-                  ", dtcrt::ParamKind::" + kinds[static_cast<int>(param.getKind())] + ", " +
-                  std::to_string(stateBytes) + ", " + std::to_string(owner) + ", " +
-                  std::to_string(stage) + "},\n";
-    paramIndex[param.getSymName()] = paramIndex.size();
-    stateBytes += (tensorBytes(param.getType()) + kArenaAlignment - 1) / kArenaAlignment *
-                  kArenaAlignment;
+    paramTable += "    {" + tensorSpec(entry.param.getSymName(), entry.param.getType()) +
+                  ", dtcrt::ParamKind::" + kinds[static_cast<int>(entry.param.getKind())] +
+                  ", " + std::to_string(entry.offset) + ", " + std::to_string(entry.owner) +
+                  ", " + std::to_string(entry.stage) + "},\n";
   }
+  const int64_t stateBytes = state->bytes;
 
   std::string functions;
   int64_t arenaBytes = 0;
@@ -549,7 +576,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    " << quoted(modelName) << ",\n"
      << "    " << quoted(options.compileCommand) << ",\n"
      << "    dtc_embedded_onnx, size_t(dtc_embedded_onnx_end - dtc_embedded_onnx),\n"
-     << "    kParams, " << paramIndex.size() << ", " << stateBytes << ",\n"
+     << "    kParams, " << state->entries.size() << ", " << stateBytes << ",\n"
      << "    kInputs, " << forward.getNumArguments() << ", kOutputs, "
      << forward.getNumResults() << ",\n"
      << "    " << labels << ",\n"

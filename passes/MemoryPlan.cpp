@@ -10,6 +10,7 @@
 #include "passes/MemoryPlan.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -181,6 +182,65 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func) {
   for (const Interval &interval : intervals)
     if (interval.value)
       plan.placements[interval.value] = {Storage::Arena, interval.offset, 0, nullptr};
+  return plan;
+}
+
+FailureOr<MemoryPlan> MemoryPlan::fromIR(func::FuncOp func) {
+  MemoryPlan plan;
+  auto peak = func->getAttrOfType<IntegerAttr>(attr::kArenaBytes);
+  auto unshared = func->getAttrOfType<IntegerAttr>(attr::kArenaUnsharedBytes);
+  if (!peak || !unshared)
+    return func.emitError() << "@" << func.getSymName()
+                            << " has no memory plan (dtc.arena_bytes): run dtc-plan-memory";
+  plan.peak = peak.getInt();
+  plan.total = unshared.getInt();
+  Block &body = func.front();
+  for (BlockArgument arg : body.getArguments())
+    plan.placements[arg] = {Storage::Input, 0, arg.getArgNumber(), nullptr};
+  for (Operation &op : body) {
+    if (isView(&op)) {
+      plan.roots[op.getResult(0)] = plan.storageRoot(op.getOperand(0));
+      continue;
+    }
+    if (auto wait = dyn_cast<AllReduceWaitOp>(op)) {
+      for (auto [reduced, grad] : llvm::zip(wait.getReduced(), wait.getGrads()))
+        plan.roots[reduced] = plan.storageRoot(grad);
+      continue;
+    }
+    if (isa<ParamRefOp>(op)) {
+      plan.placements[op.getResult(0)] = {Storage::Param, 0, 0, &op};
+      continue;
+    }
+    if (isa<ConstantOp>(op)) {
+      plan.placements[op.getResult(0)] = {Storage::Constant, 0, 0, &op};
+      continue;
+    }
+    SmallVector<Value> tensors;
+    for (Value result : op.getResults())
+      if (!llvm::isa<TokenType>(result.getType()))
+        tensors.push_back(result);
+    if (tensors.empty())
+      continue;
+    auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(attr::kArenaOffsets);
+    if (!offsets || offsets.size() != static_cast<int64_t>(tensors.size()))
+      return op.emitOpError("has no arena offset for each result (dtc.arena_offsets): "
+                            "run dtc-plan-memory");
+    for (auto [result, offset] : llvm::zip(tensors, offsets.asArrayRef())) {
+      if (offset < 0 || offset + tensorBytes(result.getType()) > plan.peak)
+        return op.emitOpError("arena offset ")
+               << offset << " is outside the function's arena of " << plan.peak << " bytes";
+      plan.placements[result] = {Storage::Arena, offset, 0, nullptr};
+    }
+    // A GEMM the plan had accumulate into its C in place shares C's storage.
+    if (Value acc = accumulatedInPlace(&op)) {
+      auto it = plan.placements.find(plan.storageRoot(acc));
+      if (it != plan.placements.end() && it->second.storage == Storage::Arena &&
+          it->second.offset == offsets[0]) {
+        plan.placements.erase(op.getResult(0));
+        plan.roots[op.getResult(0)] = plan.storageRoot(acc);
+      }
+    }
+  }
   return plan;
 }
 

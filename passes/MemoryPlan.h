@@ -29,8 +29,14 @@ public:
     mlir::Operation *source = nullptr; // Param: the param_ref; Constant: the constant op
   };
 
-  /// Plans `func`; fails (with an error) on ops it cannot place.
+  /// Plans `func`; fails (with an error) on ops it cannot place. Only the
+  /// dtc-plan-memory pass calls this: it records the answer in the IR.
   static llvm::FailureOr<MemoryPlan> compute(mlir::func::FuncOp func);
+
+  /// The plan dtc-plan-memory recorded in `func` (dtc.arena_offsets on ops,
+  /// dtc.arena_bytes on the function), as the back end reads it. Decides
+  /// nothing: fails with an error naming the op if the IR holds no plan.
+  static llvm::FailureOr<MemoryPlan> fromIR(mlir::func::FuncOp func);
 
   /// Where `value` (or, for a view, the value it views) is stored.
   const Placement &placement(mlir::Value value) const;

@@ -1,8 +1,8 @@
 // The elementwise emitters from IR: GEMM (an inference model's layer),
 // ReLU, a comparison with a broadcast scalar constant (a named constant
 // array, shape rank 0), Where, logic on bools and a cast.
-// RUN: dtc-translate --mlir-to-cpp %s | FileCheck %s
-// RUN: dtc-translate --mlir-to-cuda %s | FileCheck %s --check-prefix=CUDA
+// RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cpp | FileCheck %s
+// RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cuda | FileCheck %s --check-prefix=CUDA
 // CHECK: alignas(64) static const float [[ZERO:kConst[0-9]+]][] = {0.f};  // scalar
 // CHECK-LABEL: void forward(
 // CHECK: cpu::gemm(false, true, 2, 3, 6, 1.f, in0, 6, p_w, 6, 0.f, [[G:t[0-9]+]], 3);

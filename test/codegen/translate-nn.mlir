@@ -2,8 +2,8 @@
 // conv (parameters as a named table), batch norm in inference, max pool
 // (no indices in inference), global average pool, flatten (a view: no
 // call) and softmax.
-// RUN: dtc-translate --mlir-to-cpp %s | FileCheck %s
-// RUN: dtc-translate --mlir-to-cuda %s | FileCheck %s --check-prefix=CUDA
+// RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cpp | FileCheck %s
+// RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cuda | FileCheck %s --check-prefix=CUDA
 // CHECK: const dtcrt::cpu::Conv2dParams kConv0 = {2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 // CHECK: const dtcrt::cpu::Pool2dParams kPool1 = {2, 4, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
 // CHECK-LABEL: void forward(

@@ -2,7 +2,7 @@
 // a transpose of ids ([N, T] -> [T, N], PyTorch's tokens.t()), an
 // embedding gather with them, a slice and a concat (the arrays of operand
 // pointers typed by the element type).
-// RUN: dtc-translate --mlir-to-cpp %s | FileCheck %s
+// RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cpp | FileCheck %s
 // CHECK-LABEL: void forward(
 // CHECK: const int64_t* const in0 =
 // CHECK: int64_t* const [[T:t[0-9]+]] =

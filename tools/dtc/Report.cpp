@@ -2,6 +2,7 @@
 #include "Report.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "passes/MemoryPlan.h"
 #include "passes/PipelineSimulation.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -57,17 +58,12 @@ static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
      << " schedule\n";
   os << "  stage  ops  nodes                                        params  activations  "
         "busy (pred.)\n";
-  llvm::StringMap<int64_t> paramStage;
+  // Stages as dtc-layout-state recorded them (optimizer state with its weight).
   SmallVector<int64_t> paramBytes(stages.size(), 0);
   for (auto param : module.getOps<ParamOp>()) {
-    int64_t stage = -1;
-    if (auto attr = param->getAttrOfType<IntegerAttr>("dtc.stage"))
-      stage = attr.getInt();
-    else if (param.getKind() == ParamKind::optimizer_state)
-      stage = paramStage.lookup(param.getSymName().rsplit('.').first);
-    paramStage[param.getSymName()] = stage;
-    if (stage >= 0 && stage < int64_t(stages.size()))
-      paramBytes[stage] += tensorBytes(param.getType());
+    auto stage = param->getAttrOfType<IntegerAttr>(attr::kStage);
+    if (stage && stage.getInt() >= 0 && stage.getInt() < int64_t(stages.size()))
+      paramBytes[stage.getInt()] += tensorBytes(param.getType());
   }
   for (auto [s, stage] : llvm::enumerate(stages)) {
     SmallVector<Operation *> ops = forwardOps(stage);
@@ -81,7 +77,7 @@ static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
         }
       nodes = (first + (first == last ? "" : " .. " + last)).str();
     }
-    FailureOr<MemoryPlan> plan = MemoryPlan::compute(stage);
+    FailureOr<MemoryPlan> plan = MemoryPlan::fromIR(stage);
     if (failed(plan))
       return failure();
     os << llvm::format("  %-5zu %4zu  %-40s %10s %12s %9.3f ms\n", s, ops.size(),
@@ -115,7 +111,7 @@ LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
   os << "memory plan (activations and gradients, one arena per program)\n";
   int64_t peak = 0;
   for (auto func : module.getOps<func::FuncOp>()) {
-    FailureOr<MemoryPlan> plan = MemoryPlan::compute(func);
+    FailureOr<MemoryPlan> plan = MemoryPlan::fromIR(func);
     if (failed(plan))
       return failure();
     peak = std::max(peak, plan->peakBytes());
