@@ -491,18 +491,23 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   }
   // A pipeline: the stages' steps, and how the job is laid out.
   auto pipeline = module->getAttrOfType<DictionaryAttr>("dtc.pipeline");
-  std::string pipelineTables, pipelineSpec = "    0, 1, 1, nullptr, nullptr, \"\",\n";
+  std::string pipelineTables;
+  std::string pipelineSpec = "    .pipelineStages = 0,\n    .dataParallel = 1,\n"
+                             "    .microBatches = 1,\n    .stageSteps = nullptr,\n"
+                             "    .stageArenaBytes = nullptr,\n    .schedule = \"\",\n";
   if (!stages.empty() && pipeline) {
     std::string names;
     for (func::FuncOp stage : stages)
       names += (names.empty() ? "" : ", ") + stage.getSymName().str();
     pipelineTables = "const dtcrt::StepFunction kStageSteps[] = {" + names + "};\n" +
                      "const size_t kStageArenaBytes[] = {" + stageArenas + "};\n";
-    pipelineSpec = "    " + std::to_string(stages.size()) + ", " +
-                   std::to_string(options.dataParallel) + ", " +
-                   std::to_string(pipeline.getAs<IntegerAttr>("micro_batches").getInt()) +
-                   ", kStageSteps, kStageArenaBytes, " +
-                   quoted(pipeline.getAs<StringAttr>("schedule").getValue()) + ",\n";
+    pipelineSpec =
+        "    .pipelineStages = " + std::to_string(stages.size()) + ",\n" +
+        "    .dataParallel = " + std::to_string(options.dataParallel) + ",\n" +
+        "    .microBatches = " +
+        std::to_string(pipeline.getAs<IntegerAttr>("micro_batches").getInt()) + ",\n" +
+        "    .stageSteps = kStageSteps,\n    .stageArenaBytes = kStageArenaBytes,\n" +
+        "    .schedule = " + quoted(pipeline.getAs<StringAttr>("schedule").getValue()) + ",\n";
   }
 
   std::string inputs, outputs;
@@ -573,28 +578,40 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "const dtcrt::TensorSpec kOutputs[] = {\n" << outputs << "};\n"
      << pipelineTables << profileTable << "\n"
      << "const dtcrt::ProgramSpec kProgram = {\n"
-     << "    " << quoted(modelName) << ",\n"
-     << "    " << quoted(options.compileCommand) << ",\n"
-     << "    dtc_embedded_onnx, size_t(dtc_embedded_onnx_end - dtc_embedded_onnx),\n"
-     << "    kParams, " << state->entries.size() << ", " << stateBytes << ",\n"
-     << "    kInputs, " << forward.getNumArguments() << ", kOutputs, "
-     << forward.getNumResults() << ",\n"
-     << "    " << labels << ",\n"
-     << "    " << batch << ",\n"
-     << "    " << arenaBytes << ", workspace_bytes,\n"
-     << "    " << (train ? "train_step" : "nullptr") << ", "
-     << (eval ? "eval_step" : "nullptr") << ", forward,\n"
-     << "    " << quoted(strategy) << ", " << quoted(collectives) << ",\n"
-     << "    " << quoted(options.loss) << ", " << quoted(options.optimizer) << ", "
-     << doubleLiteral(options.lr) << ",\n"
-     << "    " << (accumulate ? module->getAttrOfType<IntegerAttr>("dtc.accumulate_steps").getInt()
-                              : 1)
-     << ", " << (accumulate ? "accumulate_step" : "nullptr") << ",\n"
+     << "    .modelName = " << quoted(modelName) << ",\n"
+     << "    .compileCommand = " << quoted(options.compileCommand) << ",\n"
+     << "    .onnxBytes = dtc_embedded_onnx,\n"
+     << "    .onnxSize = size_t(dtc_embedded_onnx_end - dtc_embedded_onnx),\n"
+     << "    .params = kParams,\n"
+     << "    .numParams = " << state->entries.size() << ",\n"
+     << "    .stateBytes = " << stateBytes << ",\n"
+     << "    .inputs = kInputs,\n"
+     << "    .numInputs = " << forward.getNumArguments() << ",\n"
+     << "    .outputs = kOutputs,\n"
+     << "    .numOutputs = " << forward.getNumResults() << ",\n"
+     << "    .labels = " << labels << ",\n"
+     << "    .batchSize = " << batch << ",\n"
+     << "    .arenaBytes = " << arenaBytes << ",\n"
+     << "    .workspaceBytes = workspace_bytes,\n"
+     << "    .trainStep = " << (train ? "train_step" : "nullptr") << ",\n"
+     << "    .evalStep = " << (eval ? "eval_step" : "nullptr") << ",\n"
+     << "    .forward = forward,\n"
+     << "    .strategy = " << quoted(strategy) << ",\n"
+     << "    .collectives = " << quoted(collectives) << ",\n"
+     << "    .loss = " << quoted(options.loss) << ",\n"
+     << "    .optimizer = " << quoted(options.optimizer) << ",\n"
+     << "    .lr = " << doubleLiteral(options.lr) << ",\n"
+     << "    .accumulateSteps = "
+     << (accumulate ? module->getAttrOfType<IntegerAttr>("dtc.accumulate_steps").getInt() : 1)
+     << ",\n"
+     << "    .accumulateStep = " << (accumulate ? "accumulate_step" : "nullptr") << ",\n"
      << pipelineSpec
-     << (program.cuda ? "    cuda::deviceBackend(), \"cuda\",\n" : "    nullptr, \"cpu\",\n")
-     << "    " << quoted(usesBf16(module) ? "bf16" : "fp32") << ",\n"
-     << (program.profileOps.empty() ? std::string("    nullptr, 0,\n")
-                                    : "    kProfileOps, " + std::to_string(program.profileOps.size()) + ",\n")
+     << "    .device = " << (program.cuda ? "cuda::deviceBackend()" : "nullptr") << ",\n"
+     << "    .target = " << (program.cuda ? "\"cuda\"" : "\"cpu\"") << ",\n"
+     << "    .precision = " << quoted(usesBf16(module) ? "bf16" : "fp32") << ",\n"
+     << "    .profileOps = " << (program.profileOps.empty() ? "nullptr" : "kProfileOps")
+     << ",\n"
+     << "    .numProfileOps = " << program.profileOps.size() << ",\n"
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

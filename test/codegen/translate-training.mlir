@@ -12,7 +12,9 @@
 // CHECK: cpu::sgd_update(p_w, [[DW]], p_w_momentum_buffer, 18, ctx.lr, 0.90000000000000002, 0, 0, false, ctx.step == 1);
 // CHECK-LABEL: void eval_step(
 // CHECK: cpu::accuracy_count(
-// CHECK: "cross-entropy", "sgd", 0.050000000000000003,
+// CHECK: .loss = "cross-entropy",
+// CHECK-NEXT: .optimizer = "sgd",
+// CHECK-NEXT: .lr = 0.050000000000000003,
 dtc.param weight @w : tensor<3x6xf32> = dense<0.1> : tensor<3x6xf32>
 func.func @forward(%x: tensor<2x6xf32> {dtc.name = "input"}) -> (tensor<2x3xf32> {dtc.name = "logits"}) {
   %w = dtc.param_ref @w : tensor<3x6xf32>
