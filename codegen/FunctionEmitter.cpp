@@ -126,7 +126,10 @@ void FunctionEmitter::declareResults(Operation *op) {
       continue;
     std::string name = "t" + std::to_string(nextTemp++);
     std::string type = cppElementType(result.getType()).str();
-    line(type + "* const " + name + " = reinterpret_cast<" + type + "*>(arena + " +
+    // A result nobody reads (max-pool indices in inference) may be skipped
+    // by its kernel call.
+    line((result.use_empty() ? "[[maybe_unused]] " : "") + type + "* const " + name +
+         " = reinterpret_cast<" + type + "*>(arena + " +
          std::to_string(place.offset) + ");  // " +
          formatShape(dims(result)));
     names[result] = name;

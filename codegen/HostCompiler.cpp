@@ -26,10 +26,15 @@ LogicalResult compileProgram(Location loc, const std::string &cppPath,
                           << "' (set CXX or install g++)";
 
   // The generated code is a sequence of kernel calls: -O1 compiles it fast
-  // and loses nothing (the kernels are in libdtcrt, built with -O3).
-  std::vector<std::string> args = {*compiler, "-std=c++17", "-O1", "-w",
-                                   "-I" DTC_RUNTIME_INCLUDE_DIR, cppPath, "-o",
-                                   outputPath};
+  // and loses nothing (the kernels are in libdtcrt, built with -O3). It is
+  // meant to compile without warnings; the test suite (DTC_WERROR=1) makes
+  // any warning an error, users never see one (the log shows on failure).
+  std::vector<std::string> args = {*compiler, "-std=c++20", "-O1", "-Wall", "-Wextra",
+                                   "-Wno-unused-parameter", "-I" DTC_RUNTIME_INCLUDE_DIR,
+                                   cppPath, "-o", outputPath};
+  if (const char *werror = std::getenv("DTC_WERROR");
+      werror && *werror && llvm::StringRef(werror) != "0" && llvm::StringRef(werror) != "OFF")
+    args.push_back("-Werror");
   llvm::SmallVector<llvm::StringRef> linkFlags;
   // A CUDA program links the CUDA runtime first (it depends on the rest).
   // Tests replace it (and the CUDA libraries) with DTC_CUDA_LINK_OVERRIDE: a

@@ -20,6 +20,9 @@ config.environment["PATH"] = os.pathsep.join(path)
 for var in ["HOME", "TMPDIR", "OPENBLAS_CORETYPE", "DTC_CONV_ALGO", "DTC_CPU_ISA", "OMP_NUM_THREADS"]:
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# Every program a test builds must compile without a warning: dtc passes
+# -Werror to the host compiler under DTC_WERROR.
+config.environment["DTC_WERROR"] = "1"
 
 # CUDA: "cuda-runtime" when dtc can build --target=cuda programs,
 # "cuda-device" when this machine has an NVIDIA GPU the programs can use.
