@@ -6,7 +6,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${DTC_BUILD_DIR:-$root/build}"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
+# DTC_WERROR=ON (the test command sets it): warnings are errors.
+werror=()
+[ -n "${DTC_WERROR:-}" ] && werror=(-DDTC_WERROR="$DTC_WERROR")
+if [ ! -f "$build/CMakeCache.txt" ] || [ ${#werror[@]} -gt 0 ]; then
+  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${werror[@]}"
 fi
 cmake --build "$build" --parallel "$(nproc)" "$@"

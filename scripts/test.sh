@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs packages,
-# builds, runs the runtime's unit tests (ctest) and every lit test (dialect,
-# importer, passes, models, end to end), and prints a closing
-# `N passed, N failed` line over both.
+# builds (warnings are errors: DTC_WERROR=ON), runs the runtime's unit tests
+# (ctest) and every lit test (dialect, importer, passes, models, end to end),
+# and prints a closing `N passed, N failed` line over both.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${DTC_BUILD_DIR:-$root/build}"
 
 "$root/scripts/install-deps.sh" || exit 1
-"$root/scripts/build.sh" || exit 1
+DTC_WERROR="${DTC_WERROR:-ON}" "$root/scripts/build.sh" || exit 1
 
 mkdir -p "$build/test"
 unit_log="$build/test/ctest-output.txt"

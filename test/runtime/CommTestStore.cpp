@@ -381,7 +381,9 @@ TEST(CommStore, TcpStoreDropsOversizedFrames) {
   for (bool authenticated : {false, true}) {
     int fd = rawConnect(server.port());
     ASSERT_GE(fd, 0);
-    if (authenticated) ASSERT_TRUE(rawAuthenticate(fd, "job-secret-0123456789"));
+    if (authenticated) {
+      ASSERT_TRUE(rawAuthenticate(fd, "job-secret-0123456789"));
+    }
     // A length prefix of 0xFFFFFFF0, then data: the server must stop reading
     // (drop us) long before it has buffered much of it.
     size_t sent = 0;

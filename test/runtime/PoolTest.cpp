@@ -114,7 +114,9 @@ TEST(Pool2d, MaxMatchesReference) {
     Vec y2((size_t)outSize(p));
     k::max_pool2d(p, x.data(), y2.data(), nullptr);  // without indices
     for (size_t i = 0; i < y.size(); ++i)
-      if (!std::isnan(y[i])) EXPECT_EQ(y2[i], y[i]);
+      if (!std::isnan(y[i])) {
+        EXPECT_EQ(y2[i], y[i]);
+      }
   }
 }
 

@@ -108,10 +108,10 @@ inline ProgramSpec& linearProgram() {
   static TensorSpec inputs[] = {tensor("x", DType::F32, {kB, 2})};
   static TensorSpec outputs[] = {tensor("y", DType::F32, {kB, 1})};
   static ParamSpec params[] = {
-      {tensor("w", DType::F32, {2}), ParamKind::Weight, 0, -1},
-      {tensor("b", DType::F32, {1}), ParamKind::Weight, 64, -1},
-      {tensor("w.momentum", DType::F32, {2}), ParamKind::OptimizerState, 128, 0},
-      {tensor("b.momentum", DType::F32, {1}), ParamKind::OptimizerState, 192, 1},
+      {tensor("w", DType::F32, {2}), ParamKind::Weight, 0, -1, -1},
+      {tensor("b", DType::F32, {1}), ParamKind::Weight, 64, -1, -1},
+      {tensor("w.momentum", DType::F32, {2}), ParamKind::OptimizerState, 128, 0, -1},
+      {tensor("b.momentum", DType::F32, {1}), ParamKind::OptimizerState, 192, 1, -1},
   };
   static ProgramSpec spec = [] {
     ProgramSpec s{};
@@ -200,8 +200,8 @@ inline ProgramSpec& classifierProgram() {
   static TensorSpec inputs[] = {tensor("x", DType::F32, {kB, 2})};
   static TensorSpec outputs[] = {tensor("logits", DType::F32, {kB, 3})};
   static ParamSpec params[] = {
-      {tensor("W", DType::F32, {3, 2}), ParamKind::Weight, 0, -1},
-      {tensor("c", DType::F32, {3}), ParamKind::Weight, 64, -1},
+      {tensor("W", DType::F32, {3, 2}), ParamKind::Weight, 0, -1, -1},
+      {tensor("c", DType::F32, {3}), ParamKind::Weight, 64, -1, -1},
   };
   static ProgramSpec spec = [] {
     ProgramSpec s{};
