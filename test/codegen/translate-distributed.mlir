@@ -1,0 +1,51 @@
+// The collective and pipeline emitters from IR: the same two-layer MLP
+// through the library's pipeline as data parallel (one gradient bucket,
+// averaged while nothing else runs) and as a 2-stage 1F1B pipeline of 2
+// micro-batches with momentum (stage steps, micro-batch slices,
+// sends/receives, schedule phases, and a parameter table whose optimizer
+// state sits in its weight's stage and names its weight's row).
+// RUN: dtc-opt %s --dtc-training-pipeline="strategy=ddp" | dtc-translate --mlir-to-cpp | FileCheck %s --check-prefix=DDP
+// RUN: dtc-opt %s --dtc-training-pipeline="strategy=pipeline stages=2 micro-batches=2 momentum=0.9" | dtc-translate --mlir-to-cpp | FileCheck %s --check-prefix=PIPE
+// DDP-LABEL: void train_step(
+// DDP: std::unique_ptr<dtcrt::Work> [[B:bucket0]] = ctx.comm->allReduce([[G:t[0-9]+]], {{[0-9]+}}, dtcrt::ReduceOp::Mean);  // 4 gradients
+// DDP: [[B]]->wait();
+// DDP: cpu::sgd_update(
+// DDP: .strategy = "ddp",
+// DDP-NEXT: .collectives = "all_reduce:43",
+
+// PIPE-LABEL: void stage0_step(
+// PIPE: if (ctx.trace) ctx.trace->begin("forward", 0);
+// PIPE: std::memcpy([[MB:t[0-9]+]], in0 + 0, 96);
+// PIPE: std::unique_ptr<dtcrt::Work> sent0 = ctx.pipe->send({{t[0-9]+}}, 64, /*stage=*/1, /*tag=*/0);
+// PIPE: if (ctx.trace) ctx.trace->begin("forward", 1);
+// PIPE: std::memcpy({{t[0-9]+}}, in0 + 24, 96);
+// PIPE: sent0->wait();
+// PIPE: ctx.pipe->recv({{t[0-9]+}}, 64, /*stage=*/1, /*tag=*/1)->wait();
+// PIPE-LABEL: void stage1_step(
+// PIPE: ctx.pipe->recv({{t[0-9]+}}, 64, /*stage=*/0, /*tag=*/0)->wait();
+// PIPE: const dtcrt::ParamSpec kParams[] = {
+// PIPE-NEXT: {{[{][{]}}"fc1.weight", {{.*}}, dtcrt::ParamKind::Weight, 0, -1, 0},
+// PIPE-NEXT: {{[{][{]}}"fc1.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 128, 0, 0},
+// PIPE-NEXT: {{[{][{]}}"fc1.bias", {{.*}}, dtcrt::ParamKind::Weight, 256, -1, 0},
+// PIPE-NEXT: {{[{][{]}}"fc1.bias.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 320, 2, 0},
+// PIPE-NEXT: {{[{][{]}}"fc2.weight", {{.*}}, dtcrt::ParamKind::Weight, 384, -1, 1},
+// PIPE-NEXT: {{[{][{]}}"fc2.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 448, 4, 1},
+// PIPE: const dtcrt::StepFunction kStageSteps[] = {stage0_step, stage1_step};
+// PIPE: .pipelineStages = 2,
+// PIPE-NEXT: .dataParallel = 1,
+// PIPE-NEXT: .microBatches = 2,
+// PIPE: .schedule = "1f1b",
+dtc.param weight @fc1.weight : tensor<4x6xf32> = dense<0.1> : tensor<4x6xf32>
+dtc.param weight @fc1.bias : tensor<4xf32> = dense<0.0> : tensor<4xf32>
+dtc.param weight @fc2.weight : tensor<3x4xf32> = dense<0.2> : tensor<3x4xf32>
+dtc.param weight @fc2.bias : tensor<3xf32> = dense<0.0> : tensor<3xf32>
+func.func @forward(%x: tensor<4x6xf32> {dtc.name = "input"}) -> (tensor<4x3xf32> {dtc.name = "logits"}) {
+  %w1 = dtc.param_ref @fc1.weight : tensor<4x6xf32>
+  %b1 = dtc.param_ref @fc1.bias : tensor<4xf32>
+  %w2 = dtc.param_ref @fc2.weight : tensor<3x4xf32>
+  %b2 = dtc.param_ref @fc2.bias : tensor<3xf32>
+  %0 = dtc.gemm %x, %w1, %b1 {transB = true} : (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+  %1 = dtc.relu %0 : tensor<4x4xf32>
+  %2 = dtc.gemm %1, %w2, %b2 {transB = true} : (tensor<4x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %2 : tensor<4x3xf32>
+}
