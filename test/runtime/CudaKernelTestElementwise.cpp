@@ -87,7 +87,10 @@ TEST_F(CudaKernel, UnaryMapsAndGradients) {
     cpu::gelu_grad(x.data(), dy.data(), want.data(), n, approx);
     DevF ddy(dy);
     gpu::gelu_grad(dx, ddy, dout, n, approx, s);
-    expectNear(dout.get(), want, approx ? "gelu_grad tanh" : "gelu_grad erf", 1e-5, 1e-6);
+    // tanh form: the CPU's tanhApprox and the device's tanhf differ by ~1e-7
+    // near |u| = 3, amplified up to ~10x by 0.5*v*(1-t*t)*du at |x| = 4.
+    expectNear(dout.get(), want, approx ? "gelu_grad tanh" : "gelu_grad erf", 1e-5,
+               approx ? 1e-5 : 1e-6);
   }
   auto run2 = [&](const char* name,
                   void (*g)(const float*, const float*, float*, int64_t, cudaStream_t),
@@ -186,6 +189,8 @@ TEST_F(CudaKernel, ReduceToShape) {
       {{4, 3, 5}, {1, 3, 5}},   {{4, 3, 5}, {}},       {{5000, 3}, {1}},
       {{3, 5000}, {3, 1}},      {{2, 3, 4, 5}, {3, 1, 5}}, {{6, 7}, {6, 7}},
       {{20000, 4}, {4}},
+      // >= 1024 kept outputs, innermost kept: one thread per output (odd tails)
+      {{5, 1031}, {1031}},      {{3, 2, 517}, {1, 2, 517}},
   };
   for (const auto& c : cases) {
     const Vec dy = rng.vec(dtcrt_test::numel(c.first));

@@ -20,3 +20,4 @@ target_compile_definitions(dtcrt-test-cuda PRIVATE
 add_dependencies(dtcrt-test-cuda dtcrt-cuda-require-device)
 gtest_discover_tests(dtcrt-test-cuda TEST_PREFIX "runtime.Cuda." DISCOVERY_TIMEOUT 60)
 add_dependencies(dtcrt-tests dtcrt-test-cuda)
+include(${CMAKE_CURRENT_LIST_DIR}/../simt/SimtTests.cmake)
