@@ -160,7 +160,8 @@ void ltMatmul(Context& ctx, const char* name, Prec prec, bool transA, bool trans
       const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
           ctx.lt, plan.desc, plan.a, plan.b, plan.c, plan.c, pref, 1, result, &returned);
       cublasLtMatmulPreferenceDestroy(pref);
-      DTCRT_CUBLAS_CHECK(st);
+      // Named explicitly: DTCRT_CUBLAS_CHECK(st) would report "st failed".
+      detail::checkCublas((int)st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
       if (returned < 1 || result[0].state != CUBLAS_STATUS_SUCCESS)
         fail(name,
              "cuBLASLt has no algorithm for %s M=%lld N=%lld K=%lld lda=%lld ldb=%lld "
