@@ -10,7 +10,6 @@ namespace dtcrt_cuda_test {
 namespace {
 
 TEST_F(CudaKernel, GemmAllTransposes) {
-  DTCRT_SKIP_UNDER_SIMT("cuBLASLt");
   const int64_t M = 37, N = 29, K = 53;
   for (int t = 0; t < 4; ++t) {
     const bool ta = t & 1, tb = t & 2;
@@ -32,15 +31,12 @@ TEST_F(CudaKernel, GemmMisalignedAndEmptyK) {
   const int64_t M = 8, N = 12, K = 16;
   const Vec A = rng.vec(M * K + 1), B = rng.vec(K * N + 1), C0 = rng.vec(M * N + 1);
   Vec want = C0;
+  cpu::gemm(false, false, M, N, K, 1.0f, A.data() + 1, K, B.data() + 1, N, 0.0f, want.data() + 1,
+            N);
   DevF dA(A), dB(B), dC(C0);
-  if (!kSimt) {  // cuBLASLt
-    cpu::gemm(false, false, M, N, K, 1.0f, A.data() + 1, K, B.data() + 1, N, 0.0f,
-              want.data() + 1, N);
-    gpu::gemm(ctx, false, false, M, N, K, 1.0f, dA.ptr + 1, K, dB.ptr + 1, N, 0.0f, dC.ptr + 1,
-              N);
-    expectNear(dC.get(), want, "gemm on 4-byte aligned pointers", 1e-4, 1e-5);
-  }
-  // K = 0: C = beta*C (a custom kernel, no cuBLASLt).
+  gpu::gemm(ctx, false, false, M, N, K, 1.0f, dA.ptr + 1, K, dB.ptr + 1, N, 0.0f, dC.ptr + 1, N);
+  expectNear(dC.get(), want, "gemm on 4-byte aligned pointers", 1e-4, 1e-5);
+  // K = 0: C = beta*C (a custom kernel, no cuBLASLt call).
   want = C0;
   cpu::gemm(false, false, M, N, 0, 1.0f, A.data(), 1, B.data(), N, 0.25f, want.data(), N);
   DevF dC2(C0);
@@ -49,7 +45,6 @@ TEST_F(CudaKernel, GemmMisalignedAndEmptyK) {
 }
 
 TEST_F(CudaKernel, GemmBf16) {
-  DTCRT_SKIP_UNDER_SIMT("cuBLASLt");
   const int64_t M = 64, N = 48, K = 96;
   for (int t = 0; t < 4; ++t) {
     const bool ta = t & 1, tb = t & 2;
@@ -77,7 +72,6 @@ struct BmmCase {
 };
 
 TEST_F(CudaKernel, BatchedMatmul) {
-  DTCRT_SKIP_UNDER_SIMT("cuBLASLt");
   const BmmCase cases[] = {
       {{4, 5, 6}, {6, 7}, {4, 5, 7}, false, false},        // folded into one gemm
       {{4, 6, 5}, {4, 6, 7}, {5, 7}, true, false},         // dW: folded K

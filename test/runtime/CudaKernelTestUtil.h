@@ -75,19 +75,6 @@ inline void expectNear(const Vec& got, const Vec& want, const std::string& what,
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " elements differ";
 }
 
-// Under the SIMT layer (test/simt, dtcrt-test-cuda-simt) the kernels run on
-// the CPU; cuBLASLt and cuDNN are GPU-only there, so the tests of gemm,
-// batched_matmul and the cuDNN convolutions skip themselves.
-#ifdef DTCRT_SIMT
-constexpr bool kSimt = true;
-#else
-constexpr bool kSimt = false;
-#endif
-#define DTCRT_SKIP_UNDER_SIMT(library) \
-  do { \
-    if (kSimt) GTEST_SKIP() << library " is GPU-only (not emulated by the SIMT layer)"; \
-  } while (0)
-
 class CudaKernel : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -133,6 +133,9 @@ Launch<Fn> launch(Site site, Fn fn, dim3 grid, dim3 block, size_t shared = 0,
 enum class GridPolicy { Exact, Wide, Narrow };
 void setGridPolicy(GridPolicy p);
 GridPolicy gridPolicy();
+// The host stand-ins of cuBLASLt/cuDNN (SimtLibraries.cpp) compute unless
+// switched off; off, their heuristics and compute calls return NOT_SUPPORTED.
+void setGpuLibraries(bool on);
 // Clears the sticky launch failure (what a new process on the device sees).
 void resetDevice();
 // Launches submitted so far.
