@@ -117,7 +117,8 @@ void ltMatmul(Context& ctx, const char* name, Prec prec, bool transA, bool trans
   const uint32_t alC = alignmentOf(C, strideC * cElem, batch);
   const bool tf32 = ctx.allowTf32 && !bf16;
   const LtKey key = {bf16,    transA,  transB,  M,   N,   K,   lda, ldb, ldc, strideA,
-                     strideB, strideC, batch,   alA, alB, alC, tf32, bf16C, 0, 0};
+                     strideB, strideC, batch,   alA, alB, alC, tf32, bf16C,
+                     (int64_t)ctx.workspaceBytes, 0};  // plans fit the workspace they saw
   if (!ctx.impl) fail(name, "the Context is empty (destroyed or not created)");
   if (!ctx.impl->gemm) ctx.impl->gemm = new GemmCache();
   auto& plans = ctx.impl->gemm->plans;
@@ -284,10 +285,32 @@ void batchedMatmul(Context& ctx, const char* name, Prec prec, const void* A,
              bFull ? mB : 0, beta, C, ldc, mC, batch);
     return;
   }
+  // A bf16 C summed over broadcast batches: the fp32 sum goes to the top of
+  // the workspace (cuBLASLt gets the rest) and is rounded once into C, as the
+  // CPU's batched_matmul_bf16 does.
+  if (prec == Prec::Bf16 && !cFull) {
+    if (beta != 0.0f) fail(name, "a bf16 output summed over batches needs beta 0");
+    const int64_t cCount = numElements(cShape, cRank);
+    const size_t accBytes = ((size_t)cCount * sizeof(float) + 255) / 256 * 256;
+    if (accBytes > ctx.workspaceBytes / 2)
+      fail(name, "a bf16 output of %lld elements summed over batches needs %zu workspace bytes "
+           "> half of %zu", (long long)cCount, accBytes, ctx.workspaceBytes);
+    float* acc = reinterpret_cast<float*>(static_cast<char*>(ctx.workspace) +
+                                          ctx.workspaceBytes - accBytes);
+    ctx.workspaceBytes -= accBytes;
+    try {
+      batchedMatmul(ctx, name, Prec::Bf16In, A, aShape, aRank, transA, B, bShape, bRank, transB,
+                    acc, cShape, cRank, alpha, 0.0f);
+    } catch (...) {
+      ctx.workspaceBytes += accBytes;
+      throw;
+    }
+    ctx.workspaceBytes += accBytes;
+    cast_f32_to_bf16(acc, static_cast<uint16_t*>(C), cCount, ctx.stream);
+    return;
+  }
   // General: one gemm per batch element; a C matrix receives beta on its first
   // visit and accumulates (beta = 1) afterwards (stream order serializes them).
-  if (prec == Prec::Bf16 && !cFull)
-    fail(name, "a bf16 output summed over broadcast batches is not supported");
   int64_t idx[kMaxRank] = {0};
   int64_t oa = 0, ob = 0, oc = 0;
   for (int64_t i = 0; i < batch; ++i) {
