@@ -8,6 +8,9 @@
 //  * a launch runs now, on the calling thread: blocks one after the other
 //    (loops over the grid), the threads of a block as cooperative fibers
 //    (glibc makecontext/swapcontext), scheduled round-robin, deterministic;
+//    kernels that reach no __syncthreads or warp primitive (the rewrite
+//    decides, over the file's __device__ functions) run each thread as a
+//    plain call instead, and fail the launch if they reach one anyway;
 //  * __syncthreads() parks the fiber until every live thread of the block has
 //    reached the same barrier (threads parked at different __syncthreads
 //    calls, or a warp operation waiting on a thread at a barrier, are
@@ -66,7 +69,8 @@ struct Site {
   const char* file;
   int line;
   const char* kernel;
-  bool gridStride;  // the grid came from gridFor/gridRows/chunkGrid
+  bool gridStride;   // the grid came from gridFor/gridRows/chunkGrid
+  bool cooperative;  // reaches __syncthreads or a warp primitive: threads are fibers
 };
 
 namespace detail {
@@ -78,7 +82,7 @@ struct Coordinates {
   dim3 bdim{1, 1, 1};
   dim3 gdim{1, 1, 1};
 };
-extern thread_local Coordinates coords;
+extern Coordinates coords;  // launches are serialized (SimtCudaApi.cpp)
 
 // One launch, as the scheduler sees it: `body` runs one thread.
 void submit(const Site& site, dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream,

@@ -1,13 +1,22 @@
 // The SIMT scheduler: runs one kernel launch on the calling thread, block by
-// block, the threads of a block as ucontext fibers switched round-robin at
+// block, the threads of a block as fibers switched round-robin at
 // __syncthreads and warp primitives (see SimtRuntime.h for the model).
-// Fiber stacks are mmap'd once (with a guard page each) and reused.
+// A fiber is a stack (mmap'd once, with a guard page) started once with
+// glibc's makecontext/swapcontext; it then runs one thread after another and
+// is switched with _setjmp/_longjmp, which unlike swapcontext make no
+// sigprocmask system call (a 100x cheaper switch). A fiber left inside a
+// thread by a trap or violation is started afresh next time.
 #include "SimtRuntime.h"
 #include "SimtState.h"
 
+#include <setjmp.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <deque>
+
+#include <chrono>
+#include <map>
 #include <cstdarg>
 #include <cstdlib>
 #include <string>
@@ -22,14 +31,23 @@
 
 namespace simt::detail {
 
-thread_local Coordinates coords;
+Coordinates coords;
 
 namespace {
 
 enum class State { Ready, Barrier, Warp, Done };
 
+// What a switch touches lives apart from the scheduler's scans.
+struct Switch {
+  ucontext_t ctx;  // only to start the fiber
+  jmp_buf jb;      // where it continues
+};
+
+// Small (scanned every round): the state, the coordinates, the operation
+// it waits at.
 struct Fiber {
-  ucontext_t ctx;
+  Switch* sw = nullptr;
+  bool started = false;
   char* stack = nullptr;
   State state = State::Ready;
   uint3 tid{0, 0, 0};
@@ -59,16 +77,15 @@ size_t stackBytes() {
 struct Block {
   const Site* site = nullptr;
   std::function<void()>* body = nullptr;
-  std::vector<Fiber> fibers;
+  std::deque<Fiber> fibers;  // a deque: fibers never move
   int count = 0;
-  ucontext_t sched;
-  int current = -1;
+  ucontext_t sched;  // the scheduler while a fiber starts
+  jmp_buf schedJb;   // the scheduler while a fiber runs
+  int current = -1;  // the running fiber; -1 none (host code), kDirect a plain call
+  int directThread = 0;
   bool aborted = false;
   std::string why;
   std::vector<void*> sharedSeen;
-  // fiber stacks: one mapping, reused while large enough
-  char* stacks = nullptr;
-  size_t mapped = 0;
 #if SIMT_ASAN
   void* schedFake = nullptr;
   const void* schedBottom = nullptr;
@@ -76,45 +93,77 @@ struct Block {
 #endif
 };
 
-thread_local Block blk;
+// Never destroyed (its fibers outlive static destructors). Launches are
+// serialized by the API lock (SimtCudaApi.cpp), so one block state suffices.
+Block& blk = *new Block;
+constexpr int kDirect = -2;
+// Ends a thread that runs as a plain call (trap or violation).
+struct DirectAbort {};
 
 Fiber& self() { return blk.fibers[blk.current]; }
 
-// Switches from the running fiber back to the scheduler.
+#if SIMT_ASAN
+#define SIMT_START_SWITCH(fake, bottom, size) __sanitizer_start_switch_fiber(fake, bottom, size)
+#define SIMT_FINISH_SWITCH(fake, bottom, size) __sanitizer_finish_switch_fiber(fake, bottom, size)
+#else
+#define SIMT_START_SWITCH(fake, bottom, size) ((void)0)
+#define SIMT_FINISH_SWITCH(fake, bottom, size) ((void)0)
+#endif
+
+// Switches from the running fiber back to the scheduler; returns when the
+// scheduler resumes it. `exiting`: it will not be resumed where it is.
 void toScheduler(bool exiting) {
   Fiber& f = self();
 #if SIMT_ASAN
-  __sanitizer_start_switch_fiber(exiting ? nullptr : &f.fakeStack, blk.schedBottom,
-                                 blk.schedSize);
+  void** fake = exiting ? nullptr : &f.fakeStack;
 #else
   (void)exiting;
 #endif
-  swapcontext(&f.ctx, &blk.sched);
-#if SIMT_ASAN
-  __sanitizer_finish_switch_fiber(f.fakeStack, nullptr, nullptr);
-#endif
+  SIMT_START_SWITCH(fake, blk.schedBottom, blk.schedSize);
+  if (!_setjmp(f.sw->jb)) _longjmp(blk.schedJb, 1);
+  SIMT_FINISH_SWITCH(self().fakeStack, nullptr, nullptr);
 }
 
+// The body of every fiber: started once, then runs the thread it is given
+// each time the scheduler resumes it, forever.
+int starting = -1;
 void fiberMain() {
-#if SIMT_ASAN
-  __sanitizer_finish_switch_fiber(nullptr, &blk.schedBottom, &blk.schedSize);
-#endif
-  (*blk.body)();
-  self().state = State::Done;
-  toScheduler(true);
+  Fiber& f = blk.fibers[starting];
+  SIMT_FINISH_SWITCH(nullptr, &blk.schedBottom, &blk.schedSize);
+  if (!_setjmp(f.sw->jb)) {
+    SIMT_START_SWITCH(&f.fakeStack, blk.schedBottom, blk.schedSize);
+    swapcontext(&f.sw->ctx, &blk.sched);  // started; never resumed through ctx
+  }
+  SIMT_FINISH_SWITCH(f.fakeStack, nullptr, nullptr);
+  for (;;) {
+    (*blk.body)();
+    self().state = State::Done;
+    toScheduler(false);
+  }
+}
+
+void startFiber(int i) {
+  Fiber& f = blk.fibers[i];
+  ucontext_t& ctx = f.sw->ctx;
+  getcontext(&ctx);
+  ctx.uc_stack.ss_sp = f.stack;
+  ctx.uc_stack.ss_size = stackBytes();
+  ctx.uc_link = nullptr;
+  makecontext(&ctx, fiberMain, 0);
+  starting = i;
+  SIMT_START_SWITCH(&blk.schedFake, f.stack, stackBytes());
+  swapcontext(&blk.sched, &f.sw->ctx);
+  SIMT_FINISH_SWITCH(blk.schedFake, nullptr, nullptr);
+  f.started = true;
 }
 
 void runFiber(int i) {
   blk.current = i;
   Fiber& f = blk.fibers[i];
   coords.thread = f.tid;
-#if SIMT_ASAN
-  __sanitizer_start_switch_fiber(&blk.schedFake, f.stack, stackBytes());
-#endif
-  swapcontext(&blk.sched, &f.ctx);
-#if SIMT_ASAN
-  __sanitizer_finish_switch_fiber(blk.schedFake, nullptr, nullptr);
-#endif
+  SIMT_START_SWITCH(&blk.schedFake, f.stack, stackBytes());
+  if (!_setjmp(blk.schedJb)) _longjmp(f.sw->jb, 1);
+  SIMT_FINISH_SWITCH(blk.schedFake, nullptr, nullptr);
   blk.current = -1;
 }
 
@@ -256,60 +305,88 @@ bool release() {
   return true;
 }
 
-void ensureStacks(int count) {
-  const size_t page = 4096, per = stackBytes() + page;
-  const size_t need = per * (size_t)count;
-  if (blk.mapped >= need) return;
-  if (blk.stacks) munmap(blk.stacks, blk.mapped);
-  void* m = mmap(nullptr, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (m == MAP_FAILED) {
-    std::fprintf(stderr, "simt: cannot map %zu bytes of fiber stacks\n", need);
-    std::abort();
+// Fibers for `count` threads, each with its own stack and a guard page.
+void ensureFibers(int count) {
+  const size_t page = 4096;
+  while ((int)blk.fibers.size() < count) {
+    void* m = mmap(nullptr, stackBytes() + page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+      std::fprintf(stderr, "simt: cannot map a fiber stack\n");
+      std::abort();
+    }
+    mprotect(m, page, PROT_NONE);  // guard
+    blk.fibers.emplace_back();
+    blk.fibers.back().stack = static_cast<char*>(m) + page;
+    blk.fibers.back().sw = new Switch;  // kept for the process's life, as the stack
   }
-  blk.stacks = static_cast<char*>(m);
-  blk.mapped = need;
-  for (int i = 0; i < count; ++i) mprotect(blk.stacks + per * i, page, PROT_NONE);  // guard
 }
 
-// Runs one block; false when it was aborted (trap or violation).
+// Runs one block of a kernel without primitives: each thread a plain call.
+bool runBlockDirect() {
+  const dim3 bd = coords.bdim;
+  blk.sharedSeen.clear();
+  blk.current = kDirect;
+  try {
+    for (int i = 0; i < blk.count; ++i) {
+      coords.thread = uint3{(unsigned)(i % bd.x), (unsigned)((i / bd.x) % bd.y),
+                            (unsigned)(i / (bd.x * bd.y))};
+      (*blk.body)();
+    }
+  } catch (const DirectAbort&) {
+  }
+  blk.current = -1;
+  return !blk.aborted;
+}
+
+// Runs one block; false when it was aborted (trap or violation): its
+// fibers still inside a thread are then started afresh next time.
 bool runBlock() {
-  const size_t page = 4096, per = stackBytes() + page;
   const dim3 bd = coords.bdim;
   blk.sharedSeen.clear();
   for (int i = 0; i < blk.count; ++i) {
     Fiber& f = blk.fibers[i];
+    if (!f.started) startFiber(i);
     f.state = State::Ready;
     f.linear = i;
     f.tid = uint3{(unsigned)(i % bd.x), (unsigned)((i / bd.x) % bd.y),
                   (unsigned)(i / (bd.x * bd.y))};
-    f.stack = blk.stacks + per * i + page;
-    getcontext(&f.ctx);
-    f.ctx.uc_stack.ss_sp = f.stack;
-    f.ctx.uc_stack.ss_size = stackBytes();
-    f.ctx.uc_link = nullptr;
-    makecontext(&f.ctx, fiberMain, 0);
   }
   int live = blk.count;
-  while (live > 0) {
+  bool ok = true;
+  while (live > 0 && ok) {
     for (int i = 0; i < blk.count; ++i) {
       if (blk.fibers[i].state != State::Ready) continue;
       runFiber(i);
-      if (blk.aborted) return false;
+      if (blk.aborted) {
+        ok = false;
+        break;
+      }
       if (blk.fibers[i].state == State::Done) --live;
     }
-    if (live == 0) break;
+    if (!ok || live == 0) break;
     if (!release()) {
       if (!blk.aborted) violation("deadlock: no thread of the block can proceed");
-      return false;
+      ok = false;
     }
   }
-  return true;
+  if (!ok)
+    for (int i = 0; i < blk.count; ++i)
+      if (blk.fibers[i].state != State::Done) blk.fibers[i].started = false;
+  return ok;
 }
 
 }  // namespace
 
+// A primitive reached by a kernel the rewrite did not mark cooperative.
+[[noreturn]] void notCooperative(const char* what) {
+  violation("%s reached, but the kernel was not classified cooperative (simt_preprocess.py "
+            "saw no primitive in its __device__ call graph)", what);
+  throw DirectAbort{};
+}
+
 void syncthreads(const char* file, int line) {
+  if (blk.current == kDirect) notCooperative("__syncthreads");
   if (blk.current < 0) return;  // host code
   Fiber& f = self();
   f.state = State::Barrier;
@@ -319,6 +396,7 @@ void syncthreads(const char* file, int line) {
 }
 
 uint64_t warpExchange(WarpOp op, unsigned mask, uint64_t bits, int arg, int width) {
+  if (blk.current == kDirect) notCooperative(opName(op));
   Fiber& f = self();
   f.state = State::Warp;
   f.op = op;
@@ -332,8 +410,9 @@ uint64_t warpExchange(WarpOp op, unsigned mask, uint64_t bits, int arg, int widt
 
 void trap(const char* file, int line) {
   violation("__trap() at %s:%d", file, line);
+  if (blk.current == kDirect) throw DirectAbort{};
   toScheduler(true);
-  std::abort();  // never resumed
+  std::abort();  // never resumed: the scheduler restarts this fiber
 }
 
 void sharedDeclared(void* p, size_t bytes) {
@@ -343,13 +422,50 @@ void sharedDeclared(void* p, size_t bytes) {
   std::memset(p, 0xff, bytes);  // fresh shared memory holds garbage (NaN for floats)
 }
 
+namespace {
+
+// DTC_SIMT_STATS=1: seconds, launches and blocks per kernel, printed at exit
+// (a '*' marks the cooperative ones, which run as fibers).
+struct Stat {
+  double seconds = 0;
+  uint64_t launches = 0, blocks = 0;
+};
+std::map<std::string, Stat>& stats() {
+  static std::map<std::string, Stat>* m = [] {
+    auto* table = new std::map<std::string, Stat>;
+    std::atexit([] {
+      for (const auto& [k, v] : stats())
+        std::fprintf(stderr, "simt stats: %-28s %9.3f s %7llu launches %9llu blocks\n",
+                     k.c_str(), v.seconds, (unsigned long long)v.launches,
+                     (unsigned long long)v.blocks);
+    });
+    return table;
+  }();
+  return *m;
+}
+void runLaunch(const Site& site, dim3 grid, dim3 block, std::function<void()>& body);
+
+}  // namespace
+
 void executeLaunch(const Site& site, dim3 grid, dim3 block, std::function<void()>& body) {
+  static const bool timed = std::getenv("DTC_SIMT_STATS") != nullptr;
+  if (!timed) return runLaunch(site, grid, block, body);
+  const auto t0 = std::chrono::steady_clock::now();
+  runLaunch(site, grid, block, body);
+  Stat& st = stats()[std::string(site.kernel) + (site.cooperative ? "*" : "")];
+  st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  st.launches++;
+  st.blocks += (uint64_t)grid.x * grid.y * grid.z;
+}
+
+namespace {
+
+void runLaunch(const Site& site, dim3 grid, dim3 block, std::function<void()>& body) {
   const int count = (int)(block.x * block.y * block.z);
-  ensureStacks(count);
+  if (site.cooperative) ensureFibers(count);
   blk.site = &site;
   blk.body = &body;
   blk.count = count;
-  if ((int)blk.fibers.size() < count) blk.fibers.resize(count);
   blk.aborted = false;
   coords.bdim = block;
   coords.gdim = grid;
@@ -358,7 +474,7 @@ void executeLaunch(const Site& site, dim3 grid, dim3 block, std::function<void()
       for (unsigned x = 0; x < grid.x; ++x) {
         coords.block = uint3{x, y, z};
         countBlock(site);
-        if (!runBlock()) {
+        if (!(site.cooperative ? runBlock() : runBlockDirect())) {
           char where[160];
           std::snprintf(where, sizeof where, "%s (%s:%d), block (%u,%u,%u): ", site.kernel,
                         site.file, site.line, x, y, z);
@@ -369,5 +485,7 @@ void executeLaunch(const Site& site, dim3 grid, dim3 block, std::function<void()
       }
   blk.body = nullptr;
 }
+
+}  // namespace
 
 }  // namespace simt::detail
