@@ -42,3 +42,7 @@ config.substitutions.append(("%srcroot", config.dtc_source_root))
 config.substitutions.append(
     ("%free_port", config.python_reference + " " + os.path.join(config.dtc_source_root, "test", "Inputs", "free_port.py")))
 config.substitutions.append(("%cuda_emu", getattr(config, "dtc_cuda_emu", "")))
+# The CUDA kernels themselves on the CPU (test/simt): "cuda-simt", %cuda_simt.
+if getattr(config, "dtc_cuda_simt", ""):
+    config.available_features.add("cuda-simt")
+config.substitutions.append(("%cuda_simt", getattr(config, "dtc_cuda_simt", "")))

@@ -10,8 +10,7 @@
 // library (dtc --target=cuda with DTC_CUDA_LINK_OVERRIDE naming it) runs its
 // real generated step code - pointers, argument orders, workspaces, bf16
 // casts, fused chains, segment tables, step scalars, CUDA graphs - without a
-// GPU. Only single-process programs (no NCCL).
-#include "runtime/comm/NcclCommunicator.h"
+// GPU. Only single-process programs (no NCCL: NcclStubs.cpp).
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/Backend.h"
 #include "runtime/cuda/Kernels.h"
@@ -535,30 +534,3 @@ const char* cudaGetErrorString(cudaError_t error) {
   return error == cudaSuccess ? "no error" : "emulated CUDA error";
 }
 }
-
-// ---- NCCL: single-process programs only --------------------------------------------------
-namespace dtcrt {
-NcclCommunicator::NcclCommunicator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-NcclCommunicator::~NcclCommunicator() = default;
-int NcclCommunicator::rank() const { return 0; }
-int NcclCommunicator::size() const { return 1; }
-std::unique_ptr<Work> NcclCommunicator::allReduce(float*, size_t, ReduceOp) {
-  throw CommError("emulated CUDA: no NCCL");
-}
-std::unique_ptr<Work> NcclCommunicator::broadcast(void*, size_t, int) {
-  throw CommError("emulated CUDA: no NCCL");
-}
-std::unique_ptr<Work> NcclCommunicator::allGather(const void*, void*, size_t) {
-  throw CommError("emulated CUDA: no NCCL");
-}
-std::unique_ptr<Work> NcclCommunicator::send(const void*, size_t, int, int) {
-  throw CommError("emulated CUDA: no NCCL");
-}
-std::unique_ptr<Work> NcclCommunicator::recv(void*, size_t, int, int) {
-  throw CommError("emulated CUDA: no NCCL");
-}
-void NcclCommunicator::barrier() { throw CommError("emulated CUDA: no NCCL"); }
-CUstream_st* NcclCommunicator::stream() const { return nullptr; }
-int NcclCommunicator::device() const { return 0; }
-void NcclCommunicator::waitFor(CUstream_st*) {}
-}  // namespace dtcrt

@@ -45,6 +45,10 @@ size_t allocatedBytes = 0;
 constexpr size_t kDeviceBytes = size_t(80) << 30;
 int capturing = 0;  // streams now capturing (thread-local mode is the only one used)
 
+// One device, used from any thread: API calls and launches are serialized.
+std::recursive_mutex apiMutex;
+#define SIMT_LOCK std::lock_guard<std::recursive_mutex> simtLock_(::simt::detail::apiMutex)
+
 cudaError_t setLast(cudaError_t e) {
   if (e != cudaSuccess) lastError = e;
   return e;
@@ -74,6 +78,11 @@ cudaError_t enqueue(cudaStream_t stream, std::function<void()> op) {
 
 }  // namespace
 
+cudaError_t enqueueHostWork(cudaStream_t stream, std::function<void()> work) {
+  SIMT_LOCK;
+  return enqueue(stream, std::move(work));
+}
+
 void setLaunchFailure(const std::string& message) {
   if (sticky == cudaSuccess) {
     sticky = cudaErrorLaunchFailure;
@@ -84,6 +93,7 @@ void setLaunchFailure(const std::string& message) {
 
 void submit(const Site& site, dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream,
             std::function<void()> body) {
+  SIMT_LOCK;
   const uint64_t threads = (uint64_t)block.x * block.y * block.z;
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 ||
       grid.z == 0 || grid.y > 65535 || grid.z > 65535 || grid.x > 0x7fffffffu ||
@@ -123,29 +133,35 @@ using namespace simt::detail;
 extern "C" {
 
 cudaError_t cudaGetDeviceCount(int* count) {
+  SIMT_LOCK;
   *count = 1;
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int device) {
+  SIMT_LOCK;
   return device == 0 ? cudaSuccess : setLast(cudaErrorInvalidDevice);
 }
 cudaError_t cudaGetDevice(int* device) {
+  SIMT_LOCK;
   *device = 0;
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
+  SIMT_LOCK;
   *s = new CUstream_st;
   streams.push_back(*s);
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  SIMT_LOCK;
   for (size_t i = 0; i < streams.size(); ++i)
     if (streams[i] == s) streams.erase(streams.begin() + i);
   delete s;
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  SIMT_LOCK;
   if (captureForbids()) {
     invalidateCaptures();
     return setLast(cudaErrorStreamCaptureUnsupported);
@@ -155,6 +171,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
 cudaError_t cudaDeviceSynchronize(void) { return cudaStreamSynchronize(nullptr); }
 
 cudaError_t cudaMalloc(void** p, size_t bytes) {
+  SIMT_LOCK;
   if (captureForbids()) {
     invalidateCaptures();
     return setLast(cudaErrorStreamCaptureUnsupported);
@@ -166,6 +183,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
+  SIMT_LOCK;
   if (!p) return cudaSuccess;
   auto it = allocations.find(p);
   if (it == allocations.end()) return setLast(cudaErrorInvalidValue);
@@ -175,20 +193,24 @@ cudaError_t cudaFree(void* p) {
   return cudaSuccess;
 }
 cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  SIMT_LOCK;
   *p = std::malloc(bytes ? bytes : 1);
   return *p ? cudaSuccess : setLast(cudaErrorMemoryAllocation);
 }
 cudaError_t cudaFreeHost(void* p) {
+  SIMT_LOCK;
   std::free(p);
   return cudaSuccess;
 }
 cudaError_t cudaMemGetInfo(size_t* freeBytes, size_t* total) {
+  SIMT_LOCK;
   *total = kDeviceBytes;
   *freeBytes = kDeviceBytes - allocatedBytes;
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind) {
+  SIMT_LOCK;
   if (captureForbids()) {
     invalidateCaptures();
     return setLast(cudaErrorStreamCaptureUnsupported);
@@ -199,11 +221,13 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind,
                             cudaStream_t s) {
+  SIMT_LOCK;
   return enqueue(s, [=] {
     if (n) std::memcpy(dst, src, n);
   });
 }
 cudaError_t cudaMemset(void* p, int v, size_t n) {
+  SIMT_LOCK;
   if (captureForbids()) {
     invalidateCaptures();
     return setLast(cudaErrorStreamCaptureUnsupported);
@@ -213,6 +237,7 @@ cudaError_t cudaMemset(void* p, int v, size_t n) {
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
+  SIMT_LOCK;
   return enqueue(s, [=] {
     if (n) std::memset(p, v, n);
   });
@@ -220,6 +245,7 @@ cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
 
 cudaError_t cudaMemset2DAsync(void* p, size_t pitch, int v, size_t width, size_t height,
                               cudaStream_t s) {
+  SIMT_LOCK;
   if (width > pitch) return setLast(cudaErrorInvalidValue);
   return enqueue(s, [=] {
     for (size_t r = 0; r < height; ++r) std::memset(static_cast<char*>(p) + r * pitch, v, width);
@@ -228,6 +254,7 @@ cudaError_t cudaMemset2DAsync(void* p, size_t pitch, int v, size_t width, size_t
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                               size_t width, size_t height, enum cudaMemcpyKind, cudaStream_t s) {
+  SIMT_LOCK;
   if (width > dpitch || width > spitch) return setLast(cudaErrorInvalidPitchValue);
   return enqueue(s, [=] {
     for (size_t r = 0; r < height; ++r)
@@ -237,6 +264,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 }
 
 cudaError_t cudaGetLastError(void) {
+  SIMT_LOCK;
   const cudaError_t e = lastError != cudaSuccess ? lastError : sticky;
   lastError = cudaSuccess;
   return e;
@@ -274,6 +302,7 @@ const char* cudaGetErrorName(cudaError_t e) {
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode) {
+  SIMT_LOCK;
   if (!s || s->capturing) return setLast(cudaErrorIllegalState);
   s->capturing = true;
   s->invalidated = false;
@@ -282,6 +311,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  SIMT_LOCK;
   *graph = nullptr;
   if (!s || !s->capturing) return setLast(cudaErrorIllegalState);
   s->capturing = false;
@@ -295,14 +325,17 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus* status) {
+  SIMT_LOCK;
   *status = s && s->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
   return cudaSuccess;
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  SIMT_LOCK;
   *exec = new CUgraphExec_st{graph->ops};
   return cudaSuccess;
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  SIMT_LOCK;
   for (auto& op : exec->ops) {
     const cudaError_t e = enqueue(s, op);
     if (e != cudaSuccess) return e;
@@ -310,10 +343,12 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  SIMT_LOCK;
   delete graph;
   return cudaSuccess;
 }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  SIMT_LOCK;
   delete exec;
   return cudaSuccess;
 }

@@ -15,6 +15,7 @@
 #include <cudnn.h>
 
 #include "SimtRuntime.h"
+#include "SimtState.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <cstdint>
@@ -22,7 +23,9 @@
 #include <vector>
 
 struct cublasLtContext {};
-struct cudnnContext {};
+struct cudnnContext {
+  cudaStream_t stream = nullptr;
+};
 
 namespace {
 bool librariesOn = true;
@@ -210,14 +213,21 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
                               const void* A, cublasLtMatrixLayout_t a, const void* B,
                               cublasLtMatrixLayout_t b, const void* beta, const void* C,
                               cublasLtMatrixLayout_t c, void* D, cublasLtMatrixLayout_t dd,
-                              const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t) {
+                              const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t stream) {
   if (!librariesOn) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (!h || !d || !alpha || !beta || !A || !B || !C || !D) return CUBLAS_STATUS_INVALID_VALUE;
   const cublasStatus_t st = checkShapes(d, a, b, c, dd);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
-  const int64_t *ov = vals(d), *av = vals(a), *bv = vals(b), *cv = vals(c), *dv = vals(dd);
-  if (C != D && std::memcmp(cv, dv, sizeof(int64_t) * 6) != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (C != D && std::memcmp(vals(c), vals(dd), sizeof(int64_t) * 6) != 0)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  // The settings and scalars as of the call; the work in stream order.
+  const Opaque od = *reinterpret_cast<const Opaque*>(d), oa = *reinterpret_cast<const Opaque*>(a),
+               ob = *reinterpret_cast<const Opaque*>(b), oc = *reinterpret_cast<const Opaque*>(c),
+               odd = *reinterpret_cast<const Opaque*>(dd);
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+  simt::detail::enqueueHostWork(stream, [=] {
+  const int64_t *ov = od.values, *av = oa.values, *bv = ob.values, *cv = oc.values,
+                *dv = odd.values;
   const int64_t m = dv[kRows], n = dv[kCols], k = ov[kTransA] ? av[kRows] : av[kCols];
   for (int64_t i = 0; i < dv[kBatch]; ++i) {
     const char* ap = static_cast<const char*>(A) + i * av[kStride] * elemBytes(av);
@@ -238,6 +248,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
         std::memcpy(reinterpret_cast<float*>(dp) + col * dv[kLd], src, m * sizeof(float));
     }
   }
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -250,8 +261,10 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t h) {
   delete h;
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t) {
-  return h ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t stream) {
+  if (!h) return CUDNN_STATUS_BAD_PARAM;
+  h->stream = stream;
+  return CUDNN_STATUS_SUCCESS;
 }
 const char* cudnnGetErrorString(cudnnStatus_t status) {
   switch (status) {
@@ -408,7 +421,9 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void* alpha,
   if (!librariesOn) return CUDNN_STATUS_NOT_SUPPORTED;
   if (!h || !unitScaling(alpha, beta)) return CUDNN_STATUS_NOT_SUPPORTED;
   const dtcrt::cpu::Conv2dParams p = convParams(xd, wd, cd);
-  if (vals(xd)[4] == CUDNN_DATA_BFLOAT16) {
+  const bool bf16 = vals(xd)[4] == CUDNN_DATA_BFLOAT16;
+  simt::detail::enqueueHostWork(h->stream, [=] {
+  if (bf16) {
     std::vector<float> ws((size_t)dtcrt::cpu::conv2d_forward_bf16_workspace(p) + 1);
     dtcrt::cpu::conv2d_forward_bf16(p, static_cast<const uint16_t*>(x),
                                     static_cast<const uint16_t*>(w), static_cast<uint16_t*>(y),
@@ -418,6 +433,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void* alpha,
     dtcrt::cpu::conv2d_forward(p, static_cast<const float*>(x), static_cast<const float*>(w),
                                nullptr, static_cast<float*>(y), ws.data());
   }
+  });
   (void)yd;
   return CUDNN_STATUS_SUCCESS;
 }
@@ -431,7 +447,9 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void* alpha,
   if (!librariesOn) return CUDNN_STATUS_NOT_SUPPORTED;
   if (!h || !unitScaling(alpha, beta)) return CUDNN_STATUS_NOT_SUPPORTED;
   const dtcrt::cpu::Conv2dParams p = convParams(dxd, wd, cd);
-  if (vals(dxd)[4] == CUDNN_DATA_BFLOAT16) {
+  const bool bf16 = vals(dxd)[4] == CUDNN_DATA_BFLOAT16;
+  simt::detail::enqueueHostWork(h->stream, [=] {
+  if (bf16) {
     std::vector<float> ws((size_t)dtcrt::cpu::conv2d_backward_data_bf16_workspace(p) + 1);
     dtcrt::cpu::conv2d_backward_data_bf16(p, static_cast<const uint16_t*>(dy),
                                           static_cast<const uint16_t*>(w),
@@ -442,6 +460,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void* alpha,
                                      static_cast<const float*>(w), static_cast<float*>(dx),
                                      ws.data());
   }
+  });
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void* alpha,
@@ -454,7 +473,9 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void* alpha,
   if (!librariesOn) return CUDNN_STATUS_NOT_SUPPORTED;
   if (!h || !unitScaling(alpha, beta)) return CUDNN_STATUS_NOT_SUPPORTED;
   const dtcrt::cpu::Conv2dParams p = convParams(xd, wd, cd);
-  if (vals(xd)[4] == CUDNN_DATA_BFLOAT16) {
+  const bool bf16 = vals(xd)[4] == CUDNN_DATA_BFLOAT16;
+  simt::detail::enqueueHostWork(h->stream, [=] {
+  if (bf16) {
     std::vector<float> ws((size_t)dtcrt::cpu::conv2d_backward_filter_bf16_workspace(p) + 1);
     dtcrt::cpu::conv2d_backward_filter_bf16(p, static_cast<const uint16_t*>(x),
                                             static_cast<const uint16_t*>(dy),
@@ -465,6 +486,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void* alpha,
                                        static_cast<const float*>(dy), static_cast<float*>(dw),
                                        ws.data());
   }
+  });
   return CUDNN_STATUS_SUCCESS;
 }
 

@@ -12,6 +12,9 @@ namespace simt::detail {
 // synchronizing call returns cudaErrorLaunchFailure). Prints one line.
 void setLaunchFailure(const std::string& message);
 // Runs every block of one launch now (SimtScheduler.cpp).
+// Runs `work` in the order of `stream` (recorded while it captures), as the
+// library stand-ins do for their compute calls (SimtLibraries.cpp).
+cudaError_t enqueueHostWork(cudaStream_t stream, std::function<void()> work);
 // Counts one block of the launch's kernel (coverage).
 void countBlock(const Site& site);
 void executeLaunch(const Site& site, dim3 grid, dim3 block, std::function<void()>& body);

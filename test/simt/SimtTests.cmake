@@ -29,6 +29,9 @@ add_custom_command(OUTPUT ${_simt_layer_test}
   COMMENT "simt: rewriting SimtLayerTest.cu")
 set_source_files_properties(${_simt_sources} ${_simt_layer_test} PROPERTIES
   COMPILE_OPTIONS "-include;${DTC_SIMT_DIR}/SimtRuntime.h")
+# The fibers switch stacks with _longjmp: no fortified longjmp checks there.
+set_source_files_properties(${DTC_SIMT_DIR}/SimtScheduler.cpp PROPERTIES
+  COMPILE_OPTIONS "-U_FORTIFY_SOURCE")
 
 add_library(dtcrt_cuda_simt STATIC
   ${_simt_sources}
@@ -69,3 +72,25 @@ foreach(policy wide narrow)
                        ENVIRONMENT "DTC_SIMT_GRID=${policy};DTC_SIMT_COVERAGE=1")
 endforeach()
 add_dependencies(dtcrt-tests dtcrt-test-cuda-simt)
+
+# The generated CUDA programs against these kernels (issue 19, part 3):
+# DTC_CUDA_LINK_OVERRIDE=libdtc_cuda_simt_emu.a links a --target=cuda
+# program with the SIMT-run kernels, the host stand-ins of cuBLASLt/cuDNN,
+# the real device backend (runtime/cuda/Backend.cpp) and NCCL stubs
+# (single process). No AddressSanitizer here: the program links plainly.
+add_library(dtc_cuda_simt_emu STATIC
+  ${_simt_sources}
+  ${DTC_SIMT_DIR}/SimtScheduler.cpp
+  ${DTC_SIMT_DIR}/SimtCudaApi.cpp
+  ${DTC_SIMT_DIR}/SimtLibraries.cpp
+  ${DTCRT_CUDA_DIR}/Backend.cpp
+  ${DTC_SIMT_DIR}/../cuda-emu/NcclStubs.cpp)
+set_target_properties(dtc_cuda_simt_emu PROPERTIES POSITION_INDEPENDENT_CODE ON
+  ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test/cuda-simt)
+target_include_directories(dtc_cuda_simt_emu PRIVATE ${DTCRT_CUDA_DIR}/../.. ${DTC_SIMT_DIR})
+target_include_directories(dtc_cuda_simt_emu SYSTEM PRIVATE ${DTCRT_CUDA_INCLUDE_DIR}
+                           ${DTCRT_CUDNN_INCLUDE_DIR})
+target_compile_features(dtc_cuda_simt_emu PRIVATE cxx_std_17)
+target_compile_definitions(dtc_cuda_simt_emu PRIVATE DTCRT_WITH_CUDA=1 DTCRT_SIMT=1)
+target_compile_options(dtc_cuda_simt_emu PRIVATE -O2 -ffp-contract=off -Wall
+                       -Wno-unused-parameter -Wno-deprecated-declarations)
