@@ -242,4 +242,22 @@ TEST(SimtLayer, AFailingLibraryCallIsNamed) {
   simt::setGpuLibraries(true);
 }
 
+// The library stand-ins' work is stream-ordered like a kernel's: recorded
+// while the stream captures, run by the replay (before, a captured gemm ran
+// at capture time and the replay lost it).
+TEST(SimtLayer, CapturedLibraryCallsRunAtReplay) {
+  dtcrt::cuda::Context ctx = dtcrt::cuda::Context::create(0);
+  Buf<float> a(4, 1.0f), b(4, 2.0f), c(4, -1.0f);
+  dtcrt::cuda::begin_capture(ctx);
+  dtcrt::cuda::gemm(ctx, false, false, 2, 2, 2, 1.0f, a.p, 2, b.p, 2, 0.0f, c.p, 2);
+  std::string why;
+  dtcrt::cuda::StepGraph* graph = dtcrt::cuda::end_capture(ctx, &why);
+  ASSERT_NE(graph, nullptr) << why;
+  EXPECT_EQ(c[0], -1.0f) << "the gemm ran while it was being captured";
+  dtcrt::cuda::replay(ctx, graph);
+  ctx.synchronize();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(c[i], 4.0f);
+  dtcrt::cuda::destroy_graph(graph);
+}
+
 }  // namespace
