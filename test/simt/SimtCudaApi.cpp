@@ -4,7 +4,9 @@
 // launches, memsets and copies of a step into a graph replayed by
 // cudaGraphLaunch, and the error model of the device (last error for bad
 // launch configurations, a sticky launch failure for traps and violations).
-// Only the calls dtcrt_cuda and its tests make are provided.
+// One lock serializes the calls (a program may make them from several
+// threads). Only the calls dtcrt_cuda, its tests and the device backend make
+// are provided.
 #include "SimtRuntime.h"
 #include "SimtState.h"
 
@@ -176,8 +178,9 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
     invalidateCaptures();
     return setLast(cudaErrorStreamCaptureUnsupported);
   }
-  *p = std::malloc(bytes ? bytes : 1);
-  if (!*p) return setLast(cudaErrorMemoryAllocation);
+  // 256-byte aligned as cudaMalloc's; exactly `bytes` long, so that
+  // AddressSanitizer sees the first byte past the end.
+  if (posix_memalign(p, 256, bytes ? bytes : 1) != 0) return setLast(cudaErrorMemoryAllocation);
   allocations[*p] = bytes;
   allocatedBytes += bytes;
   return cudaSuccess;

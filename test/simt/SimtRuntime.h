@@ -7,7 +7,8 @@
 // Execution model, as on the device:
 //  * a launch runs now, on the calling thread: blocks one after the other
 //    (loops over the grid), the threads of a block as cooperative fibers
-//    (glibc makecontext/swapcontext), scheduled round-robin, deterministic;
+//    (started with glibc's makecontext/swapcontext, switched with
+//    _setjmp/_longjmp), scheduled round-robin, deterministic;
 //    kernels that reach no __syncthreads or warp primitive (the rewrite
 //    decides, over the file's __device__ functions) run each thread as a
 //    plain call instead, and fail the launch if they reach one anyway;
