@@ -6,7 +6,12 @@
 # dtcrt-test-cuda linked against it, run under the three grid policies
 # (exact, wide, narrow). Included from test/runtime/CudaTests.cmake.
 # Test names: runtime.CudaSimt.<policy>.*
-find_package(Python3 REQUIRED COMPONENTS Interpreter)
+include_guard(GLOBAL)
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT Python3_Interpreter_FOUND)
+  message(STATUS "dtcrt: no Python 3; skipping the SIMT kernel tests (test/simt)")
+  return()
+endif()
 set(DTC_SIMT_DIR ${CMAKE_CURRENT_LIST_DIR})
 option(DTC_SIMT_ASAN "Build the SIMT kernels and their tests with AddressSanitizer" ON)
 
