@@ -242,6 +242,24 @@ TEST(SimtLayer, AFailingLibraryCallIsNamed) {
   simt::setGpuLibraries(true);
 }
 
+__global__ void recordOrder(int* counter, int* order) {
+  order[atomicAdd(counter, 1)] = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+}
+
+// The wide policy also runs blocks and threads in reverse order.
+TEST(SimtLayer, TheWidePolicyReversesTheOrderOfBlocksAndThreads) {
+  const simt::GridPolicy saved = simt::gridPolicy();
+  for (simt::GridPolicy p : {simt::GridPolicy::Exact, simt::GridPolicy::Wide}) {
+    simt::setGridPolicy(p);
+    Buf<int> counter(1, 0), order(6, -1);
+    recordOrder<<<3, 2>>>(counter.p, order.p);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(order[i], p == simt::GridPolicy::Wide ? 5 - i : i) << "position " << i;
+  }
+  simt::setGridPolicy(saved);
+}
+
 // The library stand-ins' work is stream-ordered like a kernel's: recorded
 // while the stream captures, run by the replay (before, a captured gemm ran
 // at capture time and the replay lost it).

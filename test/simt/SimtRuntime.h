@@ -32,7 +32,8 @@
 //    out-of-bounds accesses of global and shared memory are caught.
 // Grid policy (env DTC_SIMT_GRID): exact (as launched), wide (launches whose
 // grid comes from gridFor/gridRows/chunkGrid get 2x+3 blocks: more blocks
-// than items) or narrow (those launches get at most 2 blocks, so every
+// than items; and every launch runs its blocks, and the threads of a block,
+// in reverse order) or narrow (those launches get at most 2 blocks, so every
 // grid-stride loop iterates). See docs/testing.md.
 #pragma once
 

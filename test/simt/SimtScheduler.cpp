@@ -322,13 +322,20 @@ void ensureFibers(int count) {
   }
 }
 
+// Under the wide grid policy blocks, and the threads of a block, also run in
+// reverse order: a kernel that relies on an order the device does not
+// promise (a block reading another's output, a thread another's shared
+// write without a barrier) then sees the other one.
+bool reversedOrder() { return gridPolicy() == GridPolicy::Wide; }
+
 // Runs one block of a kernel without primitives: each thread a plain call.
 bool runBlockDirect() {
   const dim3 bd = coords.bdim;
   blk.sharedSeen.clear();
   blk.current = kDirect;
   try {
-    for (int i = 0; i < blk.count; ++i) {
+    for (int k = 0; k < blk.count; ++k) {
+      const int i = reversedOrder() ? blk.count - 1 - k : k;
       coords.thread = uint3{(unsigned)(i % bd.x), (unsigned)((i / bd.x) % bd.y),
                             (unsigned)(i / (bd.x * bd.y))};
       (*blk.body)();
@@ -355,7 +362,8 @@ bool runBlock() {
   int live = blk.count;
   bool ok = true;
   while (live > 0 && ok) {
-    for (int i = 0; i < blk.count; ++i) {
+    for (int k = 0; k < blk.count; ++k) {
+      const int i = reversedOrder() ? blk.count - 1 - k : k;
       if (blk.fibers[i].state != State::Ready) continue;
       runFiber(i);
       if (blk.aborted) {
@@ -469,9 +477,12 @@ void runLaunch(const Site& site, dim3 grid, dim3 block, std::function<void()>& b
   blk.aborted = false;
   coords.bdim = block;
   coords.gdim = grid;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
+  const bool rev = reversedOrder();
+  for (unsigned zi = 0; zi < grid.z; ++zi)
+    for (unsigned yi = 0; yi < grid.y; ++yi)
+      for (unsigned xi = 0; xi < grid.x; ++xi) {
+        const unsigned x = rev ? grid.x - 1 - xi : xi, y = rev ? grid.y - 1 - yi : yi,
+                       z = rev ? grid.z - 1 - zi : zi;
         coords.block = uint3{x, y, z};
         countBlock(site);
         if (!(site.cooperative ? runBlock() : runBlockDirect())) {
