@@ -184,8 +184,9 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
     std::string name = isLabels ? "labels" : "in" + std::to_string(arg.getArgNumber());
     std::string source = isLabels ? std::string("ctx.labels")
                                   : "ctx.inputs[" + std::to_string(arg.getArgNumber()) + "]";
-    fn.line("const " + type.str() + "* const " + name + " = static_cast<const " +
-            type.str() + "*>(" + source + ");");
+    // A pipeline stage reads only the inputs (or labels) it needs.
+    fn.line((arg.use_empty() ? "[[maybe_unused]] const " : "const ") + type.str() + "* const " +
+            name + " = static_cast<const " + type.str() + "*>(" + source + ");");
     fn.bind(arg, name);
   }
   bool pastLoss = false;  // train steps: the ops after the loss are the backward pass
@@ -329,24 +330,10 @@ int ProgramEmitter::addProfileOp(Operation *op, StringRef phase) {
 // The file
 //===----------------------------------------------------------------------===//
 
-/// The helpers CUDA step functions call: checked copies, the device copy of
-/// the constants, and the gradient all-reduce ordered between the compute
-/// and the communication stream.
-static std::string cudaHelpers(const ProgramEmitter &program) {
+/// The device copy of the program's constants (the helpers CUDA step
+/// functions call are in runtime/cuda/ProgramSupport.h).
+static std::string deviceConstants(const ProgramEmitter &program) {
   return "\n"
-         "// Copies between device tensors, queued on the compute stream.\n"
-         "void copy_on_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {\n"
-         "  cudaError_t status = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, "
-         "stream);\n"
-         "  if (status != cudaSuccess)\n"
-         "    throw cuda::Error(std::string(\"cudaMemcpyAsync: \") + "
-         "cudaGetErrorString(status));\n"
-         "}\n\n"
-         "void copy_to_device(char* dst, const void* src, size_t bytes) {\n"
-         "  cudaError_t status = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);\n"
-         "  if (status != cudaSuccess)\n"
-         "    throw cuda::Error(std::string(\"cudaMemcpy: \") + cudaGetErrorString(status));\n"
-         "}\n\n"
          "// The constants above, copied once into one block of device memory.\n"
          "const char* device_constants() {\n"
          "  static char* const block = [] {\n"
@@ -356,38 +343,6 @@ static std::string cudaHelpers(const ProgramEmitter &program) {
          "    return block;\n"
          "  }();\n"
          "  return block;\n"
-         "}\n\n"
-         "// A gradient bucket's all-reduce (mean over ranks). With NCCL it runs on the\n"
-         "// communication stream once the kernels queued so far on `stream` are done.\n"
-         "std::unique_ptr<dtcrt::Work> all_reduce_after(dtcrt::Communicator* comm, float* data,\n"
-         "                                              size_t count, cudaStream_t stream) {\n"
-         "  if (auto* nccl = dynamic_cast<dtcrt::NcclCommunicator*>(comm)) nccl->waitFor(stream);\n"
-         "  return comm->allReduce(data, count, dtcrt::ReduceOp::Mean);\n"
-         "}\n\n"
-         "// The device copy of a table of optimizer segments (pointers into the state\n"
-         "// and the arena), made on the first step and again only if they move.\n"
-         "template <typename Segment, size_t N>\n"
-         "struct SegmentTable {\n"
-         "  Segment* device = nullptr;\n"
-         "  int64_t total = 0;\n"
-         "  const char* state = nullptr;\n"
-         "  const char* arena = nullptr;\n"
-         "  const Segment* get(Segment (&host)[N], const char* s, const char* a) {\n"
-         "    if (device && s == state && a == arena) return device;\n"
-         "    total = cuda::layout_segments(host, int(N));\n"
-         "    if (!device) device = static_cast<Segment*>(cuda::arena_alloc(sizeof host));\n"
-         "    copy_to_device(reinterpret_cast<char*>(device), host, sizeof host);\n"
-         "    state = s;\n"
-         "    arena = a;\n"
-         "    return device;\n"
-         "  }\n"
-         "};\n\n"
-         "// Makes `stream` wait for an all-reduce on the device (no host wait with NCCL).\n"
-         "void wait_on_stream(dtcrt::Work& work, cudaStream_t stream) {\n"
-         "  if (auto* nccl = dynamic_cast<dtcrt::NcclWork*>(&work))\n"
-         "    nccl->recordOn(stream);\n"
-         "  else\n"
-         "    work.wait();\n"
          "}\n\n";
 }
 
@@ -556,9 +511,9 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "#include \"runtime/Program.h\"\n"
      << "#include \"runtime/comm/Communicator.h\"\n"
      << "#include \"runtime/cpu/Kernels.h\"\n"
-     << (program.cuda ? "#include \"runtime/comm/NcclCommunicator.h\"\n"
-                        "#include \"runtime/cuda/Backend.h\"\n"
+     << (program.cuda ? "#include \"runtime/cuda/Backend.h\"\n"
                         "#include \"runtime/cuda/Kernels.h\"\n"
+                        "#include \"runtime/cuda/ProgramSupport.h\"\n"
                       : "")
      << "\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstring>\n#include <memory>\n\n"
@@ -568,8 +523,13 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << ".global dtc_embedded_onnx_end\\ndtc_embedded_onnx_end:\\n.previous\\n\");\n"
      << "extern \"C\" const unsigned char dtc_embedded_onnx[], dtc_embedded_onnx_end[];\n\n"
      << "namespace {\nnamespace cpu = dtcrt::cpu;\n"
-     << (program.cuda ? "namespace cuda = dtcrt::cuda;\n" : "") << "\n"
-     << program.globals << (program.cuda ? cudaHelpers(program) : std::string()) << functions
+     << (program.cuda ? "namespace cuda = dtcrt::cuda;\n"
+                        "using cuda::all_reduce_after;\nusing cuda::copy_on_device;\n"
+                        "using cuda::copy_to_device;\nusing cuda::SegmentTable;\n"
+                        "using cuda::wait_on_stream;\n"
+                      : "")
+     << "\n"
+     << program.globals << (program.cuda ? deviceConstants(program) : std::string()) << functions
      << "\n"
      << "size_t workspace_bytes() {\n  size_t bytes = 0;\n" << workspace
      << "  return bytes;\n}\n\n"

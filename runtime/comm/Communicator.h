@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <string>
 
+struct CUstream_st;  // a CUDA stream (cudaStream_t), for GPU programs
+
 namespace dtcrt {
 
 class CommError : public std::runtime_error {
@@ -29,6 +31,10 @@ class Work {
 public:
   virtual ~Work() = default;
   virtual void wait() = 0;
+  // Makes the device `stream` wait for this operation before its next
+  // kernel. Host backends simply finish it here; NCCL queues the wait on the
+  // GPU and returns at once.
+  virtual void waitOnStream(CUstream_st* stream) { wait(); }
 };
 
 enum class ReduceOp { Sum, Mean };
@@ -49,6 +55,11 @@ public:
   virtual std::unique_ptr<Work> send(const void* data, size_t bytes, int peer, int tag) = 0;
   virtual std::unique_ptr<Work> recv(void* data, size_t bytes, int peer, int tag) = 0;
   virtual void barrier() = 0;
+  // Orders this communicator's next operation after the kernels queued so
+  // far on the device `stream` (those that produced its data). Host backends
+  // are called once the data is ready and need nothing; NCCL makes its
+  // communication stream wait on the GPU.
+  virtual void orderAfter(CUstream_st* stream) {}
 };
 
 // Where this process sits in the job, from the launcher's environment.

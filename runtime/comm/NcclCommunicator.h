@@ -18,7 +18,6 @@
 
 #include "runtime/comm/Store.h"
 
-struct CUstream_st;
 struct CUevent_st;
 
 namespace dtcrt {
@@ -27,6 +26,7 @@ class NcclWork : public Work {
 public:
   // Makes `stream` wait for this operation (cudaStreamWaitEvent): no host sync.
   virtual void recordOn(CUstream_st* stream) = 0;
+  void waitOnStream(CUstream_st* stream) override { recordOn(stream); }
 };
 
 class NcclCommunicator : public Communicator {
@@ -50,6 +50,7 @@ public:
   // Makes the communication stream wait for the work queued so far on
   // `stream` (e.g. the backward kernels that produced a gradient bucket).
   void waitFor(CUstream_st* stream);
+  void orderAfter(CUstream_st* stream) override { waitFor(stream); }
 
 private:
   std::shared_ptr<Impl> impl_;
