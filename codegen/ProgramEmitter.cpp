@@ -134,6 +134,7 @@ const OpEmitterTable &emitterTable() {
     populateTrainingEmitters(t);
     populateCollectiveEmitters(t);
     populatePipelineEmitters(t);
+    populateDebugEmitters(t);
     return t;
   }();
   return table;

@@ -79,4 +79,20 @@ def Dtc_AdamUpdateOp : Dtc_Op<"adam_update",
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
 }
 
+def Dtc_CheckFiniteOp : Dtc_Op<"check_finite", [MemoryEffects<[MemWrite]>]> {
+  let summary = "stops the program if a tensor holds a NaN or an infinity";
+  let description = [{
+    Inserted after every kernel by `dtc --debug-checks`
+    (dtc-insert-finite-checks): the first check that fails names `what`,
+    the op and the ONNX node that produced the tensor, and the run stops
+    with that one line. It writes nothing; MemWrite keeps it in place.
+
+    ```mlir
+    dtc.check_finite %3 {what = "dtc.sqrt (/Sqrt)"} : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input, StrAttr:$what);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 #endif // DTC_TRAINING_OPS_TD

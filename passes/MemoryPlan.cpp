@@ -67,7 +67,7 @@ int64_t alignUp(int64_t n) {
 }
 } // namespace
 
-FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func) {
+FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func, bool reuse) {
   MemoryPlan plan;
   Block &body = func.front();
   for (BlockArgument arg : body.getArguments())
@@ -113,6 +113,13 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func) {
     }
     ++i;
   }
+
+  // No reuse: every tensor lives for the whole function.
+  if (!reuse)
+    for (Interval &interval : intervals) {
+      interval.start = 0;
+      interval.end = i;
+    }
 
   // A bucket of gradients reduced together is one contiguous block: merge
   // its members into one interval, placed as a whole, and lay them out in

@@ -31,7 +31,8 @@ public:
 
   /// Plans `func`; fails (with an error) on ops it cannot place. Only the
   /// dtc-plan-memory pass calls this: it records the answer in the IR.
-  static llvm::FailureOr<MemoryPlan> compute(mlir::func::FuncOp func);
+  /// With `reuse` false every tensor gets memory of its own.
+  static llvm::FailureOr<MemoryPlan> compute(mlir::func::FuncOp func, bool reuse = true);
 
   /// The plan dtc-plan-memory recorded in `func` (dtc.arena_offsets on ops,
   /// dtc.arena_bytes on the function), as the back end reads it. Decides

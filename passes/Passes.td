@@ -503,6 +503,30 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::func::FuncOp"> {
     func.func @train_step(...) attributes {dtc.arena_bytes = 66560 : i64, ...} {
       %0 = dtc.relu %x {dtc.arena_offsets = array<i64: 0>} : tensor<64x128xf32>
     ```
+
+    With `reuse=false` (`dtc --debug-checks`) no two tensors share memory,
+    so a kernel that writes out of bounds cannot corrupt a value that is
+    still needed, and every intermediate stays inspectable.
+  }];
+  let options = [
+    Option<"reuse", "reuse", "bool", /*default=*/"true",
+           "let tensors whose lifetimes do not overlap share arena memory">
+  ];
+}
+
+def InsertFiniteChecks : Pass<"dtc-insert-finite-checks", "mlir::func::FuncOp"> {
+  let summary = "Checks every float32 tensor a kernel writes for NaN and infinity";
+  let description = [{
+    `dtc --debug-checks`: after each op that writes float32 tensors (not
+    views, params or constants) a `dtc.check_finite` names the op and its
+    ONNX node, so a training run that goes to NaN stops at the first kernel
+    that produced one, with a line saying which.
+
+    After:
+    ```mlir
+    %1 = dtc.sqrt %0 : tensor<8x4xf32> loc("/Sqrt")
+    dtc.check_finite %1 {what = "dtc.sqrt (/Sqrt)"} : tensor<8x4xf32>
+    ```
   }];
 }
 

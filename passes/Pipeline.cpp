@@ -65,15 +65,17 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
   if (!train && o.precision == Options::Precision::Bf16)
     pm.addPass(createBf16Products());
   pm.addPass(createCSEPass());
-  if (o.fuseElementwise)
+  if (o.fuseElementwise && !o.debugChecks)  // --debug-checks checks each op
     pm.addPass(createFuseElementwise());
   // What a neighbouring stage waits for is computed first in every phase.
   if (train && o.isPipeline() && o.sendEarly)
     pm.addPass(createSendEarly());
   pm.addPass(createVerifyCollectives());
   pm.addPass(createVerifyPipeline());
+  if (o.debugChecks)
+    pm.addNestedPass<func::FuncOp>(createInsertFiniteChecks());
   // The plan the back end reads: arena offsets and the state buffer's layout.
-  pm.addNestedPass<func::FuncOp>(createPlanMemory());
+  pm.addNestedPass<func::FuncOp>(createPlanMemory({/*reuse=*/!o.debugChecks}));
   pm.addPass(createLayoutState());
 }
 
@@ -98,6 +100,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
       llvm::cl::values(clEnumValN(Options::Precision::Fp32, "fp32", ""),
                        clEnumValN(Options::Precision::Bf16, "bf16", ""))};
   Option<bool> fuseElementwise{*this, "fuse-elementwise", llvm::cl::init(true)};
+  Option<bool> debugChecks{*this, "debug-checks", llvm::cl::init(false)};
   Option<std::string> freeze{*this, "freeze", llvm::cl::init("")};
   Option<std::string> loss{*this, "loss", llvm::cl::init("auto")};
   Option<int64_t> accumulate{*this, "accumulate", llvm::cl::init(1)};
@@ -132,6 +135,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
     o.target = target;
     o.precision = precision;
     o.fuseElementwise = fuseElementwise;
+    o.debugChecks = debugChecks;
     o.freeze = freeze;
     o.loss = loss;
     o.accumulate = accumulate;

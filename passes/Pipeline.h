@@ -27,6 +27,8 @@ struct TrainingPipelineOptions {
   Target target = Target::Cpu;
   Precision precision = Precision::Fp32;
   bool fuseElementwise = true;
+  // --debug-checks: no arena reuse, a NaN/infinity check after every kernel.
+  bool debugChecks = false;
 
   // The training step.
   std::string freeze;       // regex of weights kept fixed

@@ -21,9 +21,11 @@ using namespace dtc;
 
 namespace {
 struct PlanMemoryPass : dtc::impl::PlanMemoryBase<PlanMemoryPass> {
+  using PlanMemoryBase::PlanMemoryBase;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    FailureOr<MemoryPlan> plan = MemoryPlan::compute(func);
+    FailureOr<MemoryPlan> plan = MemoryPlan::compute(func, reuse);
     if (failed(plan))
       return signalPassFailure();
     Builder b(func);

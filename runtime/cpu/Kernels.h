@@ -534,5 +534,10 @@ void resize2d(const Resize2dParams& p, const float* x, float* y);
 // element scatter-added to its source taps with the forward's weights.
 void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx);
 
+// dtc --debug-checks: throws std::runtime_error naming `what` (the op and
+// ONNX node that wrote x), the first non-finite element's index and value,
+// and how many there are, if x[0, n) holds a NaN or an infinity.
+void check_finite(const float* x, int64_t n, const char* what);
+
 }  // namespace cpu
 }  // namespace dtcrt

@@ -1,5 +1,6 @@
 // The dtc-plan-memory pass: arena offsets from liveness.
 // RUN: dtc-opt %s -split-input-file -dtc-plan-memory | FileCheck %s
+// RUN: dtc-opt %s -split-input-file -dtc-plan-memory="reuse=false" | FileCheck %s --check-prefix=NOREUSE
 
 // A chain: each tensor dies when the next one is made, so two slots of 4 KiB
 // (64x16 f32) alternate; without reuse four tensors would need 16 KiB.
@@ -9,6 +10,12 @@
 // CHECK: dtc.tanh %{{.*}} {dtc.arena_offsets = array<i64: [[B:[0-9]+]]>}
 // CHECK: dtc.relu %{{.*}} {dtc.arena_offsets = array<i64: [[A]]>}
 // CHECK: dtc.tanh %{{.*}} {dtc.arena_offsets = array<i64: [[B]]>}
+// Without reuse (--debug-checks) each tensor has a slot of its own.
+// NOREUSE-LABEL: func.func @chain
+// NOREUSE-SAME: dtc.arena_bytes = 16384 : i64, dtc.arena_unshared_bytes = 16384 : i64
+// NOREUSE: dtc.relu %arg0 {dtc.arena_offsets = array<i64: [[A:[0-9]+]]>}
+// NOREUSE-NOT: array<i64: [[A]]>
+// NOREUSE: return
 func.func @chain(%x: tensor<64x16xf32>) -> tensor<64x16xf32> {
   %0 = dtc.relu %x : tensor<64x16xf32>
   %1 = dtc.tanh %0 : tensor<64x16xf32>

@@ -114,6 +114,12 @@ cl::opt<bool> fuseElementwise(
     cl::desc("Run chains of elementwise ops (bias add + relu, bf16 casts...) as one kernel "
              "(default true)"),
     cl::init(true), cl::cat(dtcCategory));
+cl::opt<bool> debugChecks(
+    "debug-checks",
+    cl::desc("Debug build of the program: every tensor gets memory of its own and each "
+             "kernel's float32 results are checked; the first NaN or infinity stops the "
+             "run naming the op and ONNX node that produced it (CPU only; slow)"),
+    cl::init(false), cl::cat(dtcCategory));
 cl::opt<std::string> precision(
     "precision",
     cl::desc("fp32 (default) or bf16: every matrix product (gemm, matmul, convolution, "
@@ -241,6 +247,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   o.target = target == "cuda" ? Options::Target::Cuda : Options::Target::Cpu;
   o.precision = precision == "bf16" ? Options::Precision::Bf16 : Options::Precision::Fp32;
   o.fuseElementwise = fuseElementwise;
+  o.debugChecks = debugChecks;
   o.freeze = freeze;
   o.loss = loss;
   o.accumulate = accumulate;
@@ -575,6 +582,11 @@ int main(int argc, char **argv) {
     llvm::errs() << "dtc: error: --strategy=" << strategy
                  << " is not supported with --target=cuda yet (use --target=cpu, or "
                     "--strategy=none or ddp on GPUs)\n";
+    return 1;
+  }
+  if (target == "cuda" && debugChecks) {
+    llvm::errs() << "dtc: error: --debug-checks is not supported with --target=cuda yet "
+                    "(debug on the CPU: the same program with --target=cpu)\n";
     return 1;
   }
   if (target == "cuda" && emit == Emit::Binary && !dtc::cudaRuntimeAvailable()) {

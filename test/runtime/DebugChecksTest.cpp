@@ -1,0 +1,53 @@
+// Tests of check_finite (dtc --debug-checks): finite data passes (including
+// the extremes of float), and a NaN or an infinity anywhere — first, last,
+// several — throws a message naming the producer, the first bad element and
+// how many there are.
+#include "TestUtil.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace k = dtcrt::cpu;
+
+namespace {
+
+std::string failure(const std::vector<float>& x, const char* what) {
+  try {
+    k::check_finite(x.data(), static_cast<int64_t>(x.size()), what);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DebugChecks, FiniteValuesPass) {
+  std::vector<float> x = {0.f, -0.f, 1.f, std::numeric_limits<float>::max(),
+                          -std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::denorm_min()};
+  EXPECT_EQ(failure(x, "dtc.relu (/Relu)"), "");
+  EXPECT_EQ(failure({}, "empty"), "");
+}
+
+TEST(DebugChecks, NaNNamesTheProducerAndTheFirstElement) {
+  std::vector<float> x(10, 1.f);
+  x[3] = std::nanf("");
+  x[7] = std::nanf("");
+  EXPECT_EQ(failure(x, "dtc.sqrt (/Sqrt)"),
+            "--debug-checks: NaN first written by dtc.sqrt (/Sqrt) (element 3 of 10 is nan; "
+            "2 non-finite)");
+}
+
+TEST(DebugChecks, InfinityAtEitherEnd) {
+  std::vector<float> x(5, 2.f);
+  x[4] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(failure(x, "dtc.exp (/Exp)"),
+            "--debug-checks: infinity first written by dtc.exp (/Exp) (element 4 of 5 is inf; "
+            "1 non-finite)");
+  x[4] = 2.f;
+  x[0] = -std::numeric_limits<float>::infinity();
+  EXPECT_NE(failure(x, "dtc.exp (/Exp)").find("element 0 of 5 is -inf"), std::string::npos);
+}
+
+}  // namespace
