@@ -111,6 +111,9 @@ struct StepContext {
   StepTracer* trace;           // pipeline programs: --trace, else null
   void* device;                // GPU programs: DeviceBackend::open's handle, else null
   OpProfiler* profiler;        // --profile / --trace of a CPU program, else null
+  // Programs compiled with --clip-grad-norm: the train step writes the
+  // gradient's global norm here (device memory in GPU programs); may be null.
+  float* gradNorm;
 
   // The generated code brackets each kernel op with these (one branch when
   // no profiler is set).
@@ -250,6 +253,9 @@ struct ProgramSpec {
   // functions pass to OpProfiler::begin (null/0 in programs without them).
   const OpProfile* profileOps;
   int32_t numProfileOps;
+  // dtc --clip-grad-norm=X: X, and the train step reports the gradient norm
+  // (StepContext::gradNorm) before clipping; 0: no clipping.
+  double clipGradNorm;
 };
 
 } // namespace dtcrt

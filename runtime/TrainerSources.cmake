@@ -25,6 +25,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/io/TensorProto.cpp
   ${DTCRT_RUNTIME_DIR}/io/OnnxModel.cpp
   ${DTCRT_RUNTIME_DIR}/train/Options.cpp
+  ${DTCRT_RUNTIME_DIR}/train/LrSchedule.cpp
   ${DTCRT_RUNTIME_DIR}/train/Logger.cpp
   ${DTCRT_RUNTIME_DIR}/train/Checkpoint.cpp
   ${DTCRT_RUNTIME_DIR}/train/Pipeline.cpp

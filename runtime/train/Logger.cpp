@@ -51,9 +51,11 @@ Logger::~Logger() {
 
 void Logger::step(const StepLog& s) {
   if (metrics_) {
-    std::fprintf(metrics_, "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"samples_per_s\":%.1f}\n",
+    std::fprintf(metrics_, "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"samples_per_s\":%.1f,\"lr\":%.17g",
                  static_cast<long long>(s.step), static_cast<long long>(s.epoch), s.loss,
-                 s.samplesPerSec);
+                 s.samplesPerSec, s.lr);
+    if (s.gradNorm >= 0) std::fprintf(metrics_, ",\"grad_norm\":%.9g", s.gradNorm);
+    std::fputs("}\n", metrics_);
     flushMetrics();
   }
   if (!print_) return;

@@ -4,7 +4,8 @@
 //      epoch 1 step 50/937 loss 0.5123 (1234 samples/s)
 //  * stdout a terminal: one progress-bar line redrawn with \r;
 //  * --metrics=FILE.jsonl: one JSON object per logged step,
-//      {"step":50,"epoch":1,"loss":0.5123,"samples_per_s":1234.5}
+//      {"step":50,"epoch":1,"loss":0.5123,"samples_per_s":1234.5,"lr":0.01}
+//    (with "grad_norm":N after "lr" in programs that clip gradients)
 //    and per evaluation, {"epoch":1,"eval_loss":0.41,"eval_accuracy":0.86};
 //    pipeline programs add one line after the first step,
 //      {"memory":[{"stage":0,"planned_bytes":N,"measured_bytes":N},...]};
@@ -26,6 +27,8 @@ struct StepLog {
   int64_t step;             // global optimizer step, 1-based
   float loss;               // this step's loss
   double samplesPerSec;     // since the previous logged step
+  double lr = 0;            // the lr this step used (--lr-schedule)
+  float gradNorm = -1;      // the gradient's global norm (dtc --clip-grad-norm), < 0: none
 };
 
 class Logger {

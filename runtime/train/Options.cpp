@@ -42,6 +42,20 @@ double parseFloat(const std::string& flag, const std::string& v) {
   return x;
 }
 
+std::vector<int64_t> parseIntList(const std::string& flag, const std::string& v) {
+  std::vector<int64_t> out;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = v.find(',', at);
+    out.push_back(parseInt(flag, v.substr(at, comma == std::string::npos ? std::string::npos : comma - at), 1));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i] <= out[i - 1]) fail(flag, ": expected increasing integers like 30,60,90, got '", v, "'");
+  return out;
+}
+
 bool parseBool(const std::string& flag, const std::string& v) {
   if (v == "true" || v == "1" || v == "yes") return true;
   if (v == "false" || v == "0" || v == "no") return false;
@@ -65,6 +79,24 @@ const std::map<std::string, Flag>& flagTable() {
          if (o.lr < 0) fail(f, ": expected a non-negative number, got '", v, "'");
          o.lrSet = true;
        }}},
+      {"--lr-schedule", {false, true, false, [](Options& o, auto&, auto& v) { o.schedule.kind = v; }}},
+      {"--lr-schedule-unit", {false, true, false, [](Options& o, auto& f, auto& v) {
+         if (v != "step" && v != "epoch") fail(f, ": expected step or epoch, got '", v, "'");
+         o.schedule.perEpoch = v == "epoch";
+       }}},
+      {"--lr-warmup", {false, true, false, [](Options& o, auto& f, auto& v) { o.schedule.warmup = parseInt(f, v, 0); }}},
+      {"--lr-warmup-start", {false, true, false, [](Options& o, auto& f, auto& v) { o.schedule.warmupStart = parseFloat(f, v); }}},
+      {"--lr-step-size", {false, true, false, [](Options& o, auto& f, auto& v) { o.schedule.stepSize = parseInt(f, v, 1); }}},
+      {"--lr-milestones", {false, true, false, [](Options& o, auto& f, auto& v) { o.schedule.milestones = parseIntList(f, v); }}},
+      {"--lr-gamma", {false, true, false, [](Options& o, auto& f, auto& v) {
+         o.schedule.gamma = parseFloat(f, v);
+         o.schedule.gammaSet = true;
+       }}},
+      {"--lr-min", {false, true, false, [](Options& o, auto& f, auto& v) { o.schedule.minLr = parseFloat(f, v); }}},
+      {"--lr-total", {false, true, false, [](Options& o, auto& f, auto& v) { o.schedule.total = parseInt(f, v, 1); }}},
+      {"--lr-pct-start", {false, true, false, [](Options& o, auto& f, auto& v) { o.schedule.pctStart = parseFloat(f, v); }}},
+      {"--lr-div-factor", {false, true, false, [](Options& o, auto& f, auto& v) { o.schedule.divFactor = parseFloat(f, v); }}},
+      {"--lr-final-div-factor", {false, true, false, [](Options& o, auto& f, auto& v) { o.schedule.finalDivFactor = parseFloat(f, v); }}},
       {"--seed", {false, true, false, [](Options& o, auto& f, auto& v) { o.seed = parseU64(f, v); o.seedSet = true; }}},
       {"--shuffle", {true, true, false, [](Options& o, auto& f, auto& v) { o.shuffle = parseBool(f, v); o.shuffleSet = true; }}},
       {"--log-every", {false, true, false, [](Options& o, auto& f, auto& v) { o.logEvery = parseInt(f, v, 1); }}},
@@ -164,6 +196,21 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
       "  --epochs=N             passes over the training set (default 1)\n",
       "  --max-steps=N          stop after N optimizer steps in total\n",
       "  --lr=X                 learning rate (default: the compiled one)\n",
+      "  --lr-schedule=NAME     lr per step: constant (default), step, multistep,\n",
+      "                         exponential, cosine, linear or onecycle, as\n",
+      "                         torch.optim.lr_scheduler (see docs/user-guide.md)\n",
+      "  --lr-schedule-unit=U   step (default) or epoch: what the schedule counts\n",
+      "  --lr-warmup=N          linear warm-up over the first N units, then the schedule\n",
+      "  --lr-warmup-start=F    the warm-up's first factor of --lr (default 0)\n",
+      "  --lr-step-size=N       step: multiply by --lr-gamma every N units\n",
+      "  --lr-milestones=A,B    multistep: multiply by --lr-gamma at these units\n",
+      "  --lr-gamma=G           step/multistep (default 0.1), exponential: the factor\n",
+      "  --lr-min=X             cosine: the final lr (default 0)\n",
+      "  --lr-total=N           cosine/linear/onecycle: units to the end of the schedule\n",
+      "                         (default: the whole run, --max-steps or --epochs)\n",
+      "  --lr-pct-start=P       onecycle: fraction spent rising (default 0.3)\n",
+      "  --lr-div-factor=D      onecycle: starts at --lr / D (default 25)\n",
+      "  --lr-final-div-factor=F  onecycle: ends at --lr / D / F (default 1e4)\n",
       "  --seed=N               seed of shuffling, dropout and synthetic data (default 0)\n",
       "  --shuffle=true|false   reshuffle the training set every epoch (default true)\n",
       "  --log-every=N          log every N steps (default 50)\n",

@@ -7,6 +7,8 @@
 // which runProgram prints as "error: ..." before exiting with status 1.
 #pragma once
 
+#include "runtime/train/LrSchedule.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +26,7 @@ struct Options {
   int64_t maxSteps = 0;        // --max-steps=N, 0 = no limit (counts resumed steps too)
   bool lrSet = false;          // --lr=X given
   double lr = 0;               //   its value (overrides ProgramSpec::lr)
+  LrSchedule schedule;         // --lr-schedule=... and its --lr-* settings
   uint64_t seed = 0;           // --seed=N: shuffling, dropout, synthetic data
   bool seedSet = false;
   bool shuffle = true;         // --shuffle=true|false

@@ -85,6 +85,7 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   const size_t labels = dBlock_.reserve(byteSize(spec.labels));
   const size_t loss = dBlock_.reserve(sizeof(float));
   const size_t correct = dBlock_.reserve(sizeof(int64_t));
+  const size_t gradNorm = dBlock_.reserve(sizeof(float));
   std::vector<size_t> inputs, outputs;
   for (int32_t i = 0; i < spec.numInputs; ++i) inputs.push_back(dBlock_.reserve(byteSize(spec.inputs[i])));
   for (int32_t i = 0; i < spec.numOutputs; ++i)
@@ -96,6 +97,7 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   dLabels_ = dBlock_.piece(labels);
   dLoss_ = dBlock_.piece(loss);
   dCorrect_ = dBlock_.piece(correct);
+  dGradNorm_ = dBlock_.piece(gradNorm);
   for (int32_t i = 0; i < spec.numInputs; ++i) {
     hostInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
     spareInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
@@ -155,6 +157,7 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
     ctx.labels = dLabels_.data();
     ctx.outputs = dOutputPtrs_.data();
     ctx.device = device_->handle();
+    if (spec_.clipGradNorm > 0) ctx.gradNorm = reinterpret_cast<float*>(dGradNorm_.data());
   } else {
     ctx.state = state_.data();
     ctx.arena = arena_.data();
@@ -162,6 +165,7 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
     ctx.inputs = inputPtrs_.data();
     ctx.labels = labels_.data();
     ctx.outputs = outputPtrs_.data();
+    if (spec_.clipGradNorm > 0) ctx.gradNorm = &gradNorm_;
   }
   ctx.loss = loss;
   ctx.correct = correct;
@@ -200,6 +204,8 @@ float Trainer::runOnBatch(StepFunction step, double lr, int64_t stepNumber, int6
   float loss = NAN;
   device_->download(&loss, dLoss_.data(), sizeof loss);
   if (correct) device_->download(correct, dCorrect_.data(), sizeof *correct);
+  if (training && spec_.clipGradNorm > 0)
+    device_->download(&gradNorm_, dGradNorm_.data(), sizeof gradNorm_);
   return loss;
 }
 
@@ -234,6 +240,8 @@ void Trainer::agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos) {
   std::memcpy(&lrBits, &lr, sizeof lr);
   std::vector<Setting> mine = {
       {"--lr", lrBits, true},
+      {"--lr-schedule and its --lr-* settings",
+       static_cast<int64_t>(std::hash<std::string>()(opts_.schedule.describe(0)))},
       {"--log-every", opts_.logEvery},
       {"--max-steps", opts_.maxSteps},
       {"--epochs", opts_.epochs},
@@ -416,6 +424,17 @@ TrainResult Trainer::run() {
   // Samples of one optimizer step over the whole job.
   const int64_t samplesPerStep = micro * stepRows_ * shards;
   const double lr = opts_.lrSet ? opts_.lr : spec_.lr;
+  // --lr-schedule: the run's length in the schedule's units (its default
+  // total), and the lr of the next optimizer step.
+  const LrSchedule& schedule = opts_.schedule;
+  const int64_t runSteps = opts_.maxSteps > 0 ? std::min(opts_.maxSteps, opts_.epochs * batches)
+                                              : opts_.epochs * batches;
+  const int64_t runTotal =
+      schedule.perEpoch ? std::min(opts_.epochs, (runSteps + batches - 1) / batches) : runSteps;
+  schedule.check(runTotal);
+  auto currentLr = [&] {
+    return schedule.at(lr, schedule.perEpoch ? pos.epoch : pos.step, runTotal);
+  };
   std::string layout;
   if (pipeline_)
     layout = str(", ", place_.stages, "-stage ", spec_.schedule ? spec_.schedule : "", " pipeline x ",
@@ -434,6 +453,7 @@ TrainResult Trainer::run() {
                   device_->hasGraphs() ? (graphs_ ? " (CUDA graphs)" : " (no CUDA graphs)") : "");
   log.line(str("training ", spec_.modelName ? spec_.modelName : "model", ": ", countWeights(spec_),
                " parameters", layout, ", ", spec_.optimizer ? spec_.optimizer : "?", " lr ", lr,
+               schedule.isConstant() ? std::string() : str(" ", schedule.describe(runTotal)),
                "; data ", train.description, ", ", batches, " steps/epoch"));
 
   TrainResult result;
@@ -519,6 +539,7 @@ TrainResult Trainer::run() {
           break;
         }
         const int64_t runStep = static_cast<int64_t>(result.losses.size()) + 1;
+        const double stepLr = currentLr();
         const auto t0 = Clock::now();
         float loss = NAN;
         size_t arenaPeak = 0;
@@ -528,7 +549,7 @@ TrainResult Trainer::run() {
           // --trace: steps 2-4 of this run (step 1 warms up).
           const bool traced = !opts_.trace.empty() && runStep >= 2 && runStep <= 4;
           if (traced) tracer.setStep(pos.step + 1);
-          loss = pipelineStep(lr, pos.step + 1, traced ? &tracer : nullptr);
+          loss = pipelineStep(stepLr, pos.step + 1, traced ? &tracer : nullptr);
           if (runStep == 1) arenaPeak = measuredArenaPeak(arena_.data(), arena_.size());
         } else {
           // --profile: steps 2-11 of this run (step 1 warms up); --trace: step 2.
@@ -550,7 +571,7 @@ TrainResult Trainer::run() {
               prefetch = [&, batch] {
                 prefetchBatch(train, order.data() + (batch + 1) * spec_.batchSize, spec_.batchSize);
               };
-            lossSum += runOnBatch(m + 1 < micro ? spec_.accumulateStep : spec_.trainStep, lr,
+            lossSum += runOnBatch(m + 1 < micro ? spec_.accumulateStep : spec_.trainStep, stepLr,
                                   pos.step + 1, nullptr, NAN, prefetch);
           }
           loss = static_cast<float>(lossSum / static_cast<double>(micro));
@@ -581,7 +602,8 @@ TrainResult Trainer::run() {
           const float logged = pipeline_ ? loss : static_cast<float>(averageOverRanks(loss));
           const double rate =
               intervalSeconds > 0 ? intervalSteps * samplesPerStep / intervalSeconds : 0.0;
-          log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, logged, rate});
+          log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, logged, rate, stepLr,
+                    spec_.clipGradNorm > 0 ? gradNorm_ : -1.0f});
           intervalSeconds = 0;
           intervalSteps = 0;
         }

@@ -129,6 +129,9 @@ private:
   bool pipeline_;
   int64_t stepRows_;               // rows of input per step: M * b, else b
   PipelinePlace place_;
+  // Programs compiled with --clip-grad-norm: the last train step's gradient
+  // norm (the step writes it; GPU programs: downloaded from dGradNorm_).
+  float gradNorm_ = -1;
   AlignedBuffer state_, arena_, workspace_, labels_;
   std::vector<AlignedBuffer> inputs_, outputs_;
   std::vector<const void*> inputPtrs_;
@@ -152,7 +155,7 @@ private:
   int64_t prefetchCount_ = 0;
   // All of them carved from one device allocation.
   DeviceBlock dBlock_;
-  DeviceSpan dState_, dArena_, dWorkspace_, dLabels_, dLoss_, dCorrect_;
+  DeviceSpan dState_, dArena_, dWorkspace_, dLabels_, dLoss_, dCorrect_, dGradNorm_;
   std::vector<DeviceSpan> dInputs_, dOutputs_;
   std::vector<const void*> dInputPtrs_;
   std::vector<void*> dOutputPtrs_;

@@ -281,3 +281,34 @@ TEST(TrainerLoop, InitialWeightsFromOnnxAndSave) {
   std::memcpy(&w0, t.state(), 4);
   EXPECT_NE(w0, 0.5f);  // it trained
 }
+
+// --lr-schedule reaches the step functions and the metrics: per epoch, a
+// warm-up of one epoch from 0 trains epoch 1 with lr 0 (the same losses as
+// --lr=0) and epoch 2 with the full lr, and every step logs the lr it used.
+TEST(TrainerLoop, LrScheduleReachesTheStepsAndMetrics) {
+  TempDir dir;
+  writeRegression(dir, 40);
+  Options o = quietOptions(dir.path());
+  o.epochs = 2;
+  o.logEvery = 1;
+  o.shuffle = false;
+  o.metrics = dir.file("m.jsonl");
+  o.schedule.warmup = 1;
+  o.schedule.perEpoch = true;
+  TrainResult r = Trainer(linearProgram(), o).run();
+  std::vector<std::string> m = lines(o.metrics);
+  ASSERT_EQ(m.size(), 20u);
+  for (size_t i = 0; i < m.size(); ++i) {
+    const size_t at = m[i].find("\"lr\":");
+    ASSERT_NE(at, std::string::npos) << m[i];
+    EXPECT_EQ(std::stod(m[i].substr(at + 5)), i < 10 ? 0.0 : linearProgram().lr) << m[i];
+  }
+  Options zero = quietOptions(dir.path());
+  zero.shuffle = false;
+  zero.lrSet = true;
+  zero.lr = 0;
+  TrainResult z = Trainer(linearProgram(), zero).run();
+  ASSERT_EQ(z.losses.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(r.losses[i], z.losses[i]) << "step " << i + 1;
+  EXPECT_NE(r.losses[19], z.losses[9]);
+}

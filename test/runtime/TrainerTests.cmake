@@ -16,6 +16,7 @@ include(GoogleTest)
 set(DTCRT_TRAINER_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestOptions.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestLrSchedule.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestData.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestIo.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpoint.cpp

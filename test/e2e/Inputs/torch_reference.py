@@ -193,35 +193,105 @@ def make_optimizer(args, params):
     return cls(params, lr=args.lr, betas=betas, eps=args.eps, weight_decay=args.weight_decay)
 
 
-def loss_fn(logits, labels):
+def param_groups(args, named):
+    """dtc's --no-decay=REGEX and --lr-scale=REGEX=X (full matches, the first
+    --lr-scale that matches wins) as torch.optim parameter groups."""
+    no_decay = re.compile(args.no_decay) if args.no_decay else None
+    scales = [(re.compile(p), float(x)) for p, x in (o.rsplit("=", 1) for o in args.lr_scale)]
+    groups = {}
+    for name, p in named:
+        decay = args.weight_decay
+        if no_decay and no_decay.fullmatch(name):
+            decay = 0.0
+        scale = next((x for pattern, x in scales if pattern.fullmatch(name)), 1.0)
+        groups.setdefault((decay, scale), []).append(p)
+    return [{"params": ps, "weight_decay": d, "lr": args.lr * x, "dtc_scale": x} for (d, x), ps in groups.items()]
+
+
+def make_scheduler(args, optimizer):
+    """The train binary's --lr-schedule flags as torch.optim.lr_scheduler (one
+    scheduler.step() per optimizer step)."""
+    S = torch.optim.lr_scheduler
+    kind, W = args.lr_schedule, args.lr_warmup
+    T = args.lr_total or args.steps
+    if kind == "onecycle":
+        return S.OneCycleLR(optimizer, max_lr=[g["lr"] for g in optimizer.param_groups], total_steps=T,
+                            pct_start=args.lr_pct_start, div_factor=args.lr_div_factor,
+                            final_div_factor=args.lr_final_div_factor, anneal_strategy="cos",
+                            cycle_momentum=False)
+    if kind == "constant":
+        main = S.LambdaLR(optimizer, lambda t: 1.0)
+    elif kind == "step":
+        main = S.StepLR(optimizer, step_size=args.lr_step_size, gamma=args.lr_gamma)
+    elif kind == "multistep":
+        main = S.MultiStepLR(optimizer, milestones=[int(m) for m in args.lr_milestones.split(",")],
+                             gamma=args.lr_gamma)
+    elif kind == "exponential":
+        main = S.ExponentialLR(optimizer, gamma=args.lr_gamma)
+    elif kind == "cosine":
+        main = S.CosineAnnealingLR(optimizer, T_max=T - W, eta_min=args.lr_min)
+    elif kind == "linear":
+        main = S.LinearLR(optimizer, start_factor=1.0, end_factor=0.0, total_iters=T - W)
+    else:
+        raise SystemExit(f"unknown --lr-schedule {kind}")
+    if W == 0:
+        return main
+    if args.lr_warmup_start > 0:
+        warm = S.LinearLR(optimizer, start_factor=args.lr_warmup_start, end_factor=1.0, total_iters=W)
+    else:  # Hugging Face's warm-up from 0 (LinearLR needs a positive start)
+        warm = S.LambdaLR(optimizer, lambda t: min(1.0, t / W))
+    return S.SequentialLR(optimizer, [warm, main], milestones=[W])
+
+
+def loss_fn(logits, labels, args=None):
+    weight = None
+    smoothing = 0.0
+    if args is not None:
+        smoothing = args.label_smoothing
+        if args.class_weights:
+            weight = torch.tensor([float(w) for w in args.class_weights.split(",")], dtype=logits.dtype)
     if logits.dim() == 3:  # sequence model: [N, T, V] against [N, T]
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-    return F.cross_entropy(logits, labels)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), weight=weight,
+                               label_smoothing=smoothing)
+    return F.cross_entropy(logits, labels, weight=weight, label_smoothing=smoothing)
 
 
 def train(args, module, x, y):
     """Train; return (per-step losses, first step's gradients, buffers after the first forward)."""
     frozen = re.compile(args.freeze) if args.freeze else None
-    params = []
+    named = []
     for name, p in module.named_parameters():
         if frozen and frozen.fullmatch(name):
             p.requires_grad_(False)
         else:
-            params.append(p)
-    optimizer = make_optimizer(args, params)
+            named.append((name, p))
+    params = [p for _, p in named]
+    optimizer = make_optimizer(args, param_groups(args, named) if args.no_decay or args.lr_scale else params)
+    scheduler = make_scheduler(args, optimizer)
     module.train()
 
     losses, first_grads, first_buffers = [], None, None
+    args.lrs, args.grad_norms = [], []
     for xb, yb in batches(x, y, args.batch_size, args.steps):
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(module(xb.to(args.dtype) if xb.is_floating_point() else xb), yb)
+        loss = loss_fn(module(xb.to(args.dtype) if xb.is_floating_point() else xb), yb, args)
         loss.backward()
         if first_grads is None:
             first_grads = {
                 n: p.grad.detach().clone() for n, p in module.named_parameters() if p.grad is not None
             }
             first_buffers = {n: b.detach().clone() for n, b in module.named_buffers()}
+        # dtc clamps by value first, then clips the norm of the clamped gradients.
+        if args.clip_grad_value is not None:
+            torch.nn.utils.clip_grad_value_(params, args.clip_grad_value)
+        if args.clip_grad_norm is not None:
+            norm = torch.nn.utils.clip_grad_norm_(params, args.clip_grad_norm)
+            args.grad_norms.append(float(norm))
+        # dtc logs the schedule's lr (before any --lr-scale).
+        group = optimizer.param_groups[0]
+        args.lrs.append(group["lr"] / group.get("dtc_scale", 1.0))
         optimizer.step()
+        scheduler.step()
         losses.append(loss.item())
     return losses, first_grads, first_buffers
 
@@ -235,14 +305,30 @@ def max_abs(a):
     return float(np.max(np.abs(a))) if a.size else 0.0
 
 
-def read_metrics(path):
-    losses = {}
+def read_metrics(path, field="loss"):
+    values = {}
     with open(path) as f:
         for line in f:
             record = json.loads(line)
-            if "step" in record and "loss" in record and not record.get("eval"):
-                losses[record["step"]] = record["loss"]
-    return losses
+            if "step" in record and field in record and not record.get("eval"):
+                values[record["step"]] = record[field]
+    return values
+
+
+def check_logged(path, field, ref, rtol, scale=0.0):
+    """dtc's logged `field` ("lr", "grad_norm") of every step against `ref`,
+    relative to max(|ref|, scale)."""
+    dtc = read_metrics(path, field)
+    worst = 0.0
+    for step, r in enumerate(ref, start=1):
+        if step not in dtc:
+            raise Mismatch(f"{path}: step {step} logged no {field}")
+        got = dtc[step]
+        rel = abs(got - r) / max(abs(r), scale, 1e-30)
+        if not math.isfinite(got) or rel > rtol:
+            raise Mismatch(f"{field}: step {step}: dtc {got:.9g} vs torch {r:.9g} (relative {rel:.3g} > {rtol:g})")
+        worst = max(worst, rel)
+    print(f"{field}: {len(ref)} steps, max relative difference {worst:.3g} (tolerance {rtol:g})")
 
 
 def check_losses(path, ref_losses, rtol):
@@ -466,8 +552,33 @@ def parse_args(argv):
     p.add_argument("--freeze", default="", help="regex of weights kept fixed (full match)")
     p.add_argument("--float64", action="store_true",
                    help="train the reference in float64 (an exact reference, independent of the BLAS kernels)")
+    # Parameter groups (dtc's flags).
+    p.add_argument("--no-decay", default="", help="regex of weights without weight decay (full match)")
+    p.add_argument("--lr-scale", action="append", default=[], metavar="REGEX=X",
+                   help="lr multiplier of the weights matching REGEX (full match; the first wins)")
+    # Gradient clipping and the loss (dtc's flags).
+    p.add_argument("--clip-grad-norm", type=float, default=None)
+    p.add_argument("--clip-grad-value", type=float, default=None)
+    p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--class-weights", default="", help="W0,W1,...: cross-entropy class weights")
+    # The lr schedule (the train binary's flags, per step).
+    p.add_argument("--lr-schedule", default="constant")
+    p.add_argument("--lr-warmup", type=int, default=0)
+    p.add_argument("--lr-warmup-start", type=float, default=0.0)
+    p.add_argument("--lr-step-size", type=int, default=0)
+    p.add_argument("--lr-milestones", default="")
+    p.add_argument("--lr-gamma", type=float, default=0.1)
+    p.add_argument("--lr-min", type=float, default=0.0)
+    p.add_argument("--lr-total", type=int, default=0)
+    p.add_argument("--lr-pct-start", type=float, default=0.3)
+    p.add_argument("--lr-div-factor", type=float, default=25.0)
+    p.add_argument("--lr-final-div-factor", type=float, default=1e4)
     # Checks.
     p.add_argument("--losses", metavar="METRICS.jsonl")
+    p.add_argument("--check-lr", action="store_true",
+                   help="also compare the lr logged in --losses with the scheduler's (1e-12 relative)")
+    p.add_argument("--check-grad-norm", action="store_true",
+                   help="also compare the grad_norm logged in --losses with clip_grad_norm_'s (loss-rtol)")
     p.add_argument("--loss-rtol", type=float, default=1e-4)
     p.add_argument("--grads", metavar="SAVED.onnx", help="dtc's model after 1 step of SGD with lr=1")
     p.add_argument("--grad-rtol", type=float, default=1e-3)
@@ -516,6 +627,12 @@ def run(args):
 
     if args.losses:
         check_losses(args.losses, losses, args.loss_rtol)
+    if args.check_lr:
+        # torch's chainable schedulers round differently from dtc's closed
+        # forms (~1e-16 per step), and near lr 0 only absolutely.
+        check_logged(args.losses, "lr", args.lrs, 1e-12, scale=args.lr)
+    if args.check_grad_norm:
+        check_logged(args.losses, "grad_norm", args.grad_norms, args.loss_rtol)
     if args.grads:
         saved = onnx_weights(onnx.load(args.grads))
         grad_check(initial, saved, first_grads, args.grad_rtol)
