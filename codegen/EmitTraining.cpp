@@ -104,17 +104,28 @@ LogicalResult emitAssign(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// The lr of an update (CPU): the runtime's, times the weight's group scale.
+std::string lrOf(double lrScale) {
+  return lrScale == 1.0 ? std::string("ctx.lr") : "ctx.lr * " + real(lrScale);
+}
+
+/// The trailing clip-coefficient argument of a CPU update ("" without clipping).
+std::string clipArgument(Value clip, FunctionEmitter &fn) {
+  return clip ? ", " + fn.ptr(clip) + "[1]" : std::string();
+}
+
 LogicalResult emitSgdUpdate(Operation *op, FunctionEmitter &fn) {
   auto sgd = cast<SgdUpdateOp>(op);
   auto buffer = sgd.getMomentumBufferAttr();
   fn.kernel("sgd_update", fn.paramPointer(sgd.getParam()) + ", " +
           fn.ptr(sgd.getGrad()) + ", " +
           (buffer ? fn.paramPointer(buffer.getValue()) : std::string("nullptr")) + ", " +
-          num(fn.numel(sgd.getGrad())) + ", ctx.lr, " +
+          num(fn.numel(sgd.getGrad())) + ", " + lrOf(sgd.getLrScale().convertToDouble()) + ", " +
           real(sgd.getMomentum().convertToDouble()) + ", " +
           real(sgd.getDampening().convertToDouble()) + ", " +
           real(sgd.getWeightDecay().convertToDouble()) + ", " +
-          (sgd.getNesterov() ? "true" : "false") + ", ctx.step == 1");
+          (sgd.getNesterov() ? "true" : "false") + ", ctx.step == 1" +
+          clipArgument(sgd.getClip(), fn));
   return success();
 }
 
@@ -123,11 +134,46 @@ LogicalResult emitAdamUpdate(Operation *op, FunctionEmitter &fn) {
   fn.kernel("adam_update", fn.paramPointer(adam.getParam()) + ", " +
           fn.ptr(adam.getGrad()) + ", " + fn.paramPointer(adam.getExpAvg()) + ", " +
           fn.paramPointer(adam.getExpAvgSq()) + ", " + num(fn.numel(adam.getGrad())) +
-          ", ctx.lr, " + real(adam.getBeta1().convertToDouble()) + ", " +
+          ", " + lrOf(adam.getLrScale().convertToDouble()) + ", " +
+          real(adam.getBeta1().convertToDouble()) + ", " +
           real(adam.getBeta2().convertToDouble()) + ", " +
           real(adam.getEps().convertToDouble()) + ", " +
           real(adam.getWeightDecay().convertToDouble()) + ", " +
-          (adam.getDecoupled() ? "true" : "false") + ", ctx.step");
+          (adam.getDecoupled() ? "true" : "false") + ", ctx.step" +
+          clipArgument(adam.getClip(), fn));
+  return success();
+}
+
+/// The global gradient norm and clip coefficient; the norm also goes to the
+/// runtime (ctx.gradNorm) for the log.
+LogicalResult emitClipGradNorm(Operation *op, FunctionEmitter &fn) {
+  auto clip = cast<ClipGradNormOp>(op);
+  static unsigned counter = 0;
+  std::string table = "norm" + std::to_string(counter++);
+  std::string maxNorm = real(clip.getMaxNorm().convertToDouble());
+  std::string n = num(clip.getGrads().size());
+  if (fn.cuda()) {
+    fn.line("cuda::NormSegment " + table + "[] = {");
+    for (Value grad : clip.getGrads())
+      fn.body += "      {" + fn.ptr(grad) + ", " + num(fn.numel(grad)) + ", 0},\n";
+    fn.line("};");
+    fn.line("static SegmentTable<cuda::NormSegment, " + n + "> " + table + "_device;");
+    fn.workspaceTerms.push_back("cuda::clip_grad_norm_workspace_bytes()");
+    fn.line("cuda::clip_grad_norm(" + table + "_device.get(" + table + ", state, arena), " + n +
+            ", " + table + "_device.total, " + maxNorm + ", " + fn.ptr(clip.getResult()) +
+            ", ctx.gradNorm, ctx.workspace, stream);");
+    return success();
+  }
+  std::string grads, sizes;
+  for (Value grad : clip.getGrads()) {
+    grads += (grads.empty() ? "" : ", ") + fn.ptr(grad);
+    sizes += (sizes.empty() ? "" : ", ") + num(fn.numel(grad));
+  }
+  fn.line("const float* const " + table + "_grads[] = {" + grads + "};");
+  fn.line("const int64_t " + table + "_sizes[] = {" + sizes + "};");
+  fn.line("cpu::clip_grad_norm(" + table + "_grads, " + table + "_sizes, " + n + ", " + maxNorm +
+          ", " + fn.ptr(clip.getResult()) + ");");
+  fn.line("if (ctx.gradNorm) ctx.gradNorm[0] = " + fn.ptr(clip.getResult()) + "[0];");
   return success();
 }
 
@@ -136,12 +182,14 @@ LogicalResult emitAdamUpdate(Operation *op, FunctionEmitter &fn) {
 std::string sharedHyperparameters(Operation *op) {
   if (auto sgd = dyn_cast<SgdUpdateOp>(op))
     return "sgd " + real(sgd.getLr().convertToDouble()) + " " +
+           real(sgd.getLrScale().convertToDouble()) + (sgd.getClip() ? " clip " : " ") +
            real(sgd.getMomentum().convertToDouble()) + " " +
            real(sgd.getDampening().convertToDouble()) + " " +
            real(sgd.getWeightDecay().convertToDouble()) + " " +
            (sgd.getNesterov() ? "n" : "-") + (sgd.getMomentumBufferAttr() ? "b" : "-");
   auto adam = cast<AdamUpdateOp>(op);
   return "adam " + real(adam.getLr().convertToDouble()) + " " +
+         real(adam.getLrScale().convertToDouble()) + (adam.getClip() ? " clip " : " ") +
          real(adam.getBeta1().convertToDouble()) + " " +
          real(adam.getBeta2().convertToDouble()) + " " + real(adam.getEps().convertToDouble()) +
          " " + real(adam.getWeightDecay().convertToDouble()) + " " +
@@ -192,12 +240,18 @@ LogicalResult emitFusedUpdates(ArrayRef<Operation *> updates, FunctionEmitter &f
   fn.line("static SegmentTable<" + type + ", " + n + "> " + table + "_device;");
   fn.line("const " + type + "* const " + table + "_on_device = " + table +
           "_device.get(" + table + ", state, arena);");
+  // The group's lr scale and the clip coefficient (device memory) or nullptr.
+  auto groupArguments = [&](double lrScale, Value clip) {
+    return real(lrScale) + ", " + (clip ? fn.ptr(clip) + " + 1" : std::string("nullptr"));
+  };
   if (auto first = dyn_cast<SgdUpdateOp>(updates.front()))
     fn.line("cuda::multi_tensor_sgd_update(" + table + "_on_device, " + n + ", " + table +
             "_device.total, gpu.scalars, " + real(first.getMomentum().convertToDouble()) +
             ", " + real(first.getDampening().convertToDouble()) + ", " +
             real(first.getWeightDecay().convertToDouble()) + ", " +
-            (first.getNesterov() ? "true" : "false") + ", stream);");
+            (first.getNesterov() ? "true" : "false") + ", " +
+            groupArguments(first.getLrScale().convertToDouble(), first.getClip()) +
+            ", stream);");
   else {
     auto adam = cast<AdamUpdateOp>(updates.front());
     fn.line("cuda::multi_tensor_adam_update(" + table + "_on_device, " + n + ", " + table +
@@ -205,7 +259,9 @@ LogicalResult emitFusedUpdates(ArrayRef<Operation *> updates, FunctionEmitter &f
             real(adam.getBeta2().convertToDouble()) + ", " +
             real(adam.getEps().convertToDouble()) + ", " +
             real(adam.getWeightDecay().convertToDouble()) + ", " +
-            (adam.getDecoupled() ? "true" : "false") + ", stream);");
+            (adam.getDecoupled() ? "true" : "false") + ", " +
+            groupArguments(adam.getLrScale().convertToDouble(), adam.getClip()) +
+            ", stream);");
   }
   return success();
 }
@@ -218,6 +274,7 @@ void populateTrainingEmitters(OpEmitterTable &table) {
   table["dtc.assign"] = emitAssign;
   table["dtc.sgd_update"] = emitSgdUpdate;
   table["dtc.adam_update"] = emitAdamUpdate;
+  table["dtc.clip_grad_norm"] = emitClipGradNorm;
 }
 
 } // namespace dtc

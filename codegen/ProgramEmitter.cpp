@@ -151,7 +151,7 @@ enum class StepKind { Forward, Train, Eval };
 
 /// The phase a kernel op belongs to, for the profile.
 StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss) {
-  if (isa<SgdUpdateOp, AdamUpdateOp>(op))
+  if (isa<SgdUpdateOp, AdamUpdateOp, ClipGradNormOp>(op))
     return "optimizer";
   StringRef name = op->getName().getStringRef();
   if (name.starts_with("dtc.all_reduce") || name.starts_with("dtc.send") ||
@@ -345,6 +345,13 @@ static std::string deviceConstants(const ProgramEmitter &program) {
          "  }();\n"
          "  return block;\n"
          "}\n\n";
+}
+
+/// dtc --clip-grad-norm's max norm (0: the program does not clip).
+static double clipGradNormOf(ModuleOp module) {
+  double maxNorm = 0.0;
+  module.walk([&](ClipGradNormOp op) { maxNorm = op.getMaxNorm().convertToDouble(); });
+  return maxNorm;
 }
 
 namespace {
@@ -573,6 +580,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    .profileOps = " << (program.profileOps.empty() ? "nullptr" : "kProfileOps")
      << ",\n"
      << "    .numProfileOps = " << program.profileOps.size() << ",\n"
+     << "    .clipGradNorm = " << doubleLiteral(clipGradNormOf(module)) << ",\n"
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

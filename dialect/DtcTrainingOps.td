@@ -55,28 +55,61 @@ def Dtc_SgdUpdateOp : Dtc_Op<"sgd_update",
   let description = [{
     `momentum_buffer` names the optimizer_state param holding the velocity
     (absent when momentum is 0). `lr` is the compiled default; the runtime
-    may override it. Hyperparameters are f64, as PyTorch keeps them.
+    may override it (and schedule it); the step uses the runtime's lr times
+    `lr_scale` (the weight's parameter group, dtc --lr-scale). With
+    `clip`, the gradient is first multiplied by element 1 of that
+    dtc.clip_grad_norm result (torch.nn.utils.clip_grad_norm_).
+    Hyperparameters are f64, as PyTorch keeps them.
   }];
   let arguments = (ins FlatSymbolRefAttr:$param, Dtc_FloatTensor:$grad,
+                       Optional<F32Tensor>:$clip,
                        OptionalAttr<FlatSymbolRefAttr>:$momentum_buffer,
                        F64Attr:$lr, DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$dampening,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
-  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
+  let assemblyFormat = [{
+    $param `,` $grad (`clip` $clip^ `:` type($clip))? attr-dict `:` type($grad)
+  }];
 }
 
 def Dtc_AdamUpdateOp : Dtc_Op<"adam_update",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
   let summary = "one torch.optim.Adam (or AdamW when decoupled) step on a weight";
+  let description = [{
+    `lr_scale` and `clip` as for dtc.sgd_update.
+  }];
   let arguments = (ins FlatSymbolRefAttr:$param, Dtc_FloatTensor:$grad,
+                       Optional<F32Tensor>:$clip,
                        FlatSymbolRefAttr:$exp_avg, FlatSymbolRefAttr:$exp_avg_sq,
                        F64Attr:$lr, DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       DefaultValuedAttr<BoolAttr, "false">:$decoupled);
-  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+                       DefaultValuedAttr<BoolAttr, "false">:$decoupled,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
+  let assemblyFormat = [{
+    $param `,` $grad (`clip` $clip^ `:` type($clip))? attr-dict `:` type($grad)
+  }];
+}
+
+def Dtc_ClipGradNormOp : Dtc_Op<"clip_grad_norm", [Pure]> {
+  let summary = "the global L2 norm of gradients and their clip coefficient";
+  let description = [{
+    torch.nn.utils.clip_grad_norm_(max_norm, norm_type=2) without the
+    multiplication: element 0 of the result is the L2 norm of all `grads`
+    together, element 1 is min(1, max_norm / (norm + 1e-6)) in float32, the
+    factor the optimizer updates (their `clip` operand) multiply each
+    gradient by. dtc --clip-grad-norm places it after the last gradient is
+    final (after the ddp all-reduce: the norm of the averaged gradient).
+    The generated step also writes the norm to the runtime (logged as
+    `grad_norm`).
+  }];
+  let arguments = (ins Variadic<Dtc_FloatTensor>:$grads, F64Attr:$max_norm);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$grads attr-dict `:` type($grads) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 def Dtc_CheckFiniteOp : Dtc_Op<"check_finite", [MemoryEffects<[MemWrite]>]> {

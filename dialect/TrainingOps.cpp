@@ -98,3 +98,15 @@ LogicalResult AdamUpdateOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return checkParam(*this, symbols, getExpAvgSqAttr(), ParamKind::optimizer_state,
                     type);
 }
+
+LogicalResult ClipGradNormOp::verify() {
+  auto type = llvm::cast<RankedTensorType>(getResult().getType());
+  if (type.getRank() != 1 || type.getDimSize(0) != 2)
+    return emitOpError("result must be tensor<2xf32> (the norm and the clip coefficient), got ")
+           << type;
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  if (!(getMaxNorm().convertToDouble() > 0.0))
+    return emitOpError("max_norm must be positive");
+  return success();
+}

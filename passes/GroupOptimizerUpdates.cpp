@@ -2,8 +2,11 @@
 //
 // Autodiff places each weight's update right after its gradient is ready.
 // On a GPU that is one small kernel launch per tensor; gathered at the end
-// of the step, in their order, consecutive updates with the same
-// hyperparameters become one multi-tensor kernel (codegen). See Passes.td.
+// of the step, consecutive updates with the same hyperparameters become one
+// multi-tensor kernel (codegen). Updates are kept in their order except that
+// those of one parameter group (dtc --no-decay, --lr-scale: the same kind
+// and hyperparameters) are brought together, so a model with biases
+// without weight decay still gets one kernel per group. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -11,6 +14,12 @@
 #include "dialect/DtcDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
+#include <string>
 
 namespace dtc {
 #define GEN_PASS_DEF_GROUPOPTIMIZERUPDATES
@@ -21,6 +30,22 @@ using namespace mlir;
 using namespace dtc;
 
 namespace {
+
+/// What an update shares with the others of its parameter group: its kind,
+/// its non-symbol attributes (hyperparameters), which state it has, and
+/// whether it is clipped.
+std::string hyperparameters(Operation *op) {
+  std::string key = op->getName().getStringRef().str();
+  llvm::raw_string_ostream os(key);
+  for (NamedAttribute attr : op->getAttrs()) {
+    os << " " << attr.getName().getValue();
+    if (!llvm::isa<FlatSymbolRefAttr>(attr.getValue()))
+      os << "=" << attr.getValue();
+  }
+  os << (op->getNumOperands() > 1 ? " clip" : "");
+  return key;
+}
+
 
 struct GroupOptimizerUpdates : dtc::impl::GroupOptimizerUpdatesBase<GroupOptimizerUpdates> {
   void runOnOperation() override {
@@ -33,7 +58,16 @@ struct GroupOptimizerUpdates : dtc::impl::GroupOptimizerUpdatesBase<GroupOptimiz
         if (isa<SgdUpdateOp, AdamUpdateOp>(op))
           updates.push_back(&op);
       // Later ops never read the weights an update writes (a step reads the
-      // old weights only), so delaying an update changes no value.
+      // old weights only), so delaying an update changes no value; updates
+      // touch disjoint weights and state, so their order is free too.
+      // Each update's group: the index of the group's first member (groups
+      // keep the order of their first members).
+      llvm::StringMap<size_t> firstOfGroup;
+      llvm::DenseMap<Operation *, size_t> group;
+      for (auto [i, update] : llvm::enumerate(updates))
+        group[update] = firstOfGroup.try_emplace(hyperparameters(update), i).first->second;
+      std::stable_sort(updates.begin(), updates.end(),
+                       [&](Operation *a, Operation *b) { return group[a] < group[b]; });
       for (Operation *update : updates)
         update->moveBefore(terminator);
     });

@@ -120,6 +120,14 @@ def AddOptimizer : Pass<"dtc-add-optimizer", "mlir::ModuleOp"> {
     `@W.momentum_buffer` for SGD with momentum, `@W.exp_avg` and
     `@W.exp_avg_sq` for Adam.
 
+    Parameter groups: weights matching `no-decay` get weight decay 0 (the
+    GPT/BERT recipe: biases and normalization weights), those matching an
+    `lr-scale` entry an lr multiplier (`lr_scale`). Clipping:
+    `clip-grad-value` clamps each gradient (torch.nn.utils.clip_grad_value_),
+    then `clip-grad-norm` adds one dtc.clip_grad_norm of all gradients of a
+    step, and every update of that step comes after it and scales its
+    gradient by the coefficient (torch.nn.utils.clip_grad_norm_).
+
     Before: `dtc.gradient @fc1.weight, %g`.
     After: `dtc.sgd_update @fc1.weight, %g {lr = 0.01, momentum = 0.9,
     momentum_buffer = @fc1.weight.momentum_buffer}`.
@@ -135,7 +143,15 @@ def AddOptimizer : Pass<"dtc-add-optimizer", "mlir::ModuleOp"> {
     Option<"nesterov", "nesterov", "bool", /*default=*/"false", "Nesterov momentum">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
-    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
+    Option<"noDecay", "no-decay", "std::string", /*default=*/"\"\"",
+           "regex (full match) of the weights without weight decay">,
+    ListOption<"lrScale", "lr-scale", "std::string",
+               "REGEX=X: lr multiplier of the weights matching REGEX (the first match wins)">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "clip the gradients' global L2 norm to this (0: off)">,
+    Option<"clipGradValue", "clip-grad-value", "double", /*default=*/"0.0",
+           "clamp every gradient element to [-X, X] (0: off)">
   ];
 }
 

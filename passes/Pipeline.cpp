@@ -51,7 +51,8 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
         pm.addPass(createDataParallel({o.bucketCapMb, /*firstBucketMb=*/1.0}));
     }
     pm.addPass(createAddOptimizer({optimizerName(o.optimizer), o.lr, o.momentum, o.dampening,
-                                   o.weightDecay, o.nesterov, o.beta1, o.beta2, o.eps}));
+                                   o.weightDecay, o.nesterov, o.beta1, o.beta2, o.eps,
+                                   o.noDecay, o.lrScale, o.clipGradNorm, o.clipGradValue}));
     pm.addPass(createCanonicalizerPass());
     if (o.precision == Options::Precision::Bf16)
       pm.addPass(createBf16Products());
@@ -118,6 +119,10 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
   Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
   Option<double> eps{*this, "eps", llvm::cl::init(1e-8)};
+  Option<std::string> noDecay{*this, "no-decay", llvm::cl::init("")};
+  ListOption<std::string> lrScale{*this, "lr-scale"};
+  Option<double> clipGradNorm{*this, "clip-grad-norm", llvm::cl::init(0.0)};
+  Option<double> clipGradValue{*this, "clip-grad-value", llvm::cl::init(0.0)};
   Option<int64_t> stages{*this, "stages", llvm::cl::init(0)};
   Option<std::string> splitAt{*this, "split-at", llvm::cl::init("")};
   Option<int64_t> microBatches{*this, "micro-batches", llvm::cl::init(1)};
@@ -149,6 +154,10 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
     o.beta1 = beta1;
     o.beta2 = beta2;
     o.eps = eps;
+    o.noDecay = noDecay;
+    o.lrScale.assign(lrScale.begin(), lrScale.end());
+    o.clipGradNorm = clipGradNorm;
+    o.clipGradValue = clipGradValue;
     o.stages = stages;
     o.splitAt = splitAt;
     o.microBatches = microBatches;

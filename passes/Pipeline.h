@@ -11,6 +11,7 @@
 #include "mlir/Pass/PassManager.h"
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dtc {
 
@@ -41,6 +42,10 @@ struct TrainingPipelineOptions {
   double lr = 0.01, momentum = 0, dampening = 0, weightDecay = 0;
   bool nesterov = false;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  // Parameter groups and clipping (see AddOptimizer in Passes.td).
+  std::string noDecay;                // regex: weights without weight decay
+  std::vector<std::string> lrScale;   // REGEX=X lr multipliers
+  double clipGradNorm = 0, clipGradValue = 0;  // 0: off
 
   // Model and pipeline parallelism.
   int64_t stages = 0;       // or splitAt

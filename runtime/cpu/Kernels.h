@@ -414,9 +414,11 @@ void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* y
 //                     d = nesterov ? d + momentum*buf : buf
 //   param -= lr*d
 // momentumBuf may be null when momentum == 0. grad is not modified.
+// gradScale: the gradient is read as grad*gradScale (in float; the clip
+// coefficient of clip_grad_norm, 1 = the gradient as it is, exactly).
 void sgd_update(float* param, const float* grad, float* momentumBuf, int64_t n, double lr,
                 double momentum, double dampening, double weightDecay, bool nesterov,
-                bool firstStep);
+                bool firstStep, float gradScale = 1.0f);
 // torch.optim.Adam (decoupled = false) / AdamW (decoupled = true) step, step >= 1
 // (amsgrad=False, maximize=False):
 //   Adam: g = grad + wd*param        AdamW: g = grad; param *= 1 - lr*wd
@@ -425,7 +427,14 @@ void sgd_update(float* param, const float* grad, float* momentumBuf, int64_t n, 
 //   param -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps)
 void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, double lr,
                  double beta1, double beta2, double eps, double weightDecay, bool decoupled,
-                 int64_t step);
+                 int64_t step, float gradScale = 1.0f);
+
+// torch.nn.utils.clip_grad_norm_(max_norm, norm_type=2) over `num`
+// gradients (grads[i] of sizes[i] floats), without the multiplication:
+// out[0] = the L2 norm of all of them together (squares summed in double),
+// out[1] = min(1, max_norm / (norm + 1e-6)) formed in float as PyTorch does.
+void clip_grad_norm(const float* const* grads, const int64_t* sizes, int num, double maxNorm,
+                    float* out);
 
 // ============================================================================
 // 10. bfloat16 products (Bf16.cpp), for programs compiled with --precision=bf16

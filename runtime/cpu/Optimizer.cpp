@@ -9,16 +9,27 @@
 namespace dtcrt::cpu {
 using namespace detail;
 
-void sgd_update(float* param, const float* grad, float* momentumBuf, int64_t n, double lr,
-                double momentum, double dampening, double weightDecay, bool nesterov,
-                bool firstStep) {
+namespace {
+
+// The gradient element the update reads: scaled by the clip coefficient in
+// programs that clip, else exactly as it is (the arithmetic of programs that
+// do not clip is unchanged, contractions included).
+template <bool Scaled>
+inline float gradAt(const float* grad, int64_t i, float scale) {
+  return Scaled ? grad[i] * scale : grad[i];
+}
+
+template <bool Scaled>
+void sgdUpdate(float* param, const float* grad, float* momentumBuf, int64_t n, double lr,
+               double momentum, double dampening, double weightDecay, bool nesterov,
+               bool firstStep, float gradScale) {
   const float negLr = (float)-lr;
   const float wd = (float)weightDecay;
   const float mom = (float)momentum;
   const float keep = (float)(1.0 - dampening);
   if (momentum == 0.0) {
     DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
-      const float d = grad[i] + wd * param[i];
+      const float d = gradAt<Scaled>(grad, i, gradScale) + wd * param[i];
       param[i] = param[i] + negLr * d;
     }
     return;
@@ -26,7 +37,7 @@ void sgd_update(float* param, const float* grad, float* momentumBuf, int64_t n, 
   if (!momentumBuf) fail("sgd_update", "momentum %g needs a momentum buffer", momentum);
   if (firstStep) {  // PyTorch: buf = clone(d_p) on the first step
     DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
-      const float d = grad[i] + wd * param[i];
+      const float d = gradAt<Scaled>(grad, i, gradScale) + wd * param[i];
       momentumBuf[i] = d;
       const float step = nesterov ? d + mom * d : d;
       param[i] = param[i] + negLr * step;
@@ -34,7 +45,7 @@ void sgd_update(float* param, const float* grad, float* momentumBuf, int64_t n, 
     return;
   }
   DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
-    const float d = grad[i] + wd * param[i];
+    const float d = gradAt<Scaled>(grad, i, gradScale) + wd * param[i];
     const float buf = momentumBuf[i] * mom + keep * d;
     momentumBuf[i] = buf;
     const float step = nesterov ? d + mom * buf : buf;
@@ -42,9 +53,10 @@ void sgd_update(float* param, const float* grad, float* momentumBuf, int64_t n, 
   }
 }
 
-void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, double lr,
-                 double beta1, double beta2, double eps, double weightDecay, bool decoupled,
-                 int64_t step) {
+template <bool Scaled>
+void adamUpdate(float* param, const float* grad, float* m, float* v, int64_t n, double lr,
+                double beta1, double beta2, double eps, double weightDecay, bool decoupled,
+                int64_t step, float gradScale) {
   if (step < 1) fail("adam_update", "step must be >= 1 (got %lld)", (long long)step);
   const double bc1 = 1.0 - std::pow(beta1, (double)step);
   const double bc2 = 1.0 - std::pow(beta2, (double)step);
@@ -57,7 +69,7 @@ void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
     // AdamW: param.mul_(1 - lr*wd) before the moment updates.
     const float decay = (float)(1.0 - lr * weightDecay);
     DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
-      const float g = grad[i];
+      const float g = gradAt<Scaled>(grad, i, gradScale);
       const float p = param[i] * decay;
       const float mi = m[i] * b1 + a1 * g;
       const float vi = v[i] * b2 + a2 * g * g;
@@ -70,7 +82,7 @@ void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
     const float wd = (float)weightDecay;
     DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
       const float p = param[i];
-      const float g = grad[i] + wd * p;
+      const float g = gradAt<Scaled>(grad, i, gradScale) + wd * p;
       const float mi = m[i] * b1 + a1 * g;
       const float vi = v[i] * b2 + a2 * g * g;
       m[i] = mi;
@@ -79,6 +91,44 @@ void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
       param[i] = p + negStepSize * mi / denom;
     }
   }
+}
+
+} // namespace
+
+void sgd_update(float* param, const float* grad, float* momentumBuf, int64_t n, double lr,
+                double momentum, double dampening, double weightDecay, bool nesterov,
+                bool firstStep, float gradScale) {
+  if (gradScale == 1.0f)
+    sgdUpdate<false>(param, grad, momentumBuf, n, lr, momentum, dampening, weightDecay, nesterov,
+                     firstStep, gradScale);
+  else
+    sgdUpdate<true>(param, grad, momentumBuf, n, lr, momentum, dampening, weightDecay, nesterov,
+                    firstStep, gradScale);
+}
+
+void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, double lr,
+                 double beta1, double beta2, double eps, double weightDecay, bool decoupled,
+                 int64_t step, float gradScale) {
+  if (gradScale == 1.0f)
+    adamUpdate<false>(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, decoupled, step,
+                      gradScale);
+  else
+    adamUpdate<true>(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, decoupled, step,
+                     gradScale);
+}
+
+void clip_grad_norm(const float* const* grads, const int64_t* sizes, int num, double maxNorm,
+                    float* out) {
+  double sum = 0;
+  for (int k = 0; k < num; ++k) {
+    const float* g = grads[k];
+    for (int64_t i = 0; i < sizes[k]; ++i) sum += (double)g[i] * (double)g[i];
+  }
+  const float norm = (float)std::sqrt(sum);
+  // PyTorch: max_norm / (total_norm + 1e-6), clamped to 1, in float32.
+  const float coef = (float)maxNorm / (norm + 1e-6f);
+  out[0] = norm;
+  out[1] = coef < 1.0f ? coef : 1.0f;
 }
 
 }  // namespace dtcrt::cpu

@@ -469,13 +469,36 @@ void multi_tensor_adam_update(const AdamSegment* deviceSegments, int num, int64_
 // The same updates reading lr and step from device memory (Context::scalars):
 // what generated steps call, so a captured step replays with the current
 // values. The per-element arithmetic is the host-scalar versions' (each
-// block forms the scalar factors in double, as the host does).
+// block forms the scalar factors in double, as the host does). The step's lr
+// is scalars->lr * lrScale (the parameter group's multiplier, dtc
+// --lr-scale); gradScale (device memory, may be null) is the clip
+// coefficient every gradient element is multiplied by first (the CPU
+// kernels' gradScale, read when the kernel runs).
 void multi_tensor_sgd_update(const SgdSegment* deviceSegments, int num, int64_t totalElements,
                              const StepScalars* scalars, double momentum, double dampening,
-                             double weightDecay, bool nesterov, cudaStream_t stream);
+                             double weightDecay, bool nesterov, double lrScale,
+                             const float* gradScale, cudaStream_t stream);
 void multi_tensor_adam_update(const AdamSegment* deviceSegments, int num, int64_t totalElements,
                               const StepScalars* scalars, double beta1, double beta2, double eps,
-                              double weightDecay, bool decoupled, cudaStream_t stream);
+                              double weightDecay, bool decoupled, double lrScale,
+                              const float* gradScale, cudaStream_t stream);
+
+// clip_grad_norm (the CPU kernel's definition) over the gradients of a
+// segment table (layout_segments as above): out[0] = the global L2 norm,
+// out[1] = min(1, max_norm / (norm + 1e-6)); the norm also goes to
+// normOut when it is not null. Deterministic: fixed per-block partial sums
+// in double (in `workspace`, clip_grad_norm_workspace_bytes()) added in a
+// fixed order. No host sync.
+struct NormSegment {
+  const float* grad;
+  int64_t n;
+  int64_t offset;  // set by layout_segments
+};
+int64_t layout_segments(NormSegment* hostSegments, int num);
+size_t clip_grad_norm_workspace_bytes();
+void clip_grad_norm(const NormSegment* deviceSegments, int num, int64_t totalElements,
+                    double maxNorm, float* out, float* normOut, void* workspace,
+                    cudaStream_t stream);
 
 // ============================================================================
 // 10. Fused elementwise chains (Fused.cu): the CPU kernel's definition

@@ -22,21 +22,29 @@ struct SgdScalars {
   float negLr, wd, mom, keep;
   int mode;  // 0: no momentum, 1: first step, 2: later steps
   bool nesterov;
+  bool scaled = false;     // the gradient is multiplied by gradScale first
+  float gradScale = 1.0f;
 };
 
 struct AdamScalars {
   float negStepSize, bc2Sqrt, b1, b2, a1, a2, eps, wd, decay;
   bool decoupled;
+  bool scaled = false;
+  float gradScale = 1.0f;
 };
 
 // The hyperparameters that do not change between steps.
 struct SgdHyper {
   double momentum, dampening, weightDecay;
   bool nesterov;
+  double lrScale = 1.0;
+  const float* gradScale = nullptr;
 };
 struct AdamHyper {
   double beta1, beta2, eps, weightDecay;
   bool decoupled;
+  double lrScale = 1.0;
+  const float* gradScale = nullptr;
 };
 
 // The scalar factors of one step, in double and rounded once: on the host for
@@ -86,7 +94,11 @@ __device__ __forceinline__ SgdScalars blockScalars(const SgdScalars& host,
                                                    const StepScalars* dev, const SgdHyper& h) {
   if (!dev) return host;
   __shared__ SgdScalars shared;
-  if (threadIdx.x == 0) shared = sgdScalars(dev->lr, h, dev->step == 1);
+  if (threadIdx.x == 0) {
+    shared = sgdScalars(dev->lr * h.lrScale, h, dev->step == 1);
+    shared.scaled = h.gradScale != nullptr;
+    if (h.gradScale) shared.gradScale = *h.gradScale;
+  }
   __syncthreads();
   return shared;
 }
@@ -95,7 +107,11 @@ __device__ __forceinline__ AdamScalars blockScalars(const AdamScalars& host,
                                                     const StepScalars* dev, const AdamHyper& h) {
   if (!dev) return host;
   __shared__ AdamScalars shared;
-  if (threadIdx.x == 0) shared = adamScalars(dev->lr, h, dev->step < 1 ? 1 : dev->step);
+  if (threadIdx.x == 0) {
+    shared = adamScalars(dev->lr * h.lrScale, h, dev->step < 1 ? 1 : dev->step);
+    shared.scaled = h.gradScale != nullptr;
+    if (h.gradScale) shared.gradScale = *h.gradScale;
+  }
   __syncthreads();
   return shared;
 }
@@ -103,7 +119,8 @@ __device__ __forceinline__ AdamScalars blockScalars(const AdamScalars& host,
 __device__ __forceinline__ void sgdElem(const SgdScalars& s, float* param, const float* grad,
                                         float* buf, int64_t i) {
   const float p = param[i];
-  const float d = grad[i] + s.wd * p;
+  const float g = s.scaled ? grad[i] * s.gradScale : grad[i];
+  const float d = g + s.wd * p;
   if (s.mode == 0) {
     param[i] = p + s.negLr * d;
   } else if (s.mode == 1) {
@@ -121,7 +138,7 @@ __device__ __forceinline__ void sgdElem(const SgdScalars& s, float* param, const
 __device__ __forceinline__ void adamElem(const AdamScalars& s, float* param, const float* grad,
                                          float* m, float* v, int64_t i) {
   float p = param[i];
-  float g = grad[i];
+  float g = s.scaled ? grad[i] * s.gradScale : grad[i];
   if (s.decoupled) p = p * s.decay;
   else g = g + s.wd * p;
   const float mi = m[i] * s.b1 + s.a1 * g;
@@ -257,24 +274,94 @@ void multi_tensor_adam_update(const AdamSegment* deviceSegments, int num, int64_
 
 void multi_tensor_sgd_update(const SgdSegment* deviceSegments, int num, int64_t totalElements,
                              const StepScalars* scalars, double momentum, double dampening,
-                             double weightDecay, bool nesterov, cudaStream_t stream) {
+                             double weightDecay, bool nesterov, double lrScale,
+                             const float* gradScale, cudaStream_t stream) {
   if (!scalars) fail("multi_tensor_sgd_update", "null step scalars");
   if (num <= 0 || totalElements <= 0) return;
   multiSgdKernel<<<chunkGrid(totalElements), kThreads, 0, stream>>>(
       deviceSegments, num, totalElements, SgdScalars{}, scalars,
-      SgdHyper{momentum, dampening, weightDecay, nesterov});
+      SgdHyper{momentum, dampening, weightDecay, nesterov, lrScale, gradScale});
   DTCRT_LAUNCH_CHECK("multi_tensor_sgd_update");
 }
 
 void multi_tensor_adam_update(const AdamSegment* deviceSegments, int num, int64_t totalElements,
                               const StepScalars* scalars, double beta1, double beta2, double eps,
-                              double weightDecay, bool decoupled, cudaStream_t stream) {
+                              double weightDecay, bool decoupled, double lrScale,
+                              const float* gradScale, cudaStream_t stream) {
   if (!scalars) fail("multi_tensor_adam_update", "null step scalars");
   if (num <= 0 || totalElements <= 0) return;
   multiAdamKernel<<<chunkGrid(totalElements), kThreads, 0, stream>>>(
       deviceSegments, num, totalElements, AdamScalars{}, scalars,
-      AdamHyper{beta1, beta2, eps, weightDecay, decoupled});
+      AdamHyper{beta1, beta2, eps, weightDecay, decoupled, lrScale, gradScale});
   DTCRT_LAUNCH_CHECK("multi_tensor_adam_update");
+}
+
+namespace {
+
+constexpr int kNormBlocks = 256;  // fixed: the partial sums add in a fixed order
+
+// Each block's sum of squares (double) over its chunks of the segments.
+__global__ void normPartialKernel(const NormSegment* segs, int num, int64_t total,
+                                  double* partial) {
+  __shared__ double sums[kThreads];
+  double sum = 0;
+  const int64_t chunks = (total + kChunk - 1) / kChunk;
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const int64_t lo = c * kChunk, hi = min(total, lo + kChunk);
+    for (int k = findSegment(segs, num, lo); k < num && segs[k].offset < hi; ++k) {
+      const NormSegment seg = segs[k];
+      const int64_t a = max(lo, seg.offset) - seg.offset;
+      const int64_t b = min(hi, seg.offset + seg.n) - seg.offset;
+      for (int64_t i = a + threadIdx.x; i < b; i += blockDim.x) {
+        const double g = seg.grad[i];
+        sum += g * g;
+      }
+    }
+  }
+  sums[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+    if (threadIdx.x < stride) sums[threadIdx.x] += sums[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = sums[0];
+}
+
+// One block: the partial sums in a fixed order, then the norm and coefficient.
+__global__ void normFinishKernel(const double* partial, double maxNorm, float* out,
+                                 float* normOut) {
+  __shared__ double sums[kNormBlocks];
+  sums[threadIdx.x] = partial[threadIdx.x];
+  __syncthreads();
+  for (int stride = kNormBlocks / 2; stride > 0; stride >>= 1) {
+    if (threadIdx.x < stride) sums[threadIdx.x] += sums[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const float norm = (float)::sqrt(sums[0]);
+    const float coef = (float)maxNorm / (norm + 1e-6f);
+    out[0] = norm;
+    out[1] = coef < 1.0f ? coef : 1.0f;
+    if (normOut) normOut[0] = norm;
+  }
+}
+
+}  // namespace
+
+int64_t layout_segments(NormSegment* hostSegments, int num) { return layout(hostSegments, num); }
+
+size_t clip_grad_norm_workspace_bytes() { return kNormBlocks * sizeof(double); }
+
+void clip_grad_norm(const NormSegment* deviceSegments, int num, int64_t totalElements,
+                    double maxNorm, float* out, float* normOut, void* workspace,
+                    cudaStream_t stream) {
+  if (!workspace) fail("clip_grad_norm", "no workspace");
+  double* partial = static_cast<double*>(workspace);
+  normPartialKernel<<<kNormBlocks, kThreads, 0, stream>>>(deviceSegments, num,
+                                                         num > 0 ? totalElements : 0, partial);
+  DTCRT_LAUNCH_CHECK("clip_grad_norm");
+  normFinishKernel<<<1, kNormBlocks, 0, stream>>>(partial, maxNorm, out, normOut);
+  DTCRT_LAUNCH_CHECK("clip_grad_norm");
 }
 
 namespace {

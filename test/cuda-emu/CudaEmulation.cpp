@@ -444,20 +444,39 @@ int64_t layout_segments(AdamSegment* s, int num) { return layout(s, num); }
 // lr and step are read from the scalars when the kernel runs, as on the GPU.
 void multi_tensor_sgd_update(const SgdSegment* segs, int num, int64_t, const StepScalars* sc,
                              double momentum, double dampening, double weightDecay,
-                             bool nesterov, cudaStream_t) {
+                             bool nesterov, double lrScale, const float* gradScale,
+                             cudaStream_t) {
   launch([=] {
     for (int i = 0; i < num; ++i)
-      cpu::sgd_update(segs[i].param, segs[i].grad, segs[i].momentumBuf, segs[i].n, sc->lr,
-                      momentum, dampening, weightDecay, nesterov, sc->step == 1);
+      cpu::sgd_update(segs[i].param, segs[i].grad, segs[i].momentumBuf, segs[i].n,
+                      sc->lr * lrScale, momentum, dampening, weightDecay, nesterov,
+                      sc->step == 1, gradScale ? *gradScale : 1.0f);
   });
 }
 void multi_tensor_adam_update(const AdamSegment* segs, int num, int64_t, const StepScalars* sc,
                               double beta1, double beta2, double eps, double weightDecay,
-                              bool decoupled, cudaStream_t) {
+                              bool decoupled, double lrScale, const float* gradScale,
+                              cudaStream_t) {
   launch([=] {
     for (int i = 0; i < num; ++i)
-      cpu::adam_update(segs[i].param, segs[i].grad, segs[i].m, segs[i].v, segs[i].n, sc->lr,
-                       beta1, beta2, eps, weightDecay, decoupled, sc->step);
+      cpu::adam_update(segs[i].param, segs[i].grad, segs[i].m, segs[i].v, segs[i].n,
+                       sc->lr * lrScale, beta1, beta2, eps, weightDecay, decoupled, sc->step,
+                       gradScale ? *gradScale : 1.0f);
+  });
+}
+int64_t layout_segments(NormSegment* s, int num) { return layout(s, num); }
+size_t clip_grad_norm_workspace_bytes() { return 256 * sizeof(double); }
+void clip_grad_norm(const NormSegment* segs, int num, int64_t, double maxNorm, float* out,
+                    float* normOut, void*, cudaStream_t) {
+  launch([=] {
+    std::vector<const float*> grads;
+    std::vector<int64_t> sizes;
+    for (int i = 0; i < num; ++i) {
+      grads.push_back(segs[i].grad);
+      sizes.push_back(segs[i].n);
+    }
+    cpu::clip_grad_norm(grads.data(), sizes.data(), num, maxNorm, out);
+    if (normOut) normOut[0] = out[0];
   });
 }
 

@@ -504,10 +504,11 @@ TEST_F(CudaKernel, CapturedUpdatesReplayWithTheCurrentStepScalars) {
   cudaOk(cudaMemcpy(adamTable.ptr, adam.data(), adamTable.n, cudaMemcpyHostToDevice), "upload");
   auto step = [&] {
     gpu::multi_tensor_sgd_update(reinterpret_cast<const gpu::SgdSegment*>(sgdTable.ptr),
-                                 (int)sgd.size(), total, ctx.scalars, 0.9, 0.0, 1e-3, true, s);
+                                 (int)sgd.size(), total, ctx.scalars, 0.9, 0.0, 1e-3, true,
+                                 1.0, nullptr, s);
     gpu::multi_tensor_adam_update(reinterpret_cast<const gpu::AdamSegment*>(adamTable.ptr),
                                   (int)adam.size(), total, ctx.scalars, 0.9, 0.99, 1e-8, 0.01,
-                                  true, s);
+                                  true, 1.0, nullptr, s);
     gpu::dropout(gx, gy, gmask, nDrop, 0.25f, 99, ctx.scalars, 0, s);
   };
   gpu::StepGraph* graph = nullptr;

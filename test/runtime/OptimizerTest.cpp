@@ -139,3 +139,43 @@ TEST(Adam, FirstStepMovesEveryParameterByLr) {
   EXPECT_NEAR(p[1], -1.99f, 1e-6);
   EXPECT_NEAR(p[2], 2.99f, 1e-6);
 }
+
+// The clip coefficient (gradScale) multiplies the gradient before anything
+// else: an update with scale c equals the update of the gradient c*g
+// computed beforehand (bit for bit: the same float product); scale 1 is the
+// plain update exactly.
+TEST(Optimizer, GradScaleIsAScaledGradient) {
+  const float c = 0.37f;
+  for (int s = 0; s < 3; ++s) {
+    Vec scaled(kGrads[s].size());
+    for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = kGrads[s][i] * c;
+    Vec p1 = kP0, p2 = kP0, b1(p1.size()), b2(p1.size());
+    k::sgd_update(p1.data(), kGrads[s].data(), b1.data(), (int64_t)p1.size(), 0.1, 0.9, 0.0, 1e-2,
+                  false, true, c);
+    k::sgd_update(p2.data(), scaled.data(), b2.data(), (int64_t)p2.size(), 0.1, 0.9, 0.0, 1e-2,
+                  false, true);
+    expectClose(p1, p2, 1e-7, 1e-7, "sgd gradScale");
+    Vec a1 = kP0, a2 = kP0, m1(a1.size()), v1(a1.size()), m2(a1.size()), v2(a1.size());
+    k::adam_update(a1.data(), kGrads[s].data(), m1.data(), v1.data(), (int64_t)a1.size(), 1e-2,
+                   0.9, 0.999, 1e-8, 0.1, true, 1, c);
+    k::adam_update(a2.data(), scaled.data(), m2.data(), v2.data(), (int64_t)a2.size(), 1e-2, 0.9,
+                   0.999, 1e-8, 0.1, true, 1);
+    expectClose(a1, a2, 1e-7, 1e-7, "adam gradScale");
+  }
+}
+
+// clip_grad_norm: the norm of all gradients together and PyTorch's
+// coefficient min(1, max_norm / (norm + 1e-6)).
+TEST(Optimizer, ClipGradNorm) {
+  const float* grads[3] = {kGrads[0].data(), kGrads[1].data(), kGrads[2].data()};
+  const int64_t sizes[3] = {7, 7, 4};
+  double sum = 0;
+  for (int k2 = 0; k2 < 3; ++k2)
+    for (int64_t i = 0; i < sizes[k2]; ++i) sum += (double)grads[k2][i] * grads[k2][i];
+  float out[2];
+  k::clip_grad_norm(grads, sizes, 3, 1.0, out);
+  EXPECT_NEAR(out[0], std::sqrt(sum), 1e-6 * std::sqrt(sum));
+  EXPECT_FLOAT_EQ(out[1], 1.0f / (out[0] + 1e-6f));
+  k::clip_grad_norm(grads, sizes, 3, 100.0, out);
+  EXPECT_EQ(out[1], 1.0f);  // clamped: no clipping below max_norm
+}

@@ -87,6 +87,15 @@ cl::opt<std::string> loss("loss", cl::desc("auto (default: the model's own loss,
                                            "one; else cross-entropy), cross-entropy or mse "
                                            "on the first output, or output:NAME"),
                           cl::init("auto"), cl::cat(dtcCategory));
+cl::opt<double> labelSmoothing("label-smoothing",
+                               cl::desc("Cross-entropy label smoothing in [0, 1) (as "
+                                        "torch.nn.functional.cross_entropy; default 0)"),
+                               cl::init(0.0), cl::cat(dtcCategory));
+cl::opt<std::string> classWeights("class-weights",
+                                  cl::desc("Cross-entropy class weights, one per class "
+                                           "(as cross_entropy's weight=)"),
+                                  cl::value_desc("W0,W1,..."), cl::init(""),
+                                  cl::cat(dtcCategory));
 cl::opt<std::string> optimizer("optimizer", cl::desc("sgd, adam or adamw"),
                                cl::init("sgd"), cl::cat(dtcCategory));
 cl::opt<double> lr("lr", cl::desc("Learning rate (default 0.01)"), cl::init(0.01),
@@ -104,6 +113,23 @@ cl::opt<std::string> betas("betas", cl::desc("Adam betas as B1,B2 (default 0.9,0
                            cl::init("0.9,0.999"), cl::cat(dtcCategory));
 cl::opt<double> eps("eps", cl::desc("Adam epsilon (default 1e-8)"), cl::init(1e-8),
                     cl::cat(dtcCategory));
+cl::opt<std::string> noDecay("no-decay",
+                              cl::desc("Regex (full match) of the weights without weight decay, "
+                                       "e.g. '.*bias|.*(ln|norm).*' (the GPT/BERT recipe)"),
+                              cl::value_desc("regex"), cl::init(""), cl::cat(dtcCategory));
+cl::list<std::string> lrScale("lr-scale",
+                              cl::desc("REGEX=X: the weights matching REGEX (full match) train "
+                                       "with X times the lr (repeatable; the first match wins)"),
+                              cl::value_desc("regex=X"), cl::cat(dtcCategory));
+cl::opt<double> clipGradNorm("clip-grad-norm",
+                             cl::desc("Clip the gradients' global L2 norm to X before each update "
+                                      "(torch.nn.utils.clip_grad_norm_; ddp: of the averaged "
+                                      "gradient); the norm is logged as grad_norm"),
+                             cl::value_desc("X"), cl::init(0.0), cl::cat(dtcCategory));
+cl::opt<double> clipGradValue("clip-grad-value",
+                              cl::desc("Clamp every gradient element to [-X, X] before each "
+                                       "update (torch.nn.utils.clip_grad_value_)"),
+                              cl::value_desc("X"), cl::init(0.0), cl::cat(dtcCategory));
 cl::opt<std::string> target("target",
                             cl::desc("Where the program runs: cpu (default; OpenBLAS kernels, "
                                      "Gloo or shared memory between ranks) or cuda (one NVIDIA "
@@ -188,7 +214,8 @@ bool parseBetas(double &beta1, double &beta2) {
 /// C++ and fail there. Prints the error naming the flag.
 bool checkFiniteFlags() {
   for (const cl::opt<double> *flag :
-       {&lr, &momentum, &dampening, &weightDecay, &eps, &bucketCapMb}) {
+       {&lr, &momentum, &dampening, &weightDecay, &eps, &bucketCapMb, &clipGradNorm,
+        &clipGradValue, &labelSmoothing}) {
     if (std::isfinite(flag->getValue()))
       continue;
     double value = flag->getValue();
@@ -261,6 +288,9 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
     if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
       return module.emitError() << "--optimizer: unknown optimizer '" << optimizer
                                 << "' (expected sgd, adam or adamw)";
+    if (isPipeline() && clipGradNorm > 0.0)
+      return module.emitError() << "--clip-grad-norm: not supported with --strategy=" << strategy
+                                << " yet (the norm would need every stage's gradients)";
     if (isPipeline() && schedule != "gpipe" && schedule != "1f1b")
       return module.emitError() << "--schedule: unknown schedule '" << schedule
                                 << "' (expected gpipe or 1f1b)";
@@ -274,6 +304,10 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   o.weightDecay = weightDecay;
   o.nesterov = nesterov;
   o.eps = eps;
+  o.noDecay = noDecay;
+  o.lrScale.assign(lrScale.begin(), lrScale.end());
+  o.clipGradNorm = clipGradNorm;
+  o.clipGradValue = clipGradValue;
   o.stages = stages;
   o.splitAt = splitAt;
   o.microBatches = microBatches;
