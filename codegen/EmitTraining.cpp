@@ -27,10 +27,48 @@ void rowsAndClasses(FunctionEmitter &fn, Value logits, int64_t &rows, int64_t &c
   rows = numElements(d.drop_back());
 }
 
+/// Label smoothing and class weights of a cross-entropy op, as the
+/// arguments of the *_smoothed kernels ("SMOOTHING, WEIGHTS"), or "" when it
+/// has neither (the plain kernels).
+template <typename Op>
+std::string smoothingArguments(Op op, FunctionEmitter &fn, int64_t classes) {
+  const double smoothing = op.getLabelSmoothing().convertToDouble();
+  auto weights = op.getClassWeightsAttr();
+  if (smoothing == 0.0 && !weights)
+    return "";
+  std::string table = "nullptr";
+  if (weights) {
+    std::string values;
+    for (double w : weights.asArrayRef())
+      values += (values.empty() ? "" : ", ") + floatLiteral(w);
+    table = fn.program.declareStatic("std::array<float, " + num(classes) + ">",
+                                     "kClassWeights", "{{" + values + "}}") +
+            ".data()";
+  }
+  return real(smoothing) + ", " + table;
+}
+
 LogicalResult emitCrossEntropy(Operation *op, FunctionEmitter &fn) {
   auto ce = cast<SoftmaxCrossEntropyOp>(op);
   int64_t rows, classes;
   rowsAndClasses(fn, ce.getLogits(), rows, classes);
+  if (std::string smoothed = smoothingArguments(ce, fn, classes); !smoothed.empty()) {
+    std::string operands = fn.ptr(ce.getLogits()) + ", " + fn.ptr(ce.getLabels()) + ", " +
+                           num(rows) + ", " + num(classes) + ", " + smoothed;
+    if (fn.cuda()) {
+      if (classes > 512 && ce.getClassWeightsAttr())
+        return codegenError(op) << "class weights for " << classes
+                                << " classes on CUDA (at most 512)";
+      fn.workspaceTerms.push_back("cuda::softmax_cross_entropy_workspace_bytes(" + num(rows) +
+                                  ")");
+      fn.kernel("softmax_cross_entropy_smoothed",
+                operands + ", " + fn.ptr(ce.getLoss()) + ", ctx.workspace");
+    } else {
+      fn.line(fn.ptr(ce.getLoss()) + "[0] = cpu::softmax_cross_entropy_smoothed(" + operands +
+              ");");
+    }
+    return success();
+  }
   std::string operands = fn.ptr(ce.getLogits()) + ", " + fn.ptr(ce.getLabels()) + ", " +
                          num(rows) + ", " + num(classes);
   if (fn.cuda()) {
@@ -57,6 +95,18 @@ LogicalResult emitCrossEntropyGrad(Operation *op, FunctionEmitter &fn) {
     if (!seed)
       return codegenError(op) << "on CUDA the loss gradient must be a constant";
     dloss = floatLiteral(*seed);
+  }
+  if (std::string smoothed = smoothingArguments(grad, fn, classes); !smoothed.empty()) {
+    std::string operands = fn.ptr(grad.getLogits()) + ", " + fn.ptr(grad.getLabels()) + ", " +
+                           num(rows) + ", " + num(classes) + ", " + smoothed + ", " + dloss +
+                           ", " + fn.ptr(grad.getOutput());
+    if (fn.cuda()) {
+      fn.workspaceTerms.push_back("cuda::softmax_cross_entropy_workspace_bytes(" + num(rows) +
+                                  ")");
+      operands += ", ctx.workspace";
+    }
+    fn.kernel("softmax_cross_entropy_smoothed_backward", operands);
+    return success();
   }
   std::string operands = fn.ptr(grad.getLogits()) + ", " + fn.ptr(grad.getLabels()) + ", " +
                          num(rows) + ", " + num(classes) + ", " + dloss + ", " +

@@ -12,15 +12,25 @@ def Dtc_SoftmaxCrossEntropyOp : Dtc_InferredOp<"softmax_cross_entropy"> {
     logits' shape without its last dimension). Rows whose label is -100 are
     ignored, as with PyTorch's default `ignore_index`; the mean is over the
     other rows. The result is a scalar.
+
+    `label_smoothing` and `class_weights` (C weights) are those of
+    torch.nn.functional.cross_entropy: with weights the mean divides by the
+    sum of the rows' label weights, and the smoothing term
+    (label_smoothing / C) * sum_c w_c * -log p_c is added to
+    (1 - label_smoothing) * w_label * -log p_label per row.
   }];
-  let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels);
+  let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels,
+                       DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing,
+                       OptionalAttr<DenseF64ArrayAttr>:$class_weights);
   let results = (outs Dtc_FloatTensor:$loss);
 }
 
 def Dtc_SoftmaxCrossEntropyGradOp : Dtc_InferredOp<"softmax_cross_entropy_grad"> {
   let summary = "gradient of dtc.softmax_cross_entropy with respect to the logits";
   let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels,
-                       Dtc_FloatTensor:$grad);
+                       Dtc_FloatTensor:$grad,
+                       DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing,
+                       OptionalAttr<DenseF64ArrayAttr>:$class_weights);
   let results = (outs Dtc_FloatTensor:$output);
 }
 

@@ -197,8 +197,10 @@ LogicalResult vjp(DropoutOp op, OpBuilder &b, ValueRange dys,
 LogicalResult vjp(SoftmaxCrossEntropyOp op, OpBuilder &b, ValueRange dys,
                   SmallVectorImpl<Value> &dxs) {
   dxs.assign({b.create<SoftmaxCrossEntropyGradOp>(op.getLoc(), op.getLogits(),
-                                             op.getLabels(), dys[0]),
-         Value()});
+                                                  op.getLabels(), dys[0],
+                                                  op.getLabelSmoothingAttr(),
+                                                  op.getClassWeightsAttr()),
+               Value()});
   return success();
 }
 

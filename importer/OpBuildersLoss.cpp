@@ -35,7 +35,9 @@ static LogicalResult buildSoftmaxCrossEntropyLoss(NodeContext &nc) {
     return nc.error() << "its log_prob output is not supported";
   if (llvm::cast<RankedTensorType>(scores.getType()).getRank() != 2)
     return nc.error() << "only [batch, classes] scores are supported, got " << scores.getType();
-  auto loss = nc.create<SoftmaxCrossEntropyOp>(1, scores, labels);
+  MLIRContext *ctx = scores.getContext();
+  auto loss = nc.create<SoftmaxCrossEntropyOp>(
+      1, scores, labels, FloatAttr::get(Float64Type::get(ctx), 0.0), DenseF64ArrayAttr());
   if (!loss)
     return failure();
   nc.setOutput(0, loss);

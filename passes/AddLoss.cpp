@@ -7,6 +7,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <cmath>
+
 namespace dtc {
 #define GEN_PASS_DEF_ADDLOSS
 #include "passes/Passes.h.inc"
@@ -204,6 +206,12 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
     auto recordLoss = [&](StringRef what) {
       module->setAttr("dtc.loss", StringAttr::get(&getContext(), what));
     };
+    if (*modelLoss >= 0 && (labelSmoothing != 0.0 || !classWeights.empty())) {
+      forward.emitError() << (labelSmoothing != 0.0 ? "--label-smoothing" : "--class-weights")
+                          << ": the model computes its own loss (--loss=" << loss
+                          << "); use --loss=cross-entropy";
+      return signalPassFailure();
+    }
     if (*modelLoss >= 0) {
       auto name = forward.getResultAttrOfType<StringAttr>(*modelLoss, "dtc.name");
       recordLoss("output:" + (name ? name.getValue().str() : std::to_string(*modelLoss)));
@@ -219,6 +227,11 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
     if (!kind) {
       module.emitError() << "--loss: unknown loss '" << loss
                          << "' (expected auto, cross-entropy, mse or output:NAME)";
+      return signalPassFailure();
+    }
+    if ((labelSmoothing != 0.0 || !classWeights.empty()) && *kind != LossKind::CrossEntropy) {
+      module.emitError() << (labelSmoothing != 0.0 ? "--label-smoothing" : "--class-weights")
+                         << " applies to --loss=cross-entropy, not " << builtIn;
       return signalPassFailure();
     }
     auto output = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
@@ -238,6 +251,38 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
                                     IntegerType::get(&getContext(), 64))
             : Type(output);
 
+    // Cross-entropy's options (torch.nn.functional.cross_entropy's).
+    FloatAttr smoothing;
+    DenseF64ArrayAttr weights;
+    if (*kind == LossKind::CrossEntropy) {
+      if (!(labelSmoothing >= 0.0 && labelSmoothing < 1.0)) {
+        module.emitError() << "--label-smoothing must lie in [0, 1), got " << labelSmoothing;
+        return signalPassFailure();
+      }
+      smoothing = FloatAttr::get(Float64Type::get(&getContext()), labelSmoothing);
+      if (!classWeights.empty()) {
+        SmallVector<double> values;
+        SmallVector<StringRef> parts;
+        StringRef(classWeights).split(parts, ',');
+        for (StringRef part : parts) {
+          double w = 0.0;
+          if (part.trim().getAsDouble(w) || !std::isfinite(w) || w < 0.0) {
+            module.emitError() << "--class-weights: expected non-negative numbers W0,W1,..., "
+                                  "got '"
+                               << classWeights << "'";
+            return signalPassFailure();
+          }
+          values.push_back(w);
+        }
+        if (static_cast<int64_t>(values.size()) != output.getShape().back()) {
+          module.emitError() << "--class-weights: " << values.size()
+                             << " weights for a model with " << output.getShape().back()
+                             << " classes";
+          return signalPassFailure();
+        }
+        weights = DenseF64ArrayAttr::get(&getContext(), values);
+      }
+    }
     // The eval step goes after the train step, both after @forward.
     func::FuncOp eval = cloneWithLabels(forward, "eval_step", labelType);
     func::FuncOp train = cloneWithLabels(forward, "train_step", labelType);
@@ -250,7 +295,7 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
       Location loc = func.getLoc();
       Value lossValue =
           *kind == LossKind::CrossEntropy
-              ? Value(b.create<SoftmaxCrossEntropyOp>(loc, logits, labels))
+              ? Value(b.create<SoftmaxCrossEntropyOp>(loc, logits, labels, smoothing, weights))
               : Value(b.create<MseLossOp>(loc, logits, labels));
       if (func == eval && *kind == LossKind::CrossEntropy) {
         Value correct = b.create<CountCorrectOp>(loc, logits, labels);

@@ -69,6 +69,8 @@ def AddLoss : Pass<"dtc-add-loss", "mlir::ModuleOp"> {
     that output, and `@forward` keeps the outputs that do not need the
     labels and loses that input. `auto` (the default): `output:` of the one
     such scalar output if there is one, else `cross-entropy`.
+    `label-smoothing` and `class-weights` set those attributes of
+    dtc.softmax_cross_entropy (cross-entropy only).
 
     Before: `func.func @forward(%x) -> tensor<64x10xf32>`.
     After, in addition:
@@ -82,7 +84,11 @@ def AddLoss : Pass<"dtc-add-loss", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"auto\"",
-           "auto, cross-entropy, mse or output:NAME">
+           "auto, cross-entropy, mse or output:NAME">,
+    Option<"labelSmoothing", "label-smoothing", "double", /*default=*/"0.0",
+           "cross-entropy: label smoothing in [0, 1)">,
+    Option<"classWeights", "class-weights", "std::string", /*default=*/"\"\"",
+           "cross-entropy: W0,W1,... one weight per class">
   ];
 }
 

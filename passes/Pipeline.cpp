@@ -32,7 +32,7 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
   pm.addPass(createCanonicalizerPass());
   if (train) {
     pm.addPass(createFreezeParams({o.freeze}));
-    pm.addPass(createAddLoss({o.loss}));
+    pm.addPass(createAddLoss({o.loss, o.labelSmoothing, o.classWeights}));
     if (o.isPipeline()) {
       pm.addPass(createPartitionStages({o.stages, o.splitAt}));
       pm.addPass(createDifferentiate());
@@ -104,6 +104,8 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
   Option<bool> debugChecks{*this, "debug-checks", llvm::cl::init(false)};
   Option<std::string> freeze{*this, "freeze", llvm::cl::init("")};
   Option<std::string> loss{*this, "loss", llvm::cl::init("auto")};
+  Option<double> labelSmoothing{*this, "label-smoothing", llvm::cl::init(0.0)};
+  Option<std::string> classWeights{*this, "class-weights", llvm::cl::init("")};
   Option<int64_t> accumulate{*this, "accumulate", llvm::cl::init(1)};
   Option<double> bucketCapMb{*this, "bucket-cap-mb", llvm::cl::init(25.0)};
   Option<Options::Optimizer> optimizer{
@@ -143,6 +145,8 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
     o.debugChecks = debugChecks;
     o.freeze = freeze;
     o.loss = loss;
+    o.labelSmoothing = labelSmoothing;
+    o.classWeights = classWeights;
     o.accumulate = accumulate;
     o.bucketCapMb = bucketCapMb;
     o.optimizer = optimizer;

@@ -34,6 +34,8 @@ struct TrainingPipelineOptions {
   // The training step.
   std::string freeze;       // regex of weights kept fixed
   std::string loss = "auto";  // auto, cross-entropy, mse, output:NAME
+  double labelSmoothing = 0;  // cross-entropy's label_smoothing
+  std::string classWeights;   // cross-entropy's class weights, "W0,W1,..."
   int64_t accumulate = 1;   // micro-batches per update (none/ddp)
   double bucketCapMb = 25;  // ddp gradient buckets
 

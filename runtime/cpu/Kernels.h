@@ -351,6 +351,20 @@ void softmax_cross_entropy_backward(const float* logits, const int64_t* labels, 
 // writes dlogits as the backward above with dloss. dlogits may alias logits.
 float softmax_cross_entropy_with_grad(const float* logits, const int64_t* labels, int64_t N,
                                       int64_t C, float dloss, float* dlogits);
+// torch.nn.functional.cross_entropy(label_smoothing=smoothing, weight=weights)
+// with mean reduction (weights: C floats, or null for all 1): per row i with
+// label y (rows labelled -100 ignored), w = weights or 1,
+//   row_i = (1-smoothing) * w[y] * (lse_i - x[i,y])
+//         + (smoothing/C) * sum_c w[c] * (lse_i - x[i,c]),
+//   loss = sum_i row_i / sum_i w[y_i]   (NaN when that sum is 0);
+// the backward kernel writes dloss times its gradient,
+//   (p[i,c] * ((1-s) w[y] + s S/C) - (1-s) w[y] [c==y] - s w[c]/C) / sum_i w[y_i],
+// S = sum_c w[c]. Sums in double.
+float softmax_cross_entropy_smoothed(const float* logits, const int64_t* labels, int64_t N,
+                                     int64_t C, double smoothing, const float* weights);
+void softmax_cross_entropy_smoothed_backward(const float* logits, const int64_t* labels,
+                                             int64_t N, int64_t C, double smoothing,
+                                             const float* weights, float dloss, float* dlogits);
 // mean((pred - target)^2) over n elements (accumulated in double).
 float mse_loss(const float* pred, const float* target, int64_t n);
 // dpred = dloss * 2 (pred - target) / n.

@@ -82,6 +82,69 @@ float softmax_cross_entropy_with_grad(const float* logits, const int64_t* labels
   return (float)(total / (double)count);
 }
 
+namespace {
+
+// sum_i w[y_i] over the rows that are not ignored (labels checked).
+double labelWeightSum(const char* kernel, const int64_t* labels, int64_t N, int64_t C,
+                      const float* weights) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < N; ++i)
+    if (checkLabel(kernel, labels[i], i, C)) sum += weights ? (double)weights[labels[i]] : 1.0;
+  return sum;
+}
+
+}  // namespace
+
+float softmax_cross_entropy_smoothed(const float* logits, const int64_t* labels, int64_t N,
+                                     int64_t C, double smoothing, const float* weights) {
+  const char* kernel = "softmax_cross_entropy_smoothed";
+  const double W = labelWeightSum(kernel, labels, N, C, weights);
+  double total = 0.0;
+  for (int64_t i = 0; i < N; ++i) {
+    if (labels[i] == kIgnoreIndex) continue;
+    const float* row = logits + i * C;
+    const float m = rowMax(row, C);
+    const double lse = (double)(m + std::log(rowSumExp(row, C, m)));
+    const int64_t y = labels[i];
+    const double wy = weights ? (double)weights[y] : 1.0;
+    double smooth = 0.0;
+    for (int64_t c = 0; c < C; ++c) smooth += (weights ? (double)weights[c] : 1.0) * (lse - row[c]);
+    total += (1.0 - smoothing) * wy * (lse - row[y]) + smoothing / (double)C * smooth;
+  }
+  if (W == 0.0) return std::numeric_limits<float>::quiet_NaN();
+  return (float)(total / W);
+}
+
+void softmax_cross_entropy_smoothed_backward(const float* logits, const int64_t* labels,
+                                             int64_t N, int64_t C, double smoothing,
+                                             const float* weights, float dloss, float* dlogits) {
+  const char* kernel = "softmax_cross_entropy_smoothed_backward";
+  const double W = labelWeightSum(kernel, labels, N, C, weights);
+  double S = 0.0;
+  for (int64_t c = 0; c < C; ++c) S += weights ? (double)weights[c] : 1.0;
+  const double g = W > 0.0 ? (double)dloss / W : 0.0;
+  for (int64_t i = 0; i < N; ++i) {
+    float* drow = dlogits + i * C;
+    if (labels[i] == kIgnoreIndex) {
+      fill(drow, C, 0.0f);
+      continue;
+    }
+    const float* row = logits + i * C;
+    const float m = rowMax(row, C);
+    const float s = rowSumExp(row, C, m);
+    const int64_t y = labels[i];
+    const double wy = weights ? (double)weights[y] : 1.0;
+    const double pScale = g * ((1.0 - smoothing) * wy + smoothing * S / (double)C);
+    const float k = (float)(pScale / (double)s);
+    for (int64_t c = 0; c < C; ++c) {
+      const double wc = weights ? (double)weights[c] : 1.0;
+      double v = (double)(expApprox(row[c] - m) * k) - g * smoothing * wc / (double)C;
+      if (c == y) v -= g * (1.0 - smoothing) * wy;
+      drow[c] = (float)v;
+    }
+  }
+}
+
 float mse_loss(const float* pred, const float* target, int64_t n) {
   double total = 0.0;
   for (int64_t i0 = 0; i0 < n; i0 += 1024) {  // float partial sums per block, double across

@@ -371,6 +371,18 @@ void softmax_cross_entropy_backward(const float* logits, const int64_t* labels, 
 void softmax_cross_entropy_with_grad(const float* logits, const int64_t* labels, int64_t N,
                                      int64_t C, float dloss, float* dlogits, float* loss_out,
                                      void* workspace, cudaStream_t stream);
+// The CPU kernels softmax_cross_entropy_smoothed[_backward]: label smoothing
+// and class weights. `weights` is HOST memory (C floats, or null), passed to
+// the kernels by value (at most kMaxClassWeights classes: nothing to copy,
+// so a captured step replays it). Workspace as softmax_cross_entropy's.
+constexpr int64_t kMaxClassWeights = 512;
+void softmax_cross_entropy_smoothed(const float* logits, const int64_t* labels, int64_t N,
+                                    int64_t C, double smoothing, const float* weights,
+                                    float* loss_out, void* workspace, cudaStream_t stream);
+void softmax_cross_entropy_smoothed_backward(const float* logits, const int64_t* labels,
+                                             int64_t N, int64_t C, double smoothing,
+                                             const float* weights, float dloss, float* dlogits,
+                                             void* workspace, cudaStream_t stream);
 // Workspace (bytes) of mse_loss (constant: per-block partial sums).
 size_t mse_loss_workspace_bytes(int64_t n);
 void mse_loss(const float* pred, const float* target, int64_t n, float* loss_out,

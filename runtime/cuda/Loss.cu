@@ -202,6 +202,147 @@ void softmax_cross_entropy_with_grad(const float* logits, const int64_t* labels,
            workspace, stream);
 }
 
+namespace {
+
+// Class weights by value (count 0: every weight 1).
+struct ClassWeights {
+  int64_t count;
+  float w[kMaxClassWeights];
+  __device__ __forceinline__ double at(int64_t c) const { return count ? (double)w[c] : 1.0; }
+};
+
+// sum_i w[y_i] over the rows not ignored (one block), in double; traps on a
+// label outside [0, C) as countLabels does.
+__global__ void labelWeightSum(const int64_t* labels, int64_t N, int64_t C, ClassWeights cw,
+                               double* total) {
+  __shared__ double shared[32];
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) {
+    const int64_t l = labels[i];
+    if (l == kIgnoreIndex) continue;
+    if (l < 0 || l >= C) {
+      printf("dtcrt cuda: error in kernel softmax_cross_entropy_smoothed: label %lld of row "
+             "%lld is outside [0, %lld)\n",
+             (long long)l, (long long)i, (long long)C);
+      __trap();
+    }
+    sum += cw.at(l);
+  }
+  sum = blockSum(sum, shared);
+  if (threadIdx.x == 0) *total = sum;
+}
+
+// One block per row: the row's smoothed, weighted loss (see the CPU kernel),
+// or dloss times its gradient.
+__global__ void ceSmoothRows(const float* logits, const int64_t* labels, int64_t N, int64_t C,
+                             double smoothing, ClassWeights cw, double S, float dloss,
+                             const double* totalWeight, float* rowLoss, float* dlogits) {
+  __shared__ float shared[32];
+  __shared__ double sharedD[32];
+  for (int64_t i = blockIdx.x; i < N; i += gridDim.x) {
+    const int64_t y = labels[i];
+    const float* row = logits + i * C;
+    if (y == kIgnoreIndex) {
+      if (rowLoss && threadIdx.x == 0) rowLoss[i] = 0.0f;
+      if (dlogits)
+        for (int64_t j = threadIdx.x; j < C; j += blockDim.x) dlogits[i * C + j] = 0.0f;
+      continue;
+    }
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, row[j]);
+    m = blockMax(m, shared);
+    float s = 0.0f;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) s += expf(row[j] - m);
+    s = blockSum(s, shared);
+    const double wy = cw.at(y);
+    if (rowLoss) {
+      const double lse = (double)(m + logf(s));
+      double smooth = 0;
+      for (int64_t j = threadIdx.x; j < C; j += blockDim.x) smooth += cw.at(j) * (lse - row[j]);
+      smooth = blockSum(smooth, sharedD);
+      if (threadIdx.x == 0)
+        rowLoss[i] = (float)((1.0 - smoothing) * wy * (lse - row[y]) + smoothing / (double)C * smooth);
+    }
+    if (dlogits) {
+      const double W = *totalWeight;
+      const double g = W > 0.0 ? (double)dloss / W : 0.0;
+      const float k = (float)(g * ((1.0 - smoothing) * wy + smoothing * S / (double)C) / (double)s);
+      float* drow = dlogits + i * C;
+      for (int64_t j = threadIdx.x; j < C; j += blockDim.x) {
+        double v = (double)(expf(row[j] - m) * k) - g * smoothing * cw.at(j) / (double)C;
+        if (j == y) v -= g * (1.0 - smoothing) * wy;
+        drow[j] = (float)v;
+      }
+    }
+  }
+}
+
+// *loss = sum(rowLoss) / total weight in double (NaN when it is 0).
+__global__ void ceSmoothFinish(const float* rowLoss, int64_t N, const double* totalWeight,
+                               float* loss) {
+  __shared__ double shared[32];
+  double s = 0.0;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) s += (double)rowLoss[i];
+  s = blockSum(s, shared);
+  if (threadIdx.x == 0) {
+    const double W = *totalWeight;
+    *loss = W == 0.0 ? __int_as_float(0x7fc00000) : (float)(s / W);
+  }
+}
+
+void ceSmoothLaunch(const char* name, const float* logits, const int64_t* labels, int64_t N,
+                    int64_t C, double smoothing, const float* weights, float dloss,
+                    float* dlogits, float* loss_out, void* workspace, cudaStream_t stream) {
+  if (N < 0 || C <= 0) fail(name, "bad shape N=%lld C=%lld", (long long)N, (long long)C);
+  if (!workspace) fail(name, "workspace is null (size: softmax_cross_entropy_workspace_bytes)");
+  ClassWeights cw{};
+  double S = (double)C;
+  if (weights) {
+    if (C > kMaxClassWeights)
+      fail(name, "class weights for %lld classes (at most %lld)", (long long)C,
+           (long long)kMaxClassWeights);
+    cw.count = C;
+    S = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      cw.w[c] = weights[c];
+      S += (double)weights[c];
+    }
+  }
+  char* base = static_cast<char*>(workspace);
+  double* total = reinterpret_cast<double*>(base + 8);
+  float* rowLoss = reinterpret_cast<float*>(base + 16);
+  labelWeightSum<<<1, 1024, 0, stream>>>(labels, N, C, cw, total);
+  DTCRT_LAUNCH_CHECK("softmax_cross_entropy_smoothed (weights)");
+  if (N > 0) {
+    ceSmoothRows<<<gridRows(N), ceThreads(C), 0, stream>>>(logits, labels, N, C, smoothing, cw,
+                                                           S, dloss, total,
+                                                           loss_out ? rowLoss : nullptr, dlogits);
+    DTCRT_LAUNCH_CHECK("softmax_cross_entropy_smoothed (rows)");
+  }
+  if (loss_out) {
+    ceSmoothFinish<<<1, 1024, 0, stream>>>(rowLoss, N, total, loss_out);
+    DTCRT_LAUNCH_CHECK("softmax_cross_entropy_smoothed (mean)");
+  }
+}
+
+}  // namespace
+
+void softmax_cross_entropy_smoothed(const float* logits, const int64_t* labels, int64_t N,
+                                    int64_t C, double smoothing, const float* weights,
+                                    float* loss_out, void* workspace, cudaStream_t stream) {
+  if (!loss_out) fail("softmax_cross_entropy_smoothed", "loss_out is null");
+  ceSmoothLaunch("softmax_cross_entropy_smoothed", logits, labels, N, C, smoothing, weights,
+                 0.0f, nullptr, loss_out, workspace, stream);
+}
+
+void softmax_cross_entropy_smoothed_backward(const float* logits, const int64_t* labels,
+                                             int64_t N, int64_t C, double smoothing,
+                                             const float* weights, float dloss, float* dlogits,
+                                             void* workspace, cudaStream_t stream) {
+  ceSmoothLaunch("softmax_cross_entropy_smoothed_backward", logits, labels, N, C, smoothing,
+                 weights, dloss, dlogits, nullptr, workspace, stream);
+}
+
 size_t mse_loss_workspace_bytes(int64_t) { return kMseBlocks * sizeof(double); }
 
 void mse_loss(const float* pred, const float* target, int64_t n, float* loss_out,

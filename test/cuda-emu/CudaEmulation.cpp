@@ -349,6 +349,22 @@ void softmax_cross_entropy(const float* logits, const int64_t* labels, int64_t N
                            float* loss_out, void*, cudaStream_t) {
   launch([=] { *loss_out = cpu::softmax_cross_entropy(logits, labels, N, C); });
 }
+void softmax_cross_entropy_smoothed(const float* logits, const int64_t* labels, int64_t N,
+                                    int64_t C, double smoothing, const float* weights,
+                                    float* loss_out, void*, cudaStream_t) {
+  launch([=] {
+    *loss_out = cpu::softmax_cross_entropy_smoothed(logits, labels, N, C, smoothing, weights);
+  });
+}
+void softmax_cross_entropy_smoothed_backward(const float* logits, const int64_t* labels,
+                                             int64_t N, int64_t C, double smoothing,
+                                             const float* weights, float dloss, float* dlogits,
+                                             void*, cudaStream_t) {
+  launch([=] {
+    cpu::softmax_cross_entropy_smoothed_backward(logits, labels, N, C, smoothing, weights, dloss,
+                                                 dlogits);
+  });
+}
 void softmax_cross_entropy_backward(const float* logits, const int64_t* labels, int64_t N,
                                     int64_t C, float dloss, float* dlogits, void*, cudaStream_t) {
   launch([=] { cpu::softmax_cross_entropy_backward(logits, labels, N, C, dloss, dlogits); });

@@ -277,6 +277,8 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   o.debugChecks = debugChecks;
   o.freeze = freeze;
   o.loss = loss;
+  o.labelSmoothing = labelSmoothing;
+  o.classWeights = classWeights;
   o.accumulate = accumulate;
   o.bucketCapMb = bucketCapMb;
   if (mode == Mode::Train) {
