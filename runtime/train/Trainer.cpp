@@ -85,7 +85,7 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   const size_t labels = dBlock_.reserve(byteSize(spec.labels));
   const size_t loss = dBlock_.reserve(sizeof(float));
   const size_t correct = dBlock_.reserve(sizeof(int64_t));
-  const size_t gradNorm = dBlock_.reserve(sizeof(float));
+  const size_t gradNorm = dBlock_.reserve(spec.clipGradNorm > 0 ? sizeof(float) : 0);
   std::vector<size_t> inputs, outputs;
   for (int32_t i = 0; i < spec.numInputs; ++i) inputs.push_back(dBlock_.reserve(byteSize(spec.inputs[i])));
   for (int32_t i = 0; i < spec.numOutputs; ++i)
