@@ -5,6 +5,7 @@
 #include "runtime/support/Rank.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,22 +81,23 @@ void Logger::step(const StepLog& s) {
   barActive_ = true;
 }
 
-void Logger::eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy) {
+void Logger::eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy,
+                  bool hasPerplexity) {
+  const double perplexity = std::exp(loss);
   if (metrics_) {
-    if (hasAccuracy)
-      std::fprintf(metrics_, "{\"epoch\":%lld,\"eval_loss\":%.9g,\"eval_accuracy\":%.9g}\n",
-                   static_cast<long long>(epoch), loss, accuracy);
-    else
-      std::fprintf(metrics_, "{\"epoch\":%lld,\"eval_loss\":%.9g}\n",
-                   static_cast<long long>(epoch), loss);
+    std::fprintf(metrics_, "{\"epoch\":%lld,\"eval_loss\":%.9g", static_cast<long long>(epoch),
+                 loss);
+    if (hasAccuracy) std::fprintf(metrics_, ",\"eval_accuracy\":%.9g", accuracy);
+    if (hasPerplexity) std::fprintf(metrics_, ",\"eval_perplexity\":%.9g", perplexity);
+    std::fputs("}\n", metrics_);
     flushMetrics();
   }
-  char text[128];
+  char text[160];
+  int n = std::snprintf(text, sizeof text, "epoch %lld eval loss %.4f",
+                        static_cast<long long>(epoch), loss);
   if (hasAccuracy)
-    std::snprintf(text, sizeof text, "epoch %lld eval loss %.4f accuracy %.2f%%",
-                  static_cast<long long>(epoch), loss, accuracy * 100.0);
-  else
-    std::snprintf(text, sizeof text, "epoch %lld eval loss %.4f", static_cast<long long>(epoch), loss);
+    n += std::snprintf(text + n, sizeof text - n, " accuracy %.2f%%", accuracy * 100.0);
+  if (hasPerplexity) std::snprintf(text + n, sizeof text - n, " perplexity %.3f", perplexity);
   line(text);
 }
 

@@ -6,7 +6,8 @@
 //  * --metrics=FILE.jsonl: one JSON object per logged step,
 //      {"step":50,"epoch":1,"loss":0.5123,"samples_per_s":1234.5,"lr":0.01}
 //    (with "grad_norm":N after "lr" in programs that clip gradients)
-//    and per evaluation, {"epoch":1,"eval_loss":0.41,"eval_accuracy":0.86};
+//    and per evaluation, {"epoch":1,"eval_loss":0.41,"eval_accuracy":0.86}
+//    (language models: and "eval_perplexity":1.51);
 //    pipeline programs add one line after the first step,
 //      {"memory":[{"stage":0,"planned_bytes":N,"measured_bytes":N},...]};
 //    losses are written with 9 significant digits (float round trip).
@@ -45,7 +46,10 @@ public:
 
   void step(const StepLog& s);
   // hasAccuracy: false for regression losses (no eval_accuracy field).
-  void eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy);
+  // hasPerplexity: language models (cross-entropy per position) also get
+  // eval_perplexity = exp(eval_loss).
+  void eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy,
+            bool hasPerplexity = false);
   // One line of the metrics file, as given (a JSON object).
   void metricsLine(const std::string& json);
   // A plain message line (ends a progress bar first).

@@ -310,6 +310,8 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   r.samples = batches * spec_.batchSize * worldSize();
   r.loss = averageOverRanks(lossSum / static_cast<double>(batches));
   r.hasAccuracy = numClasses(spec_) > 0;
+  // Labels per position ([batch, time]): a language model's perplexity.
+  r.hasPerplexity = r.hasAccuracy && spec_.labels.rank >= 2;
   r.accuracy = averageOverRanks(correctSum / static_cast<double>(batches * spec_.batchSize));
   return r;
 }
@@ -476,7 +478,7 @@ TrainResult Trainer::run() {
   auto runEval = [&](int64_t epoch1) {
     syncStagesIfNeeded();
     EvalResult e = evaluate(test, epoch1);
-    log.eval(e.epoch, e.loss, e.accuracy, e.hasAccuracy);
+    log.eval(e.epoch, e.loss, e.accuracy, e.hasAccuracy, e.hasPerplexity);
     result.evals.push_back(e);
     lastEvalStep = pos.step;
   };

@@ -49,6 +49,7 @@ struct EvalResult {
   double loss = 0;           // mean over the evaluated samples
   double accuracy = 0;       // cross-entropy programs only
   bool hasAccuracy = false;
+  bool hasPerplexity = false;  // language models: cross-entropy per position
   int64_t samples = 0;       // full batches only: floor(N / batch) * batch
 };
 
