@@ -106,6 +106,7 @@ const ProgramSpec kSpec = {
     .precision = "fp32",
     .profileOps = nullptr,
     .numProfileOps = 0,
+    .clipGradNorm = 0.0,
 };
 
 } // namespace
