@@ -36,6 +36,20 @@ inline bool hasAvx2Fma() {
   return yes;
 }
 
+// Loop(args...) compiled for AVX2 + FMA: Loop is a static always-inline
+// function holding a vectorizable loop, so this instantiation re-vectorizes
+// it with 8 lanes and fused multiply-adds.
+template <auto Loop, typename... Args>
+DTCRT_AVX2 auto runAvx2(Args... args) {
+  return Loop(args...);
+}
+// Loop(args...) on the best instruction set this CPU has (see hasAvx2Fma).
+template <auto Loop, typename... Args>
+inline auto dispatchIsa(Args... args) {
+  return hasAvx2Fma() ? runAvx2<Loop>(args...) : Loop(args...);
+}
+#define DTCRT_INLINE_LOOP static inline __attribute__((always_inline))
+
 // Aborts with the kernel's name: a shape error here is a compiler bug, and the
 // generated program has no way to recover.
 [[noreturn]] void fail(const char* kernel, const char* fmt, ...)

@@ -10,13 +10,13 @@ using namespace detail;
 
 namespace {
 
-inline float rowMax(const float* x, int64_t n) {
+DTCRT_INLINE_LOOP float rowMax(const float* x, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
   DTCRT_SIMD_MAX(m) for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
   return m;
 }
 
-inline float rowSumExp(const float* x, int64_t n, float m) {
+DTCRT_INLINE_LOOP float rowSumExp(const float* x, int64_t n, float m) {
   float acc = 0.0f;
   DTCRT_SIMD_SUM(acc) for (int64_t i = 0; i < n; ++i) acc += expApprox(x[i] - m);
   return acc;
@@ -58,10 +58,10 @@ void softmax_cross_entropy_backward(const float* logits, const int64_t* labels, 
   softmax_cross_entropy_with_grad(logits, labels, N, C, dloss, dlogits);
 }
 
-float softmax_cross_entropy_with_grad(const float* logits, const int64_t* labels, int64_t N,
-                                      int64_t C, float dloss, float* dlogits) {
-  const int64_t count = countLabels("softmax_cross_entropy", labels, N, C);
-  const float g = count > 0 ? dloss / (float)count : 0.0f;
+namespace {
+// The rows of softmax_cross_entropy_with_grad; returns the summed row losses.
+DTCRT_INLINE_LOOP double crossEntropyGradRows(const float* logits, const int64_t* labels,
+                                              int64_t N, int64_t C, float g, float* dlogits) {
   double total = 0.0;
   for (int64_t i = 0; i < N; ++i) {
     float* drow = dlogits + i * C;
@@ -78,6 +78,15 @@ float softmax_cross_entropy_with_grad(const float* logits, const int64_t* labels
     DTCRT_SIMD for (int64_t j = 0; j < C; ++j) drow[j] = expApprox(row[j] - m) * k;
     drow[labels[i]] -= g;
   }
+  return total;
+}
+}  // namespace
+
+float softmax_cross_entropy_with_grad(const float* logits, const int64_t* labels, int64_t N,
+                                      int64_t C, float dloss, float* dlogits) {
+  const int64_t count = countLabels("softmax_cross_entropy", labels, N, C);
+  const float g = count > 0 ? dloss / (float)count : 0.0f;
+  const double total = dispatchIsa<crossEntropyGradRows>(logits, labels, N, C, g, dlogits);
   if (count == 0) return std::numeric_limits<float>::quiet_NaN();
   return (float)(total / (double)count);
 }

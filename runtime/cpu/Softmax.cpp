@@ -13,13 +13,13 @@ namespace {
 
 constexpr int64_t kBlock = 128;
 
-inline float rowMax(const float* x, int64_t n) {
+DTCRT_INLINE_LOOP float rowMax(const float* x, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
   DTCRT_SIMD_MAX(m) for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
   return m;
 }
 
-inline float rowSum(const float* x, int64_t n) {
+DTCRT_INLINE_LOOP float rowSum(const float* x, int64_t n) {
   float acc = 0.0f;
   DTCRT_SIMD_SUM(acc) for (int64_t i = 0; i < n; ++i) acc += x[i];
   return acc;
@@ -27,7 +27,8 @@ inline float rowSum(const float* x, int64_t n) {
 
 }  // namespace
 
-void softmax(const float* x, float* y, int64_t rows, int64_t cols) {
+namespace {
+DTCRT_INLINE_LOOP void softmaxRows(const float* x, float* y, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
@@ -41,6 +42,11 @@ void softmax(const float* x, float* y, int64_t rows, int64_t cols) {
     const float inv = 1.0f / sum;
     DTCRT_SIMD for (int64_t i = 0; i < cols; ++i) yr[i] *= inv;
   }
+}
+}  // namespace
+
+void softmax(const float* x, float* y, int64_t rows, int64_t cols) {
+  dispatchIsa<softmaxRows>(x, y, rows, cols);
 }
 
 void log_softmax(const float* x, float* y, int64_t rows, int64_t cols) {

@@ -236,6 +236,28 @@ TEST(UnaryGrad, FiniteDifferences) {
   }
 }
 
+// gelu_grad over a dense range against the double formula (both forms):
+// dy * (Phi(x) + x phi(x)) and the derivative of the tanh form.
+TEST(UnaryGrad, GeluGradAccuracy) {
+  Vec x = range(-8.0f, 8.0f, 40001), dy(x.size(), 1.0f), dx(x.size());
+  k::gelu_grad(x.data(), dy.data(), dx.data(), (int64_t)x.size(), false);
+  std::vector<double> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    want[i] = 0.5 * std::erfc(-v / std::sqrt(2.0)) + v * std::exp(-v * v / 2) / std::sqrt(2 * M_PI);
+  }
+  expectClose(dx, want, 2e-7, 2e-6, "gelu_grad exact");
+  k::gelu_grad(x.data(), dy.data(), dx.data(), (int64_t)x.size(), true);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i], c = std::sqrt(2.0 / M_PI);
+    const double t = std::tanh(c * (v + 0.044715 * v * v * v));
+    want[i] = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * c * (1 + 3 * 0.044715 * v * v);
+  }
+  // (1 + tanh(u)) cancels to 0 in float below x ~ -5, where the true value
+  // is ~1e-6: an absolute tolerance of 2e-6.
+  expectClose(dx, want, 2e-6, 2e-6, "gelu_grad tanh");
+}
+
 TEST(UnaryGrad, ExactValues) {
   // Direct formula checks (tighter than finite differences).
   Vec x = {-2.0f, -0.5f, 0.0f, 0.25f, 1.5f}, dy = {1.0f, 2.0f, -1.0f, 0.5f, 3.0f}, dx(5);
