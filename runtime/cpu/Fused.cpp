@@ -13,6 +13,14 @@ namespace {
 
 constexpr int64_t kBlock = 256;
 
+inline float valueAt(const FusedInput& in, int64_t idx) {
+  return in.bf16 ? detail::widenBf16(static_cast<const uint16_t*>(in.data)[idx])
+                 : static_cast<const float*>(in.data)[idx];
+}
+
+// row[t] = input element ((base + t) / inner) % count, for t < len: copied
+// in runs (contiguous stretches, or one value repeated `inner` times), with
+// no division per element.
 void loadInput(const FusedInput& in, int64_t base, int64_t len, float* row) {
   if (in.inner == 1 && in.count > base && in.count >= base + len) {  // contiguous here
     if (in.bf16) {
@@ -23,10 +31,25 @@ void loadInput(const FusedInput& in, int64_t base, int64_t len, float* row) {
     }
     return;
   }
-  for (int64_t t = 0; t < len; ++t) {
-    const int64_t idx = ((base + t) / in.inner) % in.count;
-    row[t] = in.bf16 ? detail::widenBf16(static_cast<const uint16_t*>(in.data)[idx])
-                     : static_cast<const float*>(in.data)[idx];
+  int64_t idx = (base / in.inner) % in.count;
+  int64_t within = base % in.inner;  // position inside the run of equal values
+  for (int64_t t = 0; t < len;) {
+    if (in.inner == 1) {  // a stretch of consecutive elements, up to the wrap
+      const int64_t run = std::min(len - t, in.count - idx);
+      for (int64_t u = 0; u < run; ++u) row[t + u] = valueAt(in, idx + u);
+      t += run;
+      idx += run;
+    } else {  // one value repeated to the end of its run
+      const int64_t run = std::min(len - t, in.inner - within);
+      const float v = valueAt(in, idx);
+      for (int64_t u = 0; u < run; ++u) row[t + u] = v;
+      t += run;
+      within += run;
+      if (within < in.inner) break;
+      within = 0;
+      ++idx;
+    }
+    if (idx == in.count) idx = 0;
   }
 }
 

@@ -82,6 +82,42 @@ TEST(Fused, ReluGradNegAndBf16RoundingMatch) {
   EXPECT_EQ(bitsOf(got), bitsOf(want));
 }
 
+// Every broadcast form of an input (a row repeated, a value per run of
+// `inner`, both, float and bf16) reads element ((i / inner) % count) at any
+// offset into a block, for any number of kernel threads.
+TEST(Fused, BroadcastInputsReadTheirIndexFormula) {
+  const int64_t n = 5 * 1024 + 77;
+  Rng rng(9);
+  Vec src = rng.vec(4096);
+  std::vector<uint16_t> srcBf16(src.size());
+  k::cast_f32_to_bf16(src.data(), srcBf16.data(), (int64_t)src.size());
+  Vec widened(src.size());
+  k::cast_bf16_to_f32(srcBf16.data(), widened.data(), (int64_t)src.size());
+  const int64_t forms[][2] = {{1, 7}, {1, 300}, {1, 4096}, {3, 5}, {256, 3}, {997, 2}, {1000, 1},
+                              {n, 1}, {2, n / 2 + 1}};
+  for (auto [inner, count] : forms) {
+    for (bool bf16 : {false, true}) {
+      const k::FusedInput in[] = {{bf16 ? (const void*)srcBf16.data() : src.data(), bf16, inner,
+                                   count}};
+      const k::FusedStep copy[] = {{k::FusedOp::Copy, 0, -1}};
+      for (int threads : {1, 2}) {
+        dtcrt::cpu::detail::setKernelThreads(threads);
+        Vec got(n, -1.0f);
+        k::fused_elementwise(in, 1, copy, 1, got.data(), false, n);
+        int64_t bad = -1;
+        for (int64_t i = 0; i < n && bad < 0; ++i) {
+          const int64_t idx = (i / inner) % count;
+          const float want = bf16 ? widened[idx] : src[idx];
+          if (std::memcmp(&got[i], &want, sizeof want) != 0) bad = i;
+        }
+        EXPECT_EQ(bad, -1) << "inner " << inner << " count " << count << (bf16 ? " bf16" : "")
+                           << ", " << threads << " threads";
+      }
+    }
+  }
+  dtcrt::cpu::detail::setKernelThreads(1);
+}
+
 TEST(FusedDeath, BadTablesAreRefused) {
   const float a = 1;
   float y = 0;
