@@ -4,9 +4,10 @@
 // large ones; a 1x1/stride-1/no-pad conv is a plain sgemm on the input.
 // Backward data: sgemm + col2im. Backward filter: im2col + sgemm accumulated
 // over the batch. Scratch comes from the caller. Small-channel stride-1
-// convolutions go to the direct kernels of ConvDirect.cpp instead (the rule is
-// in ConvAlgorithm.h).
+// convolutions go to the direct kernels of ConvDirect.cpp instead, depthwise
+// ones to ConvDepthwise.cpp (the rules are in ConvAlgorithm.h).
 #include "runtime/cpu/ConvAlgorithm.h"
+#include "runtime/cpu/ConvDepthwise.h"
 #include "runtime/cpu/ConvDirect.h"
 #include "runtime/cpu/Internal.h"
 
@@ -174,6 +175,9 @@ bool im2colFromEnvironment() {
 bool conv2d_runs_direct(const Conv2dParams& p) {
   return !im2colOnly && !im2colFromEnvironment() && directShape(p) && direct::available();
 }
+bool conv2d_runs_depthwise(const Conv2dParams& p) {
+  return !im2colOnly && !im2colFromEnvironment() && conv2d_depthwise_shape(p.C, p.K, p.groups);
+}
 void conv2d_use_im2col_only(bool only) { im2colOnly = only; }
 
 namespace {
@@ -229,6 +233,7 @@ void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const
                     float* y, float* workspace) {
   check(p);
   if (conv2d_runs_direct(p)) return direct::forward(p, x, w, bias, y, workspace);
+  if (conv2d_runs_depthwise(p)) return depthwise::forward(p, x, w, bias, y);
   conv2d_forward_columns(p, x, nullptr, w, bias, y, workspace);
 }
 
@@ -283,6 +288,7 @@ void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w
                           float* workspace) {
   check(p);
   if (conv2d_runs_direct(p)) return direct::backward_data(p, dy, w, dx, workspace);
+  if (conv2d_runs_depthwise(p)) return depthwise::backward_data(p, dy, w, dx);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
   const bool pointwise = isPointwise(p);
@@ -318,6 +324,7 @@ void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* 
                             float* workspace) {
   check(p);
   if (conv2d_runs_direct(p)) return direct::backward_filter(p, x, dy, dw, workspace);
+  if (conv2d_runs_depthwise(p)) return depthwise::backward_filter(p, x, dy, dw);
   conv2d_backward_filter_columns(p, x, nullptr, dy, dw, workspace);
 }
 

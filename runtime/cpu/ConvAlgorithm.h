@@ -7,8 +7,8 @@
 // GEMMs after im2col (6 x 25 x 784 per image) that no BLAS runs well, and the
 // column matrix is 25x the input. They run as a direct convolution with eight
 // images in the lanes of each vector instead (runtime/cpu/ConvDirect.cpp),
-// when the CPU has AVX2 and FMA; otherwise (or for any other shape) im2col +
-// sgemm.
+// when the CPU has AVX2 and FMA; depthwise convolutions run direct per-plane
+// loops; any other shape im2col + sgemm.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,14 @@ inline bool conv2d_direct_shape(int64_t C, int64_t K, int64_t H, int64_t W, int6
   const int64_t inputBlock = C * (H + padT + padB) * (W + padL + padR);
   const int64_t gradBlock = K * (H + R - 1) * (W + S - 1);
   return inputBlock <= 16384 && gradBlock <= 32768;
+}
+
+// Depthwise convolutions (one filter per channel: groups == C == K > 1, any
+// window, stride, padding, dilation) run as direct per-plane loops
+// (runtime/cpu/ConvDepthwise.cpp) on every CPU: im2col would build R*S
+// copies of the input for GEMMs with a single row.
+inline bool conv2d_depthwise_shape(int64_t C, int64_t K, int64_t groups) {
+  return groups > 1 && groups == C && K == C;
 }
 
 }  // namespace dtcrt::cpu

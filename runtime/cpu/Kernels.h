@@ -238,6 +238,10 @@ void conv2d_backward_bias(const Conv2dParams& p, const float* dy, float* db);
 // path off (tests and benchmarks compare the two); results differ only by
 // float summation order.
 bool conv2d_runs_direct(const Conv2dParams& p);
+// True when they run p as a depthwise convolution (groups == C == K > 1;
+// ConvDepthwise.cpp) on any CPU; conv2d_use_im2col_only(true) and
+// DTC_CONV_ALGO=im2col turn this path off as well.
+bool conv2d_runs_depthwise(const Conv2dParams& p);
 void conv2d_use_im2col_only(bool only);
 
 // ============================================================================
