@@ -13,6 +13,8 @@
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
 
+#include <vector>
+
 namespace dtcrt::cpu::depthwise {
 using namespace detail;
 
@@ -28,16 +30,29 @@ inline void validOutputs(int64_t tapOffset, int64_t stride, int64_t size, int64_
   hi = std::max(std::min(hi, outSize), lo);
 }
 
+// The plane sizes and, for each tap column s, the output columns [lo, hi)
+// whose input column lies inside the image (computed once per call: two
+// divisions each).
 struct Plane {
   int64_t H, W, OH, OW;
+  const int64_t* lo;
+  const int64_t* hi;
 };
 
-inline Plane planeOf(const Conv2dParams& p) {
-  return {p.H, p.W, conv2d_out_h(p), conv2d_out_w(p)};
-}
+struct TapRanges {
+  std::vector<int64_t> lo, hi;
+  explicit TapRanges(const Conv2dParams& p) : lo((size_t)p.S), hi((size_t)p.S) {
+    for (int64_t s = 0; s < p.S; ++s)
+      validOutputs(s * p.dilW - p.padL, p.strideW, p.W, conv2d_out_w(p), lo[(size_t)s],
+                   hi[(size_t)s]);
+  }
+  Plane plane(const Conv2dParams& p) const {
+    return {p.H, p.W, conv2d_out_h(p), conv2d_out_w(p), lo.data(), hi.data()};
+  }
+};
 
 // y (one plane, [OH, OW]) += conv of x (one plane, [H, W]) with w ([R, S]).
-DTCRT_INLINE_LOOP void forwardPlane(const Conv2dParams& p, Plane q, const float* x,
+DTCRT_INLINE_LOOP void forwardPlane(const Conv2dParams& p, const Plane& q, const float* x,
                                     const float* w, float* y) {
   for (int64_t oh = 0; oh < q.OH; ++oh) {
     float* yrow = y + oh * q.OW;
@@ -47,9 +62,7 @@ DTCRT_INLINE_LOOP void forwardPlane(const Conv2dParams& p, Plane q, const float*
       const float* xrow = x + ih * q.W;
       for (int64_t s = 0; s < p.S; ++s) {
         const float wv = w[r * p.S + s];
-        const int64_t tap = s * p.dilW - p.padL;
-        int64_t lo, hi;
-        validOutputs(tap, p.strideW, q.W, q.OW, lo, hi);
+        const int64_t tap = s * p.dilW - p.padL, lo = q.lo[s], hi = q.hi[s];
         if (p.strideW == 1) {
           const float* xs = xrow + tap;
           DTCRT_SIMD for (int64_t ow = lo; ow < hi; ++ow) yrow[ow] += wv * xs[ow];
@@ -62,7 +75,7 @@ DTCRT_INLINE_LOOP void forwardPlane(const Conv2dParams& p, Plane q, const float*
 }
 
 // dx (one plane) += the transpose of forwardPlane applied to dy.
-DTCRT_INLINE_LOOP void backwardDataPlane(const Conv2dParams& p, Plane q, const float* dy,
+DTCRT_INLINE_LOOP void backwardDataPlane(const Conv2dParams& p, const Plane& q, const float* dy,
                                          const float* w, float* dx) {
   for (int64_t oh = 0; oh < q.OH; ++oh) {
     const float* dyrow = dy + oh * q.OW;
@@ -72,9 +85,7 @@ DTCRT_INLINE_LOOP void backwardDataPlane(const Conv2dParams& p, Plane q, const f
       float* dxrow = dx + ih * q.W;
       for (int64_t s = 0; s < p.S; ++s) {
         const float wv = w[r * p.S + s];
-        const int64_t tap = s * p.dilW - p.padL;
-        int64_t lo, hi;
-        validOutputs(tap, p.strideW, q.W, q.OW, lo, hi);
+        const int64_t tap = s * p.dilW - p.padL, lo = q.lo[s], hi = q.hi[s];
         if (p.strideW == 1) {
           float* dxs = dxrow + tap;
           DTCRT_SIMD for (int64_t ow = lo; ow < hi; ++ow) dxs[ow] += wv * dyrow[ow];
@@ -86,59 +97,67 @@ DTCRT_INLINE_LOOP void backwardDataPlane(const Conv2dParams& p, Plane q, const f
   }
 }
 
-// dw ([R, S] of one channel) += sum over the plane of dy * the shifted x.
-DTCRT_INLINE_LOOP void backwardFilterPlane(const Conv2dParams& p, Plane q, const float* x,
-                                           const float* dy, float* dw) {
-  for (int64_t r = 0; r < p.R; ++r) {
-    for (int64_t s = 0; s < p.S; ++s) {
-      const int64_t tap = s * p.dilW - p.padL;
-      int64_t lo, hi;
-      validOutputs(tap, p.strideW, q.W, q.OW, lo, hi);
-      float acc = 0.0f;
-      for (int64_t oh = 0; oh < q.OH; ++oh) {
-        const int64_t ih = oh * p.strideH - p.padT + r * p.dilH;
-        if (ih < 0 || ih >= q.H) continue;
-        const float* xrow = x + ih * q.W;
-        const float* dyrow = dy + oh * q.OW;
+// acc[(r*S + s)*OW + ow] += dy[oh, ow] * x[ih, iw] over the plane: per-tap
+// rows of partial sums, summed across columns only at the end (a reduction
+// per row would cost more than the row's few products).
+DTCRT_INLINE_LOOP void backwardFilterPlane(const Conv2dParams& p, const Plane& q,
+                                           const float* x, const float* dy, float* acc) {
+  for (int64_t oh = 0; oh < q.OH; ++oh) {
+    const float* dyrow = dy + oh * q.OW;
+    for (int64_t r = 0; r < p.R; ++r) {
+      const int64_t ih = oh * p.strideH - p.padT + r * p.dilH;
+      if (ih < 0 || ih >= q.H) continue;
+      const float* xrow = x + ih * q.W;
+      for (int64_t s = 0; s < p.S; ++s) {
+        float* a = acc + (r * p.S + s) * q.OW;
+        const int64_t tap = s * p.dilW - p.padL, lo = q.lo[s], hi = q.hi[s];
         if (p.strideW == 1) {
           const float* xs = xrow + tap;
-          DTCRT_SIMD_SUM(acc) for (int64_t ow = lo; ow < hi; ++ow) acc += dyrow[ow] * xs[ow];
+          DTCRT_SIMD for (int64_t ow = lo; ow < hi; ++ow) a[ow] += dyrow[ow] * xs[ow];
         } else {
-          for (int64_t ow = lo; ow < hi; ++ow) acc += dyrow[ow] * xrow[ow * p.strideW + tap];
+          for (int64_t ow = lo; ow < hi; ++ow) a[ow] += dyrow[ow] * xrow[ow * p.strideW + tap];
         }
       }
-      dw[r * p.S + s] += acc;
     }
   }
 }
 
-DTCRT_INLINE_LOOP void forwardPlanes(const Conv2dParams* p, const float* x, const float* w,
-                                     const float* bias, float* y, int64_t first, int64_t count) {
-  const Plane q = planeOf(*p);
+DTCRT_INLINE_LOOP void forwardPlanes(const Conv2dParams* p, const Plane* q, const float* x,
+                                     const float* w, const float* bias, float* y, int64_t first,
+                                     int64_t count) {
   for (int64_t i = first; i < first + count; ++i) {
     const int64_t c = i % p->C;
-    float* yp = y + i * q.OH * q.OW;
-    fill(yp, q.OH * q.OW, bias ? bias[c] : 0.0f);
-    forwardPlane(*p, q, x + i * q.H * q.W, w + c * p->R * p->S, yp);
+    float* yp = y + i * q->OH * q->OW;
+    fill(yp, q->OH * q->OW, bias ? bias[c] : 0.0f);
+    forwardPlane(*p, *q, x + i * q->H * q->W, w + c * p->R * p->S, yp);
   }
 }
-DTCRT_INLINE_LOOP void backwardDataPlanes(const Conv2dParams* p, const float* dy, const float* w,
-                                          float* dx, int64_t first, int64_t count) {
-  const Plane q = planeOf(*p);
+DTCRT_INLINE_LOOP void backwardDataPlanes(const Conv2dParams* p, const Plane* q, const float* dy,
+                                          const float* w, float* dx, int64_t first,
+                                          int64_t count) {
   for (int64_t i = first; i < first + count; ++i) {
-    float* dxp = dx + i * q.H * q.W;
-    fill(dxp, q.H * q.W, 0.0f);
-    backwardDataPlane(*p, q, dy + i * q.OH * q.OW, w + (i % p->C) * p->R * p->S, dxp);
+    float* dxp = dx + i * q->H * q->W;
+    fill(dxp, q->H * q->W, 0.0f);
+    backwardDataPlane(*p, *q, dy + i * q->OH * q->OW, w + (i % p->C) * p->R * p->S, dxp);
   }
 }
-DTCRT_INLINE_LOOP void backwardFilterChannel(const Conv2dParams* p, const float* x,
-                                             const float* dy, float* dw, int64_t c) {
-  const Plane q = planeOf(*p);
-  float* dwc = dw + c * p->R * p->S;
-  fill(dwc, p->R * p->S, 0.0f);
+// dw of channel c: its planes' partial sums in `acc` ([R*S, OW] floats),
+// images in order, then each tap's row summed.
+DTCRT_INLINE_LOOP void backwardFilterChannel(const Conv2dParams* p, const Plane* q,
+                                             const float* x, const float* dy, float* dw,
+                                             int64_t c, float* acc) {
+  const int64_t taps = p->R * p->S;
+  fill(acc, taps * q->OW, 0.0f);
   for (int64_t n = 0; n < p->N; ++n) {
     const int64_t i = n * p->C + c;
-    backwardFilterPlane(*p, q, x + i * q.H * q.W, dy + i * q.OH * q.OW, dwc);
+    backwardFilterPlane(*p, *q, x + i * q->H * q->W, dy + i * q->OH * q->OW, acc);
+  }
+  float* dwc = dw + c * taps;
+  for (int64_t t = 0; t < taps; ++t) {
+    const float* a = acc + t * q->OW;
+    float sum = 0.0f;
+    DTCRT_SIMD_SUM(sum) for (int64_t ow = 0; ow < q->OW; ++ow) sum += a[ow];
+    dwc[t] = sum;
   }
 }
 
@@ -158,24 +177,31 @@ void overPlanes(int64_t planes, Fn&& fn) {
 }  // namespace
 
 void forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y) {
+  const TapRanges taps(p);
+  const Plane q = taps.plane(p);
   overPlanes(p.N * p.C, [&](int64_t first, int64_t count) {
-    if (hasAvx2Fma()) runAvx2<forwardPlanes>(&p, x, w, bias, y, first, count);
-    else forwardPlanes(&p, x, w, bias, y, first, count);
+    if (hasAvx2Fma()) runAvx2<forwardPlanes>(&p, &q, x, w, bias, y, first, count);
+    else forwardPlanes(&p, &q, x, w, bias, y, first, count);
   });
 }
 
 void backward_data(const Conv2dParams& p, const float* dy, const float* w, float* dx) {
+  const TapRanges taps(p);
+  const Plane q = taps.plane(p);
   overPlanes(p.N * p.C, [&](int64_t first, int64_t count) {
-    if (hasAvx2Fma()) runAvx2<backwardDataPlanes>(&p, dy, w, dx, first, count);
-    else backwardDataPlanes(&p, dy, w, dx, first, count);
+    if (hasAvx2Fma()) runAvx2<backwardDataPlanes>(&p, &q, dy, w, dx, first, count);
+    else backwardDataPlanes(&p, &q, dy, w, dx, first, count);
   });
 }
 
 void backward_filter(const Conv2dParams& p, const float* x, const float* dy, float* dw) {
+  const TapRanges taps(p);
+  const Plane q = taps.plane(p);
   overPlanes(p.C, [&](int64_t first, int64_t count) {
+    float* acc = threadScratch(p.R * p.S * q.OW);
     for (int64_t c = first; c < first + count; ++c) {
-      if (hasAvx2Fma()) runAvx2<backwardFilterChannel>(&p, x, dy, dw, c);
-      else backwardFilterChannel(&p, x, dy, dw, c);
+      if (hasAvx2Fma()) runAvx2<backwardFilterChannel>(&p, &q, x, dy, dw, c, acc);
+      else backwardFilterChannel(&p, &q, x, dy, dw, c, acc);
     }
   });
 }
