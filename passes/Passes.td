@@ -35,6 +35,62 @@ def FuseGelu : Pass<"dtc-fuse-gelu", "mlir::func::FuncOp"> {
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def FuseLayerNorm : Pass<"dtc-fuse-layer-norm", "mlir::func::FuncOp"> {
+  let summary = "Rewrites the decomposed layer normalization of opset < 17 into dtc.layer_norm";
+  let description = [{
+    Below opset 17 PyTorch exports `nn.LayerNorm` / `F.layer_norm` over the
+    last dimension as nine ops (two means, a subtraction, a square, an
+    epsilon, a square root, a division, the weight and the bias). This pass
+    recognises them and emits one `dtc.layer_norm` (with its fused kernel
+    and one fused backward kernel instead of some twenty elementwise and
+    reduction kernels). The weight is required; the bias is optional.
+
+    Before:
+    ```mlir
+    %m = dtc.reduce_mean %x {axes = array<i64: 3>}
+    %d = dtc.sub %x, %m
+    %p = dtc.pow %d, %two
+    %v = dtc.reduce_mean %p {axes = array<i64: 3>}
+    %e = dtc.add %v, %eps
+    %s = dtc.sqrt %e
+    %n = dtc.div %d, %s
+    %g = dtc.mul %n, %weight
+    %y = dtc.add %g, %bias
+    ```
+    After:
+    ```mlir
+    %y, %mean, %inv_std = dtc.layer_norm %x, %weight, %bias {epsilon = ...}
+    ```
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
+def MatMulTransposeToGemm : Pass<"dtc-matmul-transpose-to-gemm", "mlir::func::FuncOp"> {
+  let summary = "Rewrites matmul(x, transpose(w)) into a gemm with transB";
+  let description = [{
+    PyTorch exports `nn.Linear` applied to a tensor of rank > 2 (a
+    transformer's tokens, ConvNeXt's channels-last pixels) as a `MatMul` of
+    the input with a `Transpose` of the weight. Executed as written, every
+    step copies each such weight transposed, and autodiff transposes its
+    gradient back. This pass folds the transpose into a `gemm` (the batch
+    dimensions folded into rows by reshapes, which are free), whose
+    vector-Jacobian product needs no transpose either.
+
+    Before:
+    ```mlir
+    %t = dtc.transpose %w {perm = array<i64: 1, 0>}   // [N, K] -> [K, N]
+    %y = dtc.matmul %x, %t                            // [B, T, K] x [K, N]
+    ```
+    After:
+    ```mlir
+    %x2 = dtc.reshape %x {shape = array<i64: BT, K>}
+    %g = dtc.gemm %x2, %w {transB = true}
+    %y = dtc.reshape %g {shape = array<i64: B, T, N>}
+    ```
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def FreezeParams : Pass<"dtc-freeze-params", "mlir::ModuleOp"> {
   let summary = "Turns the weights whose names match a regex into constants";
   let description = [{

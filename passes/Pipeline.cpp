@@ -29,6 +29,8 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
   const bool train = o.mode == Options::Mode::Train;
   const bool gpipe = o.schedule == Options::Schedule::GPipe;
   pm.addNestedPass<func::FuncOp>(createFuseGelu());
+  pm.addNestedPass<func::FuncOp>(createFuseLayerNorm());
+  pm.addNestedPass<func::FuncOp>(createMatMulTransposeToGemm());
   pm.addPass(createCanonicalizerPass());
   if (train) {
     pm.addPass(createFreezeParams({o.freeze}));
