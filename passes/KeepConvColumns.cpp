@@ -38,7 +38,7 @@ bool runsDirect(ConvOp conv) {
   ArrayRef<int64_t> x = tensorOf(conv.getInput()).getShape();
   ArrayRef<int64_t> w = tensorOf(conv.getWeight()).getShape();
   ArrayRef<int64_t> s = conv.getStrides(), p = conv.getPads(), d = conv.getDilations();
-  if (dtcrt::cpu::conv2d_depthwise_shape(x[1], w[0], conv.getGroup()))
+  if (dtcrt::cpu::conv2d_depthwise_shape(x[1], w[0], w[3], conv.getGroup()))
     return true;
   return dtcrt::cpu::conv2d_direct_shape(x[1], w[0], x[2], x[3], w[2], w[3], s[0], s[1], p[0],
                                          p[1], p[2], p[3], d[0], d[1], conv.getGroup());

@@ -176,7 +176,8 @@ bool conv2d_runs_direct(const Conv2dParams& p) {
   return !im2colOnly && !im2colFromEnvironment() && directShape(p) && direct::available();
 }
 bool conv2d_runs_depthwise(const Conv2dParams& p) {
-  return !im2colOnly && !im2colFromEnvironment() && conv2d_depthwise_shape(p.C, p.K, p.groups);
+  return !im2colOnly && !im2colFromEnvironment() &&
+         conv2d_depthwise_shape(p.C, p.K, p.S, p.groups);
 }
 void conv2d_use_im2col_only(bool only) { im2colOnly = only; }
 

@@ -36,11 +36,12 @@ inline bool conv2d_direct_shape(int64_t C, int64_t K, int64_t H, int64_t W, int6
 }
 
 // Depthwise convolutions (one filter per channel: groups == C == K > 1, any
-// window, stride, padding, dilation) run as direct per-plane loops
-// (runtime/cpu/ConvDepthwise.cpp) on every CPU: im2col would build R*S
-// copies of the input for GEMMs with a single row.
-inline bool conv2d_depthwise_shape(int64_t C, int64_t K, int64_t groups) {
-  return groups > 1 && groups == C && K == C;
+// window up to kMaxDepthwiseWidth columns, stride, padding, dilation) run as
+// direct per-plane loops (runtime/cpu/ConvDepthwise.cpp) on every CPU:
+// im2col would build R*S copies of the input for GEMMs with a single row.
+constexpr int64_t kMaxDepthwiseWidth = 64;
+inline bool conv2d_depthwise_shape(int64_t C, int64_t K, int64_t S, int64_t groups) {
+  return groups > 1 && groups == C && K == C && S <= kMaxDepthwiseWidth;
 }
 
 }  // namespace dtcrt::cpu

@@ -11,9 +11,8 @@
 #include "runtime/cpu/ConvDepthwise.h"
 
 #include "runtime/cpu/Internal.h"
+#include "runtime/cpu/ConvAlgorithm.h"
 #include "runtime/cpu/Parallel.h"
-
-#include <vector>
 
 namespace dtcrt::cpu::depthwise {
 using namespace detail;
@@ -32,7 +31,7 @@ inline void validOutputs(int64_t tapOffset, int64_t stride, int64_t size, int64_
 
 // The plane sizes and, for each tap column s, the output columns [lo, hi)
 // whose input column lies inside the image (computed once per call: two
-// divisions each).
+// divisions each; on the stack, kernels never allocate).
 struct Plane {
   int64_t H, W, OH, OW;
   const int64_t* lo;
@@ -40,14 +39,13 @@ struct Plane {
 };
 
 struct TapRanges {
-  std::vector<int64_t> lo, hi;
-  explicit TapRanges(const Conv2dParams& p) : lo((size_t)p.S), hi((size_t)p.S) {
+  int64_t lo[kMaxDepthwiseWidth], hi[kMaxDepthwiseWidth];
+  explicit TapRanges(const Conv2dParams& p) {
     for (int64_t s = 0; s < p.S; ++s)
-      validOutputs(s * p.dilW - p.padL, p.strideW, p.W, conv2d_out_w(p), lo[(size_t)s],
-                   hi[(size_t)s]);
+      validOutputs(s * p.dilW - p.padL, p.strideW, p.W, conv2d_out_w(p), lo[s], hi[s]);
   }
   Plane plane(const Conv2dParams& p) const {
-    return {p.H, p.W, conv2d_out_h(p), conv2d_out_w(p), lo.data(), hi.data()};
+    return {p.H, p.W, conv2d_out_h(p), conv2d_out_w(p), lo, hi};
   }
 };
 

@@ -222,6 +222,11 @@ TEST(Conv2d, DepthwiseMatchesReferenceAndIm2col) {
       make(2, 5, 13, 11, 5, 5, 5, 1, 1, 4, 2, 3, 5, 2, 2, 5),   // dilated, asymmetric pads
       make(1, 3, 10, 14, 3, 4, 2, 3, 3, 0, 1, 2, 0, 1, 1, 3),   // stride 3, even window
   };
+  // Windows wider than kMaxDepthwiseWidth columns (the kernels keep their
+  // per-column ranges on the stack) and grouped convolutions with more than
+  // one channel per group take im2col.
+  EXPECT_FALSE(k::conv2d_runs_depthwise(make(1, 2, 3, 70, 2, 1, 65, 1, 1, 0, 0, 0, 0, 1, 1, 2)));
+  EXPECT_FALSE(k::conv2d_runs_depthwise(make(1, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2)));
   Rng rng(93);
   for (const auto& p : cases) {
     ASSERT_TRUE(k::conv2d_runs_depthwise(p)) << name(p);
