@@ -79,11 +79,6 @@ void check(const char* name, const Conv2dParams& p) {
 
 bool symmetric(const Conv2dParams& p) { return p.padT == p.padB && p.padL == p.padR; }
 
-// The cuDNN data type of a tensor element type.
-template <typename T> cudnnDataType_t dnnType();
-template <> cudnnDataType_t dnnType<float>() { return CUDNN_DATA_FLOAT; }
-template <> cudnnDataType_t dnnType<__nv_bfloat16>() { return CUDNN_DATA_BFLOAT16; }
-
 // Float32 compute either way; bf16 plans may use tensor-core math.
 ConvPlan& planFor(Context& ctx, const Conv2dParams& p, bool bf16) {
   if (!ctx.impl || !ctx.dnn) fail("conv2d", "the Context is empty (destroyed or not created)");

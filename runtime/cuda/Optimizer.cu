@@ -321,7 +321,7 @@ __global__ void normPartialKernel(const NormSegment* segs, int num, int64_t tota
   sums[threadIdx.x] = sum;
   __syncthreads();
   for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
-    if (threadIdx.x < stride) sums[threadIdx.x] += sums[threadIdx.x + stride];
+    if (static_cast<int>(threadIdx.x) < stride) sums[threadIdx.x] += sums[threadIdx.x + stride];
     __syncthreads();
   }
   if (threadIdx.x == 0) partial[blockIdx.x] = sums[0];
@@ -334,7 +334,7 @@ __global__ void normFinishKernel(const double* partial, double maxNorm, float* o
   sums[threadIdx.x] = partial[threadIdx.x];
   __syncthreads();
   for (int stride = kNormBlocks / 2; stride > 0; stride >>= 1) {
-    if (threadIdx.x < stride) sums[threadIdx.x] += sums[threadIdx.x + stride];
+    if (static_cast<int>(threadIdx.x) < stride) sums[threadIdx.x] += sums[threadIdx.x + stride];
     __syncthreads();
   }
   if (threadIdx.x == 0) {
