@@ -8,6 +8,7 @@
 // CHECK-NEXT: %[[S:.*]] = dtc.sqrt %[[G]]
 // CHECK-NEXT: dtc.check_finite %[[S]] {what = "dtc.sqrt (/Sqrt)"} : tensor<2x3xf32>
 // CHECK-NEXT: %[[R:.*]] = dtc.reshape
+// CHECK-NEXT: dtc.constant
 // CHECK-NEXT: %[[C:.*]] = dtc.compare
 // CHECK-NEXT: dtc.where
 // CHECK-NEXT: dtc.check_finite %{{.*}} {what = "dtc.where"} : tensor<6xf32>
