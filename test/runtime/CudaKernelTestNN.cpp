@@ -231,6 +231,78 @@ TEST_F(CudaKernel, Losses) {
   expectNear(gdp.get(), dpred, "mse_loss_backward", 1e-6, 0);
 }
 
+// Label smoothing and class weights (--label-smoothing, --class-weights):
+// the CUDA kernels against the CPU definition, with and without weights,
+// with ignored rows, at a small and a large class count (one block and
+// several per row). Tolerances as the plain cross-entropy above.
+TEST_F(CudaKernel, SmoothedWeightedCrossEntropy) {
+  for (int64_t C : {10, 300}) {
+    for (bool weighted : {false, true}) {
+      const int64_t N = 23;
+      const Vec logits = rng.vec(N * C, -4, 4);
+      std::vector<int64_t> labels(N);
+      for (auto& l : labels) l = rng.integer(0, C - 1);
+      labels[2] = cpu::kIgnoreIndex;
+      const Vec w = rng.vec(C, 0.2f, 2.0f);
+      const float* weights = weighted ? w.data() : nullptr;
+      const double smoothing = 0.1;
+      const float loss = cpu::softmax_cross_entropy_smoothed(logits.data(), labels.data(), N, C,
+                                                             smoothing, weights);
+      Vec grad(N * C);
+      cpu::softmax_cross_entropy_smoothed_backward(logits.data(), labels.data(), N, C,
+                                                   smoothing, weights, 0.5f, grad.data());
+      DevF gl(logits), gloss(1), ggrad(N * C);
+      Dev<int64_t> glab(labels);
+      Dev<char> ws(gpu::softmax_cross_entropy_workspace_bytes(N));
+      gpu::softmax_cross_entropy_smoothed(gl, glab, N, C, smoothing, weights, gloss, ws, s);
+      gpu::softmax_cross_entropy_smoothed_backward(gl, glab, N, C, smoothing, weights, 0.5f,
+                                                   ggrad, ws, s);
+      const std::string tag =
+          " C=" + std::to_string(C) + (weighted ? " weighted" : " unweighted");
+      expectNear(gloss.get(), {loss}, "softmax_cross_entropy_smoothed" + tag, 1e-5, 0);
+      expectNear(ggrad.get(), grad, "softmax_cross_entropy_smoothed_backward" + tag, 1e-4,
+                 1e-7);
+    }
+  }
+}
+
+// clip_grad_norm over a segment table (empty and one-element segments
+// included): the global norm and the coefficient against the CPU kernel,
+// once clipping (max norm below the norm) and once not (coefficient 1).
+TEST_F(CudaKernel, ClipGradNorm) {
+  const std::vector<int64_t> sizes = {5, 0, 4096, 1, 9000, 3};
+  int64_t total = 0;
+  for (int64_t k : sizes) total += k;
+  const Vec g = rng.vec(total);
+  std::vector<const float*> ptrs;
+  int64_t at = 0;
+  for (int64_t k : sizes) {
+    ptrs.push_back(g.data() + at);
+    at += k;
+  }
+  DevF gg(g);
+  std::vector<gpu::NormSegment> segs;
+  at = 0;
+  for (int64_t k : sizes) {
+    segs.push_back({gg.ptr + at, k, 0});
+    at += k;
+  }
+  EXPECT_EQ(gpu::layout_segments(segs.data(), (int)segs.size()), total);
+  Dev<char> table(segs.size() * sizeof(gpu::NormSegment));
+  cudaOk(cudaMemcpy(table.ptr, segs.data(), table.n, cudaMemcpyHostToDevice), "upload");
+  for (double maxNorm : {1.0, 1e6}) {
+    float want[2];
+    cpu::clip_grad_norm(ptrs.data(), sizes.data(), (int)sizes.size(), maxNorm, want);
+    DevF out(2), norm(1);
+    Dev<char> ws(gpu::clip_grad_norm_workspace_bytes());
+    gpu::clip_grad_norm(reinterpret_cast<const gpu::NormSegment*>(table.ptr), (int)segs.size(),
+                        total, maxNorm, out, norm, ws, s);
+    const std::string tag = " max_norm=" + std::to_string(maxNorm);
+    expectNear(out.get(), {want[0], want[1]}, "clip_grad_norm" + tag, 1e-6, 0);
+    expectNear(norm.get(), {want[0]}, "clip_grad_norm normOut" + tag, 1e-6, 0);
+  }
+}
+
 TEST_F(CudaKernel, ShapeOps) {
   {  // transpose
     const Shape sh = {3, 4, 5, 6};
