@@ -431,7 +431,9 @@ TEST(TrainerPipeline, TwoStagesEqualOneProcess) {
   ref.save = dir.file("ref.onnx");
   ref.trace.clear();
   ref.quiet = true;
-  Trainer reference(withModel(referenceProgram<kStepRows>()), ref);
+  // The Trainer keeps a reference to its program: the spec must outlive it.
+  const ProgramSpec referenceSpec = withModel(referenceProgram<kStepRows>());
+  Trainer reference(referenceSpec, ref);
   TrainResult want = reference.run();
 
   // The loss: stage 1 computed it, the all-reduce gave it to stage 0.
