@@ -54,4 +54,24 @@ def Dtc_CopyOp : Dtc_SameTypeOp<"copy"> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Dtc_GatherWeightShardsOp : Dtc_Op<"gather_weight_shards",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "all-gathers the weight shards each rank updated (ZeRO-1)";
+  let description = [{
+    `dtc --strategy=fsdp --shard=optimizer`: each rank updates only its
+    shard (an equal, contiguous slice of the flat weight region the state
+    layout lays out, see `dtc-shard-optimizer-state`) and keeps only that
+    shard's optimizer state. This op ends the train step: every rank
+    receives the other ranks' updated slices, in place, so that all ranks
+    start the next step with the same, whole weights. `params` lists the
+    sharded weights (those of the flat region), for reading and checking.
+
+    ```mlir
+    dtc.gather_weight_shards [@fc.weight, @fc.bias]
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefArrayAttr:$params);
+  let assemblyFormat = "$params attr-dict";
+}
+
 #endif // DTC_COLLECTIVE_OPS_TD

@@ -30,6 +30,24 @@ inline constexpr char kStateOf[] = "dtc.state_of";
 /// On ops and params of a pipeline: the stage that runs or owns them (I64).
 inline constexpr char kStage[] = "dtc.stage";
 
+/// dtc --strategy=fsdp (dtc-shard-optimizer-state, dtc-layout-state). On a
+/// weight, its optimizer state and its update: this rank updates only its
+/// shard of the weight and holds only that shard of its state (UnitAttr).
+inline constexpr char kSharded[] = "dtc.sharded";
+/// On a sharded optimizer_state param: which shard slot holds it (I64; slot
+/// k of every rank holds the same state, e.g. exp_avg, of its flat range).
+inline constexpr char kShardSlot[] = "dtc.shard_slot";
+/// On the module: how many slots a rank's optimizer-state shard has (I64).
+inline constexpr char kShardSlots[] = "dtc.shard_slots";
+/// On a sharded weight: its element offset in the flat weight region (I64).
+inline constexpr char kFlatOffset[] = "dtc.flat_offset";
+/// On the module: the flat weight region's byte offset in the state buffer
+/// and its size in float elements (I64). The region ends the static state
+/// buffer; the runtime pads it to a multiple of the world size and splits it
+/// into equal shards, rank r owning elements [r*S, (r+1)*S).
+inline constexpr char kFlatStateOffset[] = "dtc.flat_state_offset";
+inline constexpr char kFlatStateElements[] = "dtc.flat_state_elements";
+
 } // namespace dtc::attr
 
 #endif // DTC_DIALECT_PLANATTRIBUTES_H

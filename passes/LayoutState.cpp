@@ -3,8 +3,10 @@
 // The state buffer holds every param of a rank. Its layout is decided here,
 // once, and recorded on the params (dtc.state_offset) and the module
 // (dtc.state_bytes): codegen writes the parameter table from these, the
-// runtime copies weights in and out through it, and the sharding passes to
-// come will refine it (a shard's range per rank) rather than codegen.
+// runtime copies weights in and out through it. Under --strategy=fsdp the
+// sharded weights form one flat region at the end (dtc.flat_offset) that the
+// runtime splits into one shard per rank, and sharded optimizer state has no
+// place here: it lives in the rank's shard slots (dtc.shard_slot).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/MemoryPlan.h"
@@ -51,7 +53,23 @@ struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
     SymbolTable symbols(module);
     Builder b(module);
     SmallVector<std::pair<int64_t, ParamOp>> params;
+    SmallVector<ParamOp> flat;  // sharded weights: the flat region, last
     for (auto param : module.getOps<ParamOp>()) {
+      if (param->hasAttr(attr::kSharded)) {
+        // Sharded optimizer state lives in the runtime's shard slots.
+        if (param.getKind() == ParamKind::optimizer_state) {
+          if (!param->hasAttr(attr::kShardSlot))
+            return (void)param.emitOpError("is sharded but has no dtc.shard_slot"),
+                   signalPassFailure();
+          continue;
+        }
+        if (param.getKind() != ParamKind::weight ||
+            !llvm::cast<ShapedType>(param.getType()).getElementType().isF32())
+          return (void)param.emitOpError("only float32 weights can be sharded"),
+                 signalPassFailure();
+        flat.push_back(param);
+        continue;
+      }
       FailureOr<int64_t> stage = owningStage(param, symbols);
       if (failed(stage))
         return signalPassFailure();
@@ -60,12 +78,26 @@ struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
     // Each stage's params one contiguous range, in declaration order.
     llvm::stable_sort(params, [](auto &a, auto &b) { return a.first < b.first; });
     int64_t offset = 0;
-    for (auto [stage, param] : params) {
-      if (stage >= 0 && param.getKind() == ParamKind::optimizer_state)
-        param->setAttr(attr::kStage, b.getI64IntegerAttr(stage));
+    auto place = [&](ParamOp param) {
       param->setAttr(attr::kStateOffset, b.getI64IntegerAttr(offset));
       int64_t bytes = tensorBytes(param.getType());
       offset += (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    };
+    for (auto [stage, param] : params) {
+      if (stage >= 0 && param.getKind() == ParamKind::optimizer_state)
+        param->setAttr(attr::kStage, b.getI64IntegerAttr(stage));
+      place(param);
+    }
+    // The flat weight region ends the buffer, so that the runtime can pad it
+    // to equal shards per rank without moving anything else.
+    if (!flat.empty()) {
+      const int64_t base = offset;
+      for (ParamOp weight : flat) {
+        weight->setAttr(attr::kFlatOffset, b.getI64IntegerAttr((offset - base) / 4));
+        place(weight);
+      }
+      module->setAttr(attr::kFlatStateOffset, b.getI64IntegerAttr(base));
+      module->setAttr(attr::kFlatStateElements, b.getI64IntegerAttr((offset - base) / 4));
     }
     module->setAttr(attr::kStateBytes, b.getI64IntegerAttr(offset));
   }

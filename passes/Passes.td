@@ -608,6 +608,40 @@ def InsertFiniteChecks : Pass<"dtc-insert-finite-checks", "mlir::func::FuncOp"> 
   }];
 }
 
+def ShardOptimizerState : Pass<"dtc-shard-optimizer-state", "mlir::ModuleOp"> {
+  let summary = "ZeRO-1: each rank updates one shard of the weights and keeps its state";
+  let description = [{
+    The `--strategy=fsdp --shard=optimizer` pass, after dtc-add-optimizer.
+    Gradients are still averaged over all ranks (dtc-data-parallel), but the
+    optimizer state is split: the trainable weights form one flat region of
+    the state buffer (dtc-layout-state), cut into one equal, contiguous shard
+    per rank, and each rank runs the updates on its shard only and holds
+    only its shard of the optimizer state (the ZeRO paper's stage 1: with
+    Adam in float32, 4 + 4 + 8/N bytes per parameter instead of 16). A
+    `dtc.gather_weight_shards` at the end of @train_step gives every rank the
+    others' updated slices, so the next step starts from the same weights on
+    every rank, as under ddp.
+
+    The pass marks each update, its weight and its optimizer state
+    `dtc.sharded`, and gives each optimizer-state param a shard slot
+    (`dtc.shard_slot`: exp_avg 0 and exp_avg_sq 1 for Adam, the momentum
+    buffer 0 for SGD); the module gets `dtc.shard_slots` and
+    `dtc.strategy = "fsdp"`. The updates are element-wise, so a rank's
+    shard of a weight is updated exactly as ddp updates it.
+
+    Before:
+    ```mlir
+    dtc.adam_update @w, %g {exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq, ...}
+    ```
+    After:
+    ```mlir
+    dtc.adam_update @w, %g {dtc.sharded, exp_avg = @w.exp_avg, ...}
+    dtc.gather_weight_shards [@w]
+    ```
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def LayoutState : Pass<"dtc-layout-state", "mlir::ModuleOp"> {
   let summary = "Lays out the state buffer: each param's offset and owning stage";
   let description = [{
@@ -619,6 +653,13 @@ def LayoutState : Pass<"dtc-layout-state", "mlir::ModuleOp"> {
     records `dtc.state_offset` on each param, the owner's `dtc.stage` on
     optimizer state, and `dtc.state_bytes` on the module; codegen writes the
     program's parameter table from these and nothing else.
+
+    Sharded weights (`dtc.sharded`, --strategy=fsdp) form one flat region
+    that ends the buffer: each gets `dtc.flat_offset` (its first element's
+    index in the region) and the module `dtc.flat_state_offset` (bytes) and
+    `dtc.flat_state_elements`; the runtime pads the region to a multiple of
+    the world size and splits it into equal shards. Sharded optimizer state
+    gets no offset: it lives in the rank's shard slots (`dtc.shard_slot`).
 
     After:
     ```mlir

@@ -49,13 +49,16 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
     } else {
       pm.addPass(createDifferentiate());
       pm.addPass(createAccumulateGradients({o.accumulate}));
-      if (o.strategy == Options::Strategy::Ddp)
+      if (o.strategy == Options::Strategy::Ddp || o.strategy == Options::Strategy::Fsdp)
         pm.addPass(createDataParallel({o.bucketCapMb, /*firstBucketMb=*/1.0}));
     }
     pm.addPass(createAddOptimizer({optimizerName(o.optimizer), o.lr, o.momentum, o.dampening,
                                    o.weightDecay, o.nesterov, o.beta1, o.beta2, o.eps,
                                    o.noDecay, o.lrScale, o.clipGradNorm, o.clipGradValue}));
     pm.addPass(createCanonicalizerPass());
+    // ZeRO-1: each rank updates (and keeps the state of) its shard.
+    if (o.strategy == Options::Strategy::Fsdp)
+      pm.addPass(createShardOptimizerState());
     if (o.precision == Options::Precision::Bf16)
       pm.addPass(createBf16Products());
     // im2col columns kept for backward: a CPU kernel choice (cuDNN on CUDA).
@@ -93,6 +96,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
       *this, "strategy", llvm::cl::init(Options::Strategy::None),
       llvm::cl::values(clEnumValN(Options::Strategy::None, "none", ""),
                        clEnumValN(Options::Strategy::Ddp, "ddp", ""),
+                       clEnumValN(Options::Strategy::Fsdp, "fsdp", ""),
                        clEnumValN(Options::Strategy::Model, "model", ""),
                        clEnumValN(Options::Strategy::Pipeline, "pipeline", ""))};
   Option<Options::Target> target{*this, "target", llvm::cl::init(Options::Target::Cpu),

@@ -17,7 +17,7 @@ namespace dtc {
 
 struct TrainingPipelineOptions {
   enum class Mode { Train, Infer };
-  enum class Strategy { None, Ddp, Model, Pipeline };
+  enum class Strategy { None, Ddp, Fsdp, Model, Pipeline };
   enum class Target { Cpu, Cuda };
   enum class Precision { Fp32, Bf16 };
   enum class Schedule { OneFOneB, GPipe };

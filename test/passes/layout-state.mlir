@@ -49,3 +49,24 @@ module {
   dtc.param constant @shape : tensor<2xi64> = dense<[4, 8]> : tensor<2xi64>
   dtc.param weight @head.bias : tensor<4xf32> = dense<0.0> : tensor<4xf32> {dtc.stage = 1 : i64}
 }
+
+// -----
+
+// --strategy=fsdp: the sharded weights form one flat region that ends the
+// buffer (the runtime pads it to equal shards per rank), each with its first
+// element's index in the region; their sharded optimizer state gets no
+// offset (it lives in the rank's shard slots). A weight that is not sharded
+// (frozen) stays with the other params.
+// CHECK-LABEL: module attributes {dtc.flat_state_elements = 48 : i64, dtc.flat_state_offset = 128 : i64, dtc.shard_slots = 2 : i64, dtc.state_bytes = 320 : i64}
+// CHECK: dtc.param weight @w : tensor<4x8xf32> {{.*}}{dtc.flat_offset = 0 : i64, dtc.sharded, dtc.state_offset = 128 : i64}
+// CHECK: dtc.param optimizer_state @w.exp_avg : tensor<4x8xf32> {dtc.shard_slot = 0 : i64, dtc.sharded, dtc.state_of = @w}
+// CHECK: dtc.param weight @frozen : tensor<4xf32> {{.*}}{dtc.state_offset = 0 : i64}
+// CHECK: dtc.param weight @b : tensor<4xf32> {{.*}}{dtc.flat_offset = 32 : i64, dtc.sharded, dtc.state_offset = 256 : i64}
+// CHECK: dtc.param constant @table : tensor<3xi64> {{.*}}{dtc.state_offset = 64 : i64}
+module attributes {dtc.shard_slots = 2 : i64} {
+  dtc.param weight @w : tensor<4x8xf32> = dense<0.1> : tensor<4x8xf32> {dtc.sharded}
+  dtc.param optimizer_state @w.exp_avg : tensor<4x8xf32> {dtc.sharded, dtc.shard_slot = 0 : i64, dtc.state_of = @w}
+  dtc.param weight @frozen : tensor<4xf32> = dense<0.0> : tensor<4xf32>
+  dtc.param weight @b : tensor<4xf32> = dense<0.0> : tensor<4xf32> {dtc.sharded}
+  dtc.param constant @table : tensor<3xi64> = dense<[1, 2, 3]> : tensor<3xi64>
+}
