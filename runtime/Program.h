@@ -52,6 +52,45 @@ struct ParamSpec {
   // in the state buffer. -1: read-only constants any stage may read. Unused
   // in programs that are not pipelines.
   int32_t stage;
+  // --strategy=fsdp: optimizer state sharded over the ranks has no place in
+  // the state buffer (offset unused) but a slot of StateShard (its weight's
+  // elements of this rank's shard, at StateShard::slot(shardSlot)); -1: not
+  // sharded.
+  int32_t shardSlot = -1;
+};
+
+// The part of one sharded weight this rank updates (StateShard::of).
+struct ShardRange {
+  int64_t begin;  // first element of the weight in this rank's shard
+  int64_t count;  // elements (0: the shard holds none of it)
+  int64_t slot;   // where element `begin` sits in each shard slot
+};
+
+// --strategy=fsdp --shard=optimizer (ZeRO-1). The weights every update
+// writes form one flat region of the state buffer (ProgramSpec::flat*),
+// padded by the runtime to worldSize * elements floats and split into equal
+// shards: rank r owns flat elements [r * elements, (r + 1) * elements),
+// updates only those, and keeps the optimizer state of only those, in
+// ProgramSpec::shardSlots slots of `elements` floats each. Unused (all
+// zero) in other programs.
+struct StateShard {
+  float* region = nullptr;  // the flat weight region (in the state buffer)
+  int64_t begin = 0;        // this rank's first flat element
+  int64_t elements = 0;     // floats per shard
+  float* slots = nullptr;   // shardSlots * elements floats
+
+  // This rank's part of the weight at `flatOffset` with `numel` elements.
+  ShardRange of(int64_t flatOffset, int64_t numel) const {
+    const int64_t first = begin > flatOffset ? begin - flatOffset : 0;
+    const int64_t last = begin + elements - flatOffset < numel ? begin + elements - flatOffset
+                                                               : numel;
+    if (last <= first) return {0, 0, 0};
+    return {first, last - first, flatOffset + first - begin};
+  }
+  float* slot(int64_t k) const { return slots + k * elements; }
+  // This rank's shard of the region, and its size (the all-gather's input).
+  const float* mine() const { return region + begin; }
+  size_t bytes() const { return static_cast<size_t>(elements) * sizeof(float); }
 };
 
 // Pipeline programs: the generated step marks where each scheduled piece of
@@ -114,6 +153,8 @@ struct StepContext {
   // Programs compiled with --clip-grad-norm: the train step writes the
   // gradient's global norm here (device memory in GPU programs); may be null.
   float* gradNorm;
+  // --strategy=fsdp: this rank's shard of the weights and optimizer state.
+  StateShard shard;
 
   // The generated code brackets each kernel op with these (one branch when
   // no profiler is set).
@@ -256,6 +297,12 @@ struct ProgramSpec {
   // dtc --clip-grad-norm=X: X, and the train step reports the gradient norm
   // (StepContext::gradNorm) before clipping; 0: no clipping.
   double clipGradNorm;
+  // --strategy=fsdp (see StateShard): the flat weight region's byte offset
+  // in the state buffer and its size in floats (it ends the buffer), and the
+  // slots of a rank's optimizer-state shard. All 0: nothing is sharded.
+  size_t flatStateOffset = 0;
+  int64_t flatStateElements = 0;
+  int32_t shardSlots = 0;
 };
 
 } // namespace dtcrt

@@ -45,12 +45,14 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
     : spec_(spec), opts_(opts), forceTty_(forceTty), comm_(comm),
       pipeline_(spec.pipelineStages > 0),
       stepRows_(spec.batchSize * (pipeline_ ? std::max(1, spec.microBatches) : 1)),
-      state_(spec.stateBytes), arena_(spec.device ? 0 : spec.arenaBytes),
+      shardLayout_(shardLayout(spec, comm ? comm->size() : 1)),
+      state_(shardLayout_.stateBytes), arena_(spec.device ? 0 : spec.arenaBytes),
       workspace_(spec.device || !spec.workspaceBytes ? 0 : spec.workspaceBytes()),
       labels_(spec.device ? 0
                           : byteSize(spec.labels) * static_cast<size_t>(stepRows_ / spec.batchSize)) {
   // A pipeline step reads M micro-batches: the batch buffers hold M * b rows
   // (evaluation uses the first b).
+  shard_ = stateShard(spec, shardLayout_, state_.data(), comm ? comm->rank() : 0);
   const size_t perStep = static_cast<size_t>(stepRows_ / spec.batchSize);
   for (int32_t i = 0; i < spec.numInputs; ++i)
     if (spec.inputs[i].rank < 1 || spec.inputs[i].dims[0] != spec.batchSize)
@@ -175,6 +177,7 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
   // GPU jobs: gradients are all-reduced on the device communicator.
   ctx.comm = device_ && device_->comm() ? device_->comm() : comm_;
   ctx.profiler = profiler_.get();
+  ctx.shard = shard_;
   return ctx;
 }
 
@@ -359,6 +362,11 @@ TrainResult Trainer::run() {
       restartNote = str("restart ", restartCount(), ": no checkpoint in ", opts_.checkpointDir,
                         " yet; training from the start");
   }
+  // Sharded optimizer state is not in the checkpoint format yet: refuse
+  // rather than resume with the moments silently zeroed.
+  if (isSharded(spec_) && spec_.shardSlots > 0 && !opts_.checkpointDir.empty())
+    fail("--checkpoint-dir: checkpoints of sharded optimizer state (--strategy=fsdp) are not "
+         "supported yet; compile with --strategy=ddp to checkpoint");
   // A checkpoint of another program is the more fundamental error: read it first.
   TrainPosition pos;
   std::string resumedFrom;
@@ -449,6 +457,9 @@ TrainResult Trainer::run() {
                  world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
                                  " per step)")
                            : std::string());
+  if (isSharded(spec_))
+    layout += str(", optimizer state sharded over ", world, world == 1 ? " rank" : " ranks",
+                  " (ZeRO-1)");
   if (spec_.precision && std::string(spec_.precision) == "bf16") layout += ", bf16 products";
   if (device_)
     layout += str(", on ", Device::targetOf(spec_),
@@ -507,6 +518,17 @@ TrainResult Trainer::run() {
     result.memory = gatherStageMemory(*comm_, place_, planned, static_cast<int64_t>(measured));
     for (const StageMemory& m : result.memory) log.line(stageMemoryLine(m));
     log.metricsLine(stageMemoryJson(result.memory));
+  };
+  // Data-parallel jobs, after the first step: each rank's planned and
+  // resident memory (logged under fsdp, where it differs between ranks
+  // and strategies; always in --metrics).
+  auto reportRankMemory = [&] {
+    RankMemory mine = plannedRankMemory(spec_, shardLayout_, workspace_.size());
+    measureRankMemory(mine, state_.data());
+    const std::vector<RankMemory> all = gatherRankMemory(*comm_, mine);
+    if (isSharded(spec_))
+      for (size_t r = 0; r < all.size(); ++r) log.line(rankMemoryLine(static_cast<int>(r), all[r]));
+    log.metricsLine(rankMemoryJson(all));
   };
   // GPU programs, after the first step: planned and measured device memory.
   auto reportDeviceMemory = [&] {
@@ -593,6 +615,9 @@ TrainResult Trainer::run() {
           fail("step ", pos.step, " (epoch ", pos.epoch + 1, ", batch ", pos.batchInEpoch,
                "): the loss is ", loss, "; training diverged (try a lower --lr)");
         if (pipeline_ && runStep == 1) reportMemory(arenaPeak);
+        // (Not again in a resumed run: its metrics continue the first run's.)
+        if (!pipeline_ && !device_ && world > 1 && runStep == 1 && result.firstStep == 1)
+          reportRankMemory();
         if (device_ && runStep == 1) reportDeviceMemory();
         result.losses.push_back(loss);
         result.trainSeconds += dt;

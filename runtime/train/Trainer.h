@@ -32,6 +32,7 @@
 #include "runtime/train/Device.h"
 #include "runtime/train/StepGraphs.h"
 #include "runtime/train/Options.h"
+#include "runtime/train/ShardedState.h"
 #include "runtime/train/Pipeline.h"
 
 #include <cmath>
@@ -133,6 +134,10 @@ private:
   // Programs compiled with --clip-grad-norm: the last train step's gradient
   // norm (the step writes it; GPU programs: downloaded from dGradNorm_).
   float gradNorm_ = -1;
+  // --strategy=fsdp: how this job splits the sharded state (see
+  // ShardedState.h); state_ holds shardLayout_.stateBytes.
+  ShardLayout shardLayout_;
+  StateShard shard_;
   AlignedBuffer state_, arena_, workspace_, labels_;
   std::vector<AlignedBuffer> inputs_, outputs_;
   std::vector<const void*> inputPtrs_;

@@ -26,6 +26,7 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestDevice.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestFiles.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestProfiler.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestShardedState.cpp
 )
 # The tests build ONNX models with the protobuf API, like the io/ sources.
 target_compile_definitions(dtcrt_trainer_tests PRIVATE ONNX_ML=1 ONNX_NAMESPACE=onnx)

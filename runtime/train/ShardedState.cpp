@@ -1,0 +1,124 @@
+// ZeRO-1's split of the flat weight region and the optimizer-state slots
+// over the ranks of a job; see ShardedState.h.
+#include "runtime/train/ShardedState.h"
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/support/Error.h"
+#include "runtime/support/TensorInfo.h"
+#include "runtime/train/Device.h"
+
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dtcrt {
+
+namespace {
+constexpr int64_t kShardAlignFloats = 16;  // 64 bytes, like every other tensor
+size_t alignUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
+} // namespace
+
+ShardLayout shardLayout(const ProgramSpec& spec, int worldSize) {
+  ShardLayout layout;
+  layout.stateBytes = spec.stateBytes;
+  if (!isSharded(spec)) return layout;
+  const int64_t n = worldSize > 0 ? worldSize : 1;
+  const int64_t perRank = (spec.flatStateElements + n - 1) / n;
+  layout.elements = (perRank + kShardAlignFloats - 1) / kShardAlignFloats * kShardAlignFloats;
+  const size_t paddedRegion = static_cast<size_t>(n * layout.elements) * sizeof(float);
+  layout.slotsOffset = alignUp(spec.flatStateOffset + paddedRegion);
+  layout.stateBytes = layout.slotsOffset + static_cast<size_t>(spec.shardSlots) *
+                                               static_cast<size_t>(layout.elements) * sizeof(float);
+  return layout;
+}
+
+StateShard stateShard(const ProgramSpec& spec, const ShardLayout& layout, char* state, int rank) {
+  StateShard shard;
+  if (!isSharded(spec)) return shard;
+  shard.region = reinterpret_cast<float*>(state + spec.flatStateOffset);
+  shard.begin = static_cast<int64_t>(rank) * layout.elements;
+  shard.elements = layout.elements;
+  shard.slots = reinterpret_cast<float*>(state + layout.slotsOffset);
+  return shard;
+}
+
+} // namespace dtcrt
+
+namespace dtcrt {
+
+namespace {
+
+// Bytes of [data, data + bytes) the OS holds in memory (whole pages).
+size_t residentBytes(const char* data, size_t bytes) {
+  if (!data || bytes == 0) return 0;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes + page - 1) / page * page;
+  std::vector<unsigned char> pages((end - begin) / page);
+  if (mincore(reinterpret_cast<void*>(begin), end - begin, pages.data()) != 0) return 0;
+  size_t resident = 0;
+  for (unsigned char p : pages) resident += (p & 1) ? page : 0;
+  return resident;
+}
+
+// The process's peak resident set (getrusage: kilobytes on Linux).
+size_t processPeakResidentBytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<size_t>(usage.ru_maxrss) * 1024;
+}
+
+} // namespace
+
+RankMemory plannedRankMemory(const ProgramSpec& spec, const ShardLayout& layout,
+                             size_t workspaceBytes) {
+  RankMemory m;
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec& p = spec.params[i];
+    const int64_t bytes = static_cast<int64_t>(byteSize(p.tensor));
+    if (p.kind == ParamKind::Weight) m.weightBytes += bytes;
+    if (p.kind == ParamKind::OptimizerState && p.shardSlot < 0) m.optimizerBytes += bytes;
+  }
+  m.optimizerBytes += static_cast<int64_t>(spec.shardSlots) * layout.elements * 4;
+  m.stateBytes = static_cast<int64_t>(layout.stateBytes);
+  m.arenaBytes = static_cast<int64_t>(spec.arenaBytes);
+  m.workspaceBytes = static_cast<int64_t>(workspaceBytes);
+  return m;
+}
+
+void measureRankMemory(RankMemory& m, const char* state) {
+  m.stateResidentBytes = static_cast<int64_t>(residentBytes(state, static_cast<size_t>(m.stateBytes)));
+  m.processPeakBytes = static_cast<int64_t>(processPeakResidentBytes());
+}
+
+std::vector<RankMemory> gatherRankMemory(Communicator& comm, const RankMemory& mine) {
+  std::vector<RankMemory> all(static_cast<size_t>(comm.size()));
+  comm.allGather(&mine, all.data(), sizeof mine)->wait();
+  return all;
+}
+
+std::string rankMemoryLine(int rank, const RankMemory& m) {
+  return str("rank ", rank, " memory: state ", formatMiB(m.stateBytes), " (weights ",
+             formatMiB(m.weightBytes), ", optimizer state ", formatMiB(m.optimizerBytes),
+             "), arena ", formatMiB(m.arenaBytes), ", workspace ", formatMiB(m.workspaceBytes),
+             "; measured: state resident ", formatMiB(m.stateResidentBytes),
+             ", process peak ", formatMiB(m.processPeakBytes));
+}
+
+std::string rankMemoryJson(const std::vector<RankMemory>& all) {
+  std::string out = "{\"rank_memory\":[";
+  for (size_t r = 0; r < all.size(); ++r) {
+    const RankMemory& m = all[r];
+    out += str(r ? "," : "", "{\"rank\":", r, ",\"weight_bytes\":", m.weightBytes,
+               ",\"optimizer_bytes\":", m.optimizerBytes, ",\"state_bytes\":", m.stateBytes,
+               ",\"arena_bytes\":", m.arenaBytes, ",\"workspace_bytes\":", m.workspaceBytes,
+               ",\"state_resident_bytes\":", m.stateResidentBytes,
+               ",\"process_peak_bytes\":", m.processPeakBytes, "}");
+  }
+  return out + "]}";
+}
+
+} // namespace dtcrt

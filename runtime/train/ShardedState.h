@@ -1,0 +1,66 @@
+// --strategy=fsdp --shard=optimizer (ZeRO-1): where a rank's shard of the
+// weights and of the optimizer state lives. The compiler lays out the flat
+// weight region (ProgramSpec::flatState*, at the end of the state buffer) and
+// numbers the optimizer state's slots; the split by the world size happens
+// here, at start-up, so one program runs on any number of ranks:
+//
+//   state buffer: [ other params | flat weights, padded to N * S | slots ]
+//   S = ceil(flat elements / N) rounded up to 16 floats (64 bytes);
+//   rank r owns flat elements [r * S, (r + 1) * S); slot k of rank r holds
+//   optimizer state k (exp_avg, ...) of exactly those elements.
+#pragma once
+
+#include "runtime/Program.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtcrt {
+
+// True when the program shards anything (its updates, maybe its state).
+inline bool isSharded(const ProgramSpec& spec) { return spec.flatStateElements > 0; }
+
+// The layout of one rank's sharded state in a job of `worldSize` ranks.
+struct ShardLayout {
+  int64_t elements = 0;     // S: floats per shard (0: nothing sharded)
+  size_t slotsOffset = 0;   // bytes: where the slots start in the state buffer
+  size_t stateBytes = 0;    // bytes of the whole state buffer of a rank
+};
+ShardLayout shardLayout(const ProgramSpec& spec, int worldSize);
+
+// Rank `rank`'s StateShard over `state` (a buffer of layout.stateBytes).
+StateShard stateShard(const ProgramSpec& spec, const ShardLayout& layout, char* state, int rank);
+
+} // namespace dtcrt
+
+namespace dtcrt {
+
+class Communicator;
+
+// What one rank of a data-parallel job (ddp, fsdp) holds, in bytes: its
+// planned state (weights, optimizer state or its shard, the rest), arena and
+// workspace, and what the OS says of them after a step: the resident bytes
+// of the state buffer (mincore) and the process's peak resident set.
+struct RankMemory {
+  int64_t weightBytes = 0;
+  int64_t optimizerBytes = 0;  // the rank's optimizer state (its shard under fsdp)
+  int64_t stateBytes = 0;      // the whole state buffer
+  int64_t arenaBytes = 0;
+  int64_t workspaceBytes = 0;
+  int64_t stateResidentBytes = 0;
+  int64_t processPeakBytes = 0;
+};
+RankMemory plannedRankMemory(const ProgramSpec& spec, const ShardLayout& layout,
+                             size_t workspaceBytes);
+// Fills the measured fields: `state` is the rank's state buffer.
+void measureRankMemory(RankMemory& m, const char* state);
+// Every rank's (collective); rank r's at index r.
+std::vector<RankMemory> gatherRankMemory(Communicator& comm, const RankMemory& mine);
+// "rank 1 memory: state 3.2 MB (weights 1.6 MB, optimizer state 0.8 MB), ..."
+std::string rankMemoryLine(int rank, const RankMemory& m);
+// One JSON line for --metrics: {"rank_memory":[{...},...]}.
+std::string rankMemoryJson(const std::vector<RankMemory>& all);
+
+} // namespace dtcrt
