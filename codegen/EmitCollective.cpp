@@ -48,6 +48,20 @@ LogicalResult emitAllReduceWait(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// ZeRO-1's step end: each rank's updated shard of the flat weight region
+/// goes to every rank, in place (rank r's shard is already where the
+/// gathered region keeps it).
+LogicalResult emitGatherWeightShards(Operation *op, FunctionEmitter &fn) {
+  auto gather = cast<GatherWeightShardsOp>(op);
+  if (fn.cuda())
+    return op->emitOpError("codegen: sharded optimizer state (--strategy=fsdp) is not "
+                           "available for --target=cuda yet");
+  fn.line("// Every rank gets the other ranks' updated shards of " +
+          std::to_string(gather.getParams().size()) + " weights, in place.");
+  fn.line("ctx.comm->allGather(ctx.shard.mine(), ctx.shard.region, ctx.shard.bytes())->wait();");
+  return success();
+}
+
 LogicalResult emitCopy(Operation *op, FunctionEmitter &fn) {
   auto copy = cast<CopyOp>(op);
   fn.copyBytes(fn.ptr(copy.getOutput()), fn.ptr(copy.getInput()),
@@ -61,6 +75,7 @@ void populateCollectiveEmitters(OpEmitterTable &table) {
   table["dtc.all_reduce_start"] = emitAllReduceStart;
   table["dtc.all_reduce_wait"] = emitAllReduceWait;
   table["dtc.copy"] = emitCopy;
+  table["dtc.gather_weight_shards"] = emitGatherWeightShards;
 }
 
 } // namespace dtc

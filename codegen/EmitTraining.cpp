@@ -2,6 +2,7 @@
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "dialect/ShapeHelpers.h"
 
 #include <cstdio>
@@ -12,7 +13,6 @@ namespace dtc {
 namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
-
 
 std::string real(double v) {
   char buffer[64];
@@ -164,33 +164,113 @@ std::string clipArgument(Value clip, FunctionEmitter &fn) {
   return clip ? ", " + fn.ptr(clip) + "[1]" : std::string();
 }
 
+/// What an update's kernel call reads: whole tensors, or (--strategy=fsdp, a
+/// `dtc.sharded` update) this rank's shard of them. A sharded update's call
+/// is emitted in a block that first asks the runtime which of the weight's
+/// elements this rank owns (`ctx.shard.of`, from the weight's place in the
+/// flat region); the weight and gradient pointers start at the shard, the
+/// optimizer state comes from the rank's shard slots.
+struct UpdateOperands {
+  Operation *update;
+  FunctionEmitter &fn;
+  bool sharded;
+  int64_t flatOffset = 0;
+
+  UpdateOperands(Operation *update, FunctionEmitter &fn)
+      : update(update), fn(fn), sharded(update->hasAttr(attr::kSharded)) {}
+
+  ParamOp lookup(StringRef name) {
+    return update->getParentOfType<ModuleOp>().lookupSymbol<ParamOp>(name);
+  }
+  /// Fails where a sharded update cannot be emitted.
+  LogicalResult check(StringRef weight) {
+    if (!sharded)
+      return success();
+    if (fn.cuda())
+      return update->emitOpError("codegen: sharded optimizer state (--strategy=fsdp) is not "
+                                 "available for --target=cuda yet");
+    ParamOp param = lookup(weight);
+    auto flat = param ? param->getAttrOfType<IntegerAttr>(attr::kFlatOffset) : IntegerAttr();
+    if (!flat)
+      return update->emitOpError("codegen: sharded weight ")
+             << weight << " has no dtc.flat_offset: run dtc-layout-state";
+    flatOffset = flat.getInt();
+    return success();
+  }
+  // The operands (pointers are declared at the function's scope, before
+  // the block opens).
+  std::string weight(StringRef name) {
+    return fn.paramPointer(name) + (sharded ? " + shard.begin" : "");
+  }
+  std::string grad(Value value) { return fn.ptr(value) + (sharded ? " + shard.begin" : ""); }
+  std::string count(Value grad) { return sharded ? "shard.count" : num(fn.numel(grad)); }
+  FailureOr<std::string> state(StringRef name) {
+    if (!sharded)
+      return fn.paramPointer(name);
+    ParamOp param = lookup(name);
+    auto slot = param ? param->getAttrOfType<IntegerAttr>(attr::kShardSlot) : IntegerAttr();
+    if (!slot)
+      return update->emitOpError("codegen: sharded optimizer state ")
+             << name << " has no dtc.shard_slot: run dtc-shard-optimizer-state";
+    return "ctx.shard.slot(" + std::to_string(slot.getInt()) + ") + shard.slot";
+  }
+  /// The kernel call, in the shard's block when sharded.
+  void call(StringRef kernel, StringRef weightName, Value grad, const std::string &args) {
+    if (!sharded)
+      return fn.kernel(kernel, args);
+    fn.line("{  // " + weightName.str() + ": only this rank's shard of it (ZeRO-1)");
+    ++fn.indent;
+    fn.line("const dtcrt::ShardRange shard = ctx.shard.of(/*flat_offset=*/" +
+            std::to_string(flatOffset) + ", /*elements=*/" + num(fn.numel(grad)) + ");");
+    fn.kernel(kernel, args);
+    --fn.indent;
+    fn.line("}");
+  }
+};
+
 LogicalResult emitSgdUpdate(Operation *op, FunctionEmitter &fn) {
   auto sgd = cast<SgdUpdateOp>(op);
-  auto buffer = sgd.getMomentumBufferAttr();
-  fn.kernel("sgd_update", fn.paramPointer(sgd.getParam()) + ", " +
-          fn.ptr(sgd.getGrad()) + ", " +
-          (buffer ? fn.paramPointer(buffer.getValue()) : std::string("nullptr")) + ", " +
-          num(fn.numel(sgd.getGrad())) + ", " + lrOf(sgd.getLrScale().convertToDouble()) + ", " +
-          real(sgd.getMomentum().convertToDouble()) + ", " +
-          real(sgd.getDampening().convertToDouble()) + ", " +
-          real(sgd.getWeightDecay().convertToDouble()) + ", " +
-          (sgd.getNesterov() ? "true" : "false") + ", ctx.step == 1" +
-          clipArgument(sgd.getClip(), fn));
+  UpdateOperands operands(op, fn);
+  if (failed(operands.check(sgd.getParam())))
+    return failure();
+  std::string buffer = "nullptr";
+  if (auto name = sgd.getMomentumBufferAttr()) {
+    FailureOr<std::string> state = operands.state(name.getValue());
+    if (failed(state))
+      return failure();
+    buffer = *state;
+  }
+  operands.call("sgd_update", sgd.getParam(), sgd.getGrad(),
+                operands.weight(sgd.getParam()) + ", " + operands.grad(sgd.getGrad()) + ", " +
+                    buffer + ", " + operands.count(sgd.getGrad()) + ", " +
+                    lrOf(sgd.getLrScale().convertToDouble()) + ", " +
+                    real(sgd.getMomentum().convertToDouble()) + ", " +
+                    real(sgd.getDampening().convertToDouble()) + ", " +
+                    real(sgd.getWeightDecay().convertToDouble()) + ", " +
+                    (sgd.getNesterov() ? "true" : "false") + ", ctx.step == 1" +
+                    clipArgument(sgd.getClip(), fn));
   return success();
 }
 
 LogicalResult emitAdamUpdate(Operation *op, FunctionEmitter &fn) {
   auto adam = cast<AdamUpdateOp>(op);
-  fn.kernel("adam_update", fn.paramPointer(adam.getParam()) + ", " +
-          fn.ptr(adam.getGrad()) + ", " + fn.paramPointer(adam.getExpAvg()) + ", " +
-          fn.paramPointer(adam.getExpAvgSq()) + ", " + num(fn.numel(adam.getGrad())) +
-          ", " + lrOf(adam.getLrScale().convertToDouble()) + ", " +
-          real(adam.getBeta1().convertToDouble()) + ", " +
-          real(adam.getBeta2().convertToDouble()) + ", " +
-          real(adam.getEps().convertToDouble()) + ", " +
-          real(adam.getWeightDecay().convertToDouble()) + ", " +
-          (adam.getDecoupled() ? "true" : "false") + ", ctx.step" +
-          clipArgument(adam.getClip(), fn));
+  UpdateOperands operands(op, fn);
+  if (failed(operands.check(adam.getParam())))
+    return failure();
+  FailureOr<std::string> expAvg = operands.state(adam.getExpAvg());
+  FailureOr<std::string> expAvgSq = operands.state(adam.getExpAvgSq());
+  if (failed(expAvg) || failed(expAvgSq))
+    return failure();
+  operands.call("adam_update", adam.getParam(), adam.getGrad(),
+                operands.weight(adam.getParam()) + ", " + operands.grad(adam.getGrad()) + ", " +
+                    *expAvg + ", " + *expAvgSq + ", " + operands.count(adam.getGrad()) + ", " +
+                    lrOf(adam.getLrScale().convertToDouble()) + ", " +
+                    real(adam.getBeta1().convertToDouble()) + ", " +
+                    real(adam.getBeta2().convertToDouble()) + ", " +
+                    real(adam.getEps().convertToDouble()) + ", " +
+                    real(adam.getWeightDecay().convertToDouble()) + ", " +
+                    (adam.getDecoupled() ? "true" : "false") + ", ctx.step" +
+                    clipArgument(adam.getClip(), fn));
   return success();
 }
 

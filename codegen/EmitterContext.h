@@ -47,8 +47,9 @@ public:
   int64_t numel(mlir::Value value);
   llvm::ArrayRef<int64_t> dims(mlir::Value value);
 
-  /// Emits one line of the function body.
+  /// Emits one line of the function body (indented by `indent` more levels).
   void line(const llvm::Twine &text);
+  int indent = 0;
 
   /// True when the program targets CUDA: every tensor pointer is device
   /// memory and kernels run on the device's compute stream.

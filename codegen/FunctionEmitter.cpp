@@ -70,7 +70,7 @@ std::string FunctionEmitter::ptr(Value value) {
 }
 
 void FunctionEmitter::line(const llvm::Twine &text) {
-  body += "  ";
+  body.append(2 * (1 + indent), ' ');
   body += text.str();
   body += "\n";
 }

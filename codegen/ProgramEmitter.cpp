@@ -155,7 +155,8 @@ StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss) {
     return "optimizer";
   StringRef name = op->getName().getStringRef();
   if (name.starts_with("dtc.all_reduce") || name.starts_with("dtc.send") ||
-      name.starts_with("dtc.recv") || name.starts_with("dtc.broadcast"))
+      name.starts_with("dtc.recv") || name.starts_with("dtc.broadcast") ||
+      isa<GatherWeightShardsOp>(op))
     return "communication";
   return kind == StepKind::Train && pastLoss ? "backward" : "forward";
 }
@@ -360,12 +361,16 @@ namespace {
 struct StateTable {
   struct Entry {
     ParamOp param;
-    int64_t offset;
-    int owner;      // table index of the weight an optimizer state belongs to, or -1
-    int64_t stage;  // the pipeline stage owning it, or -1
+    int64_t offset;     // -1: sharded optimizer state (in the shard slots)
+    int owner;          // table index of the weight an optimizer state belongs to, or -1
+    int64_t stage;      // the pipeline stage owning it, or -1
+    int64_t shardSlot;  // sharded optimizer state: its slot, else -1
   };
   std::vector<Entry> entries;
   int64_t bytes = 0;
+  // --strategy=fsdp: the flat weight region (bytes offset, float elements)
+  // and the slots of a rank's optimizer-state shard; all 0 otherwise.
+  int64_t flatOffset = 0, flatElements = 0, shardSlots = 0;
 };
 
 FailureOr<StateTable> readStateLayout(ModuleOp module) {
@@ -375,7 +380,23 @@ FailureOr<StateTable> readStateLayout(ModuleOp module) {
     return module.emitError("the module has no state layout (dtc.state_bytes): run "
                             "dtc-layout-state");
   table.bytes = bytes.getInt();
+  auto intOf = [&](const char *name) {
+    auto value = module->getAttrOfType<IntegerAttr>(name);
+    return value ? value.getInt() : 0;
+  };
+  table.flatOffset = intOf(attr::kFlatStateOffset);
+  table.flatElements = intOf(attr::kFlatStateElements);
+  table.shardSlots = intOf(attr::kShardSlots);
   for (auto param : module.getOps<ParamOp>()) {
+    auto stage = param->getAttrOfType<IntegerAttr>(attr::kStage);
+    if (auto slot = param->getAttrOfType<IntegerAttr>(attr::kShardSlot)) {
+      if (slot.getInt() < 0 || slot.getInt() >= table.shardSlots)
+        return param.emitOpError("shard slot ")
+               << slot.getInt() << " is not one of the module's " << table.shardSlots
+               << " (dtc.shard_slots)";
+      table.entries.push_back({param, -1, -1, -1, slot.getInt()});
+      continue;
+    }
     auto offset = param->getAttrOfType<IntegerAttr>(attr::kStateOffset);
     if (!offset)
       return param.emitOpError("has no state offset (dtc.state_offset): run dtc-layout-state");
@@ -383,11 +404,12 @@ FailureOr<StateTable> readStateLayout(ModuleOp module) {
       return param.emitOpError("state offset ")
              << offset.getInt() << " is outside the state buffer of " << table.bytes
              << " bytes";
-    auto stage = param->getAttrOfType<IntegerAttr>(attr::kStage);
-    table.entries.push_back({param, offset.getInt(), -1, stage ? stage.getInt() : -1});
+    table.entries.push_back({param, offset.getInt(), -1, stage ? stage.getInt() : -1, -1});
   }
-  llvm::stable_sort(table.entries,
-                    [](const auto &a, const auto &b) { return a.offset < b.offset; });
+  // In state-buffer order; the sharded state (no offset) last.
+  llvm::stable_sort(table.entries, [](const auto &a, const auto &b) {
+    return uint64_t(a.offset) < uint64_t(b.offset);
+  });
   llvm::StringMap<int> index;
   for (auto [i, entry] : llvm::enumerate(table.entries))
     index[entry.param.getSymName()] = static_cast<int>(i);
@@ -419,14 +441,16 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   if (failed(state))
     return failure();
   for (StateTable::Entry entry : state->entries)
-    program.paramOffsets[entry.param.getSymName()] = entry.offset;
+    if (entry.offset >= 0)
+      program.paramOffsets[entry.param.getSymName()] = entry.offset;
   std::string paramTable;
   for (StateTable::Entry entry : state->entries) {
     static const char *kinds[] = {"Weight", "Buffer", "Constant", "OptimizerState"};
     paramTable += "    {" + tensorSpec(entry.param.getSymName(), entry.param.getType()) +
                   ", dtcrt::ParamKind::" + kinds[static_cast<int>(entry.param.getKind())] +
-                  ", " + std::to_string(entry.offset) + ", " + std::to_string(entry.owner) +
-                  ", " + std::to_string(entry.stage) + "},\n";
+                  ", " + std::to_string(std::max<int64_t>(entry.offset, 0)) + ", " +
+                  std::to_string(entry.owner) + ", " + std::to_string(entry.stage) + ", " +
+                  std::to_string(entry.shardSlot) + "},\n";
   }
   const int64_t stateBytes = state->bytes;
 
@@ -581,6 +605,9 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << ",\n"
      << "    .numProfileOps = " << program.profileOps.size() << ",\n"
      << "    .clipGradNorm = " << doubleLiteral(clipGradNormOf(module)) << ",\n"
+     << "    .flatStateOffset = " << state->flatOffset << ",\n"
+     << "    .flatStateElements = " << state->flatElements << ",\n"
+     << "    .shardSlots = " << state->shardSlots << ",\n"
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

@@ -24,12 +24,12 @@
 // PIPE-LABEL: void stage1_step(
 // PIPE: ctx.pipe->recv({{t[0-9]+}}, 64, /*stage=*/0, /*tag=*/0)->wait();
 // PIPE: const dtcrt::ParamSpec kParams[] = {
-// PIPE-NEXT: {{[{][{]}}"fc1.weight", {{.*}}, dtcrt::ParamKind::Weight, 0, -1, 0},
-// PIPE-NEXT: {{[{][{]}}"fc1.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 128, 0, 0},
-// PIPE-NEXT: {{[{][{]}}"fc1.bias", {{.*}}, dtcrt::ParamKind::Weight, 256, -1, 0},
-// PIPE-NEXT: {{[{][{]}}"fc1.bias.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 320, 2, 0},
-// PIPE-NEXT: {{[{][{]}}"fc2.weight", {{.*}}, dtcrt::ParamKind::Weight, 384, -1, 1},
-// PIPE-NEXT: {{[{][{]}}"fc2.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 448, 4, 1},
+// PIPE-NEXT: {{[{][{]}}"fc1.weight", {{.*}}, dtcrt::ParamKind::Weight, 0, -1, 0, -1},
+// PIPE-NEXT: {{[{][{]}}"fc1.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 128, 0, 0, -1},
+// PIPE-NEXT: {{[{][{]}}"fc1.bias", {{.*}}, dtcrt::ParamKind::Weight, 256, -1, 0, -1},
+// PIPE-NEXT: {{[{][{]}}"fc1.bias.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 320, 2, 0, -1},
+// PIPE-NEXT: {{[{][{]}}"fc2.weight", {{.*}}, dtcrt::ParamKind::Weight, 384, -1, 1, -1},
+// PIPE-NEXT: {{[{][{]}}"fc2.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 448, 4, 1, -1},
 // PIPE: const dtcrt::StepFunction kStageSteps[] = {stage0_step, stage1_step};
 // PIPE: .pipelineStages = 2,
 // PIPE-NEXT: .dataParallel = 1,

@@ -154,11 +154,18 @@ cl::opt<std::string> precision(
     cl::init("fp32"), cl::cat(dtcCategory));
 cl::opt<std::string> strategy("strategy",
                               cl::desc("Parallelism: none (one process), ddp (data "
-                                       "parallel: gradients averaged over ranks), model "
+                                       "parallel: gradients averaged over ranks), fsdp "
+                                       "(ddp with the optimizer state sharded over the "
+                                       "ranks, see --shard), model "
                                        "(layers split over --stages ranks, one batch at a "
                                        "time) or pipeline (the same split fed with "
                                        "micro-batches)"),
                               cl::init("none"), cl::cat(dtcCategory));
+cl::opt<std::string> shard("shard",
+                           cl::desc("fsdp: what is sharded over the ranks: optimizer "
+                                    "(ZeRO-1: each rank updates and keeps the optimizer state "
+                                    "of 1/N of the weights; the default)"),
+                           cl::init("optimizer"), cl::cat(dtcCategory));
 cl::opt<int64_t> stages("stages", cl::desc("model/pipeline: number of stages (one rank each), "
                                            "balanced by the cost model"),
                         cl::init(0), cl::cat(dtcCategory));
@@ -268,6 +275,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   Options o;
   o.mode = mode == Mode::Train ? Options::Mode::Train : Options::Mode::Infer;
   o.strategy = strategy == "ddp"        ? Options::Strategy::Ddp
+               : strategy == "fsdp"     ? Options::Strategy::Fsdp
                : strategy == "model"    ? Options::Strategy::Model
                : strategy == "pipeline" ? Options::Strategy::Pipeline
                                         : Options::Strategy::None;
@@ -599,9 +607,26 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
-  if (strategy != "none" && strategy != "ddp" && !isPipeline()) {
+  if (strategy != "none" && strategy != "ddp" && strategy != "fsdp" && !isPipeline()) {
     llvm::errs() << "dtc: error: --strategy=" << strategy
-                 << " is not supported (expected none, ddp, model or pipeline)\n";
+                 << " is not supported (expected none, ddp, fsdp, model or pipeline)\n";
+    return 1;
+  }
+  if (shard.getNumOccurrences() && strategy != "fsdp") {
+    llvm::errs() << "dtc: error: --shard is for --strategy=fsdp\n";
+    return 1;
+  }
+  if (strategy == "fsdp" && shard != "optimizer") {
+    llvm::errs() << "dtc: error: --shard=" << shard
+                 << (shard == "gradients" || shard == "parameters"
+                         ? " is not supported yet (ZeRO-2/3); --shard=optimizer shards the "
+                           "optimizer state\n"
+                         : " is not a sharding level (expected optimizer)\n");
+    return 1;
+  }
+  if (strategy == "fsdp" && target == "cuda") {
+    llvm::errs() << "dtc: error: --strategy=fsdp is not supported with --target=cuda yet "
+                    "(use --strategy=ddp on GPUs)\n";
     return 1;
   }
   if (target != "cpu" && target != "cuda") {

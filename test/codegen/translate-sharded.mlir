@@ -1,0 +1,31 @@
+// The sharded-update and all-gather emitters (--strategy=fsdp, ZeRO-1) from
+// IR: each update runs on the part of its weight this rank's shard holds
+// (pointers offset by the shard's start, Adam's moments from the shard
+// slots), the step ends with the in-place all-gather of the shards, and the
+// program records the flat region and the slots for the runtime.
+// RUN: dtc-opt %s --dtc-training-pipeline="strategy=fsdp optimizer=adam lr=0.001" | dtc-translate --mlir-to-cpp | FileCheck %s
+// CHECK-LABEL: void train_step(
+// CHECK: float* const p_w = reinterpret_cast<float*>(state + 0);  // w 3x6
+// CHECK: {  // w: only this rank's shard of it (ZeRO-1)
+// CHECK-NEXT:   const dtcrt::ShardRange shard = ctx.shard.of(/*flat_offset=*/0, /*elements=*/18);
+// CHECK-NEXT:   cpu::adam_update(p_w + shard.begin, [[DW:t[0-9]+]] + shard.begin, ctx.shard.slot(0) + shard.slot, ctx.shard.slot(1) + shard.slot, shard.count, ctx.lr,
+// CHECK-NEXT: }
+// CHECK: {  // b: only this rank's shard of it (ZeRO-1)
+// CHECK-NEXT:   const dtcrt::ShardRange shard = ctx.shard.of(/*flat_offset=*/32, /*elements=*/3);
+// CHECK: ctx.comm->allGather(ctx.shard.mine(), ctx.shard.region, ctx.shard.bytes())->wait();
+// CHECK-LABEL: const dtcrt::ParamSpec kParams[] = {
+// The optimizer state has a slot, not an offset.
+// CHECK: ParamKind::OptimizerState, 0, {{[0-9]+}}, -1, 0},
+// CHECK: ParamKind::OptimizerState, 0, {{[0-9]+}}, -1, 1},
+// CHECK: .strategy = "fsdp",
+// CHECK: .flatStateOffset = 0,
+// CHECK-NEXT: .flatStateElements = 48,
+// CHECK-NEXT: .shardSlots = 2,
+dtc.param weight @w : tensor<3x6xf32> = dense<0.1> : tensor<3x6xf32>
+dtc.param weight @b : tensor<3xf32> = dense<0.0> : tensor<3xf32>
+func.func @forward(%x: tensor<2x6xf32> {dtc.name = "input"}) -> (tensor<2x3xf32> {dtc.name = "logits"}) {
+  %w = dtc.param_ref @w : tensor<3x6xf32>
+  %b = dtc.param_ref @b : tensor<3xf32>
+  %0 = dtc.gemm %x, %w, %b {transB = true} : (tensor<2x6xf32>, tensor<3x6xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
