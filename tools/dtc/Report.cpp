@@ -92,6 +92,41 @@ static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
   return success();
 }
 
+/// Data-parallel programs (ddp, fsdp): the model state one rank holds on N
+/// ranks, in the ZeRO paper's terms (bytes per trainable parameter: weights,
+/// their gradients, optimizer state; activations are the arena above).
+/// Under fsdp the optimizer state is the rank's shard: slots x S floats,
+/// S = ceil(flat elements / N) rounded up to 16 (as the runtime splits it).
+static void printDataParallelMemory(ModuleOp module, int64_t trainable, int64_t weightBytes,
+                                    int64_t optimizerBytes, llvm::raw_ostream &os) {
+  auto strategy = module->getAttrOfType<StringAttr>("dtc.strategy");
+  if (!strategy || (strategy.getValue() != "ddp" && strategy.getValue() != "fsdp") ||
+      trainable == 0)
+    return;
+  auto intAttr = [&](const char *name) {
+    auto value = module->getAttrOfType<IntegerAttr>(name);
+    return value ? value.getInt() : int64_t(0);
+  };
+  const bool sharded = strategy.getValue() == "fsdp";
+  const int64_t flat = intAttr(attr::kFlatStateElements), slots = intAttr(attr::kShardSlots);
+  const int64_t gradientBytes = 4 * trainable;
+  os << "model state per rank (" << strategy.getValue()
+     << (sharded ? ", optimizer state sharded" : "") << ")\n";
+  os << "  ranks  weights     gradients   optimizer   total       bytes/param\n";
+  for (int64_t n : {1, 2, 4, 8}) {
+    int64_t optimizer = optimizerBytes;
+    if (sharded) {
+      const int64_t shard = ((flat + n - 1) / n + 15) / 16 * 16;
+      optimizer = slots * shard * 4;
+    }
+    const int64_t total = weightBytes + gradientBytes + optimizer;
+    os << llvm::format("  %5lld  %-10s  %-10s  %-10s  %-10s  %.2f\n", (long long)n,
+                       megabytes(weightBytes).c_str(), megabytes(gradientBytes).c_str(),
+                       megabytes(optimizer).c_str(), megabytes(total).c_str(),
+                       double(total) / double(trainable));
+  }
+}
+
 LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
   int64_t count[4] = {0, 0, 0, 0}, bytes[4] = {0, 0, 0, 0}, elements = 0;
   for (auto param : module.getOps<ParamOp>()) {
@@ -123,6 +158,7 @@ LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
   int64_t state = bytes[0] + bytes[1] + bytes[2] + bytes[3];
   os << "  arena           " << megabytes(peak) << "\n";
   os << "  total planned   " << megabytes(peak + state) << " (arena + parameters)\n";
+  printDataParallelMemory(module, elements, bytes[0], bytes[3], os);
   return printPipeline(module, os);
 }
 
