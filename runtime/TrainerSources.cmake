@@ -28,6 +28,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/train/LrSchedule.cpp
   ${DTCRT_RUNTIME_DIR}/train/Logger.cpp
   ${DTCRT_RUNTIME_DIR}/train/Checkpoint.cpp
+  ${DTCRT_RUNTIME_DIR}/train/CheckpointShards.cpp
   ${DTCRT_RUNTIME_DIR}/train/ShardedState.cpp
   ${DTCRT_RUNTIME_DIR}/train/Pipeline.cpp
   ${DTCRT_RUNTIME_DIR}/train/StepGraphs.cpp

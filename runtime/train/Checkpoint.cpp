@@ -1,13 +1,18 @@
-// Checkpoint save/load (see Checkpoint.h for the format).
+// Checkpoint save/load: fingerprints, the version 3 path through
+// CheckpointShards, the version 1-2 decoder, pruning (see Checkpoint.h).
 #include "runtime/train/Checkpoint.h"
 
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
+#include "runtime/train/CheckpointBytes.h"
+#include "runtime/train/CheckpointShards.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
+#include <initializer_list>
+#include <map>
 #include <fcntl.h>
 #include <string>
 #include <sys/stat.h>
@@ -17,54 +22,10 @@ namespace dtcrt {
 
 namespace {
 
-constexpr char kMagic[8] = {'D', 'T', 'C', 'C', 'K', 'P', 'T', '1'};
-constexpr uint32_t kVersion = 2;  // 1: no metricsBytes
-
-struct Fnv1a {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  void bytes(const void* p, size_t n) {
-    const unsigned char* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
-  }
-  template <typename T> void value(T v) { bytes(&v, sizeof v); }
-  void text(const char* s) {
-    const size_t n = s ? std::strlen(s) : 0;
-    value<uint64_t>(n);
-    bytes(s, n);
-  }
-};
-
-class Writer {
-public:
-  template <typename T> void value(T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
-  std::string out;
-};
-
-class Reader {
-public:
-  Reader(const std::string& bytes, const std::string& path) : b_(bytes), path_(path) {}
-  template <typename T> T value() {
-    T v;
-    need(sizeof v);
-    std::memcpy(&v, b_.data() + pos_, sizeof v);
-    pos_ += sizeof v;
-    return v;
-  }
-  void copy(char* dst, size_t n) {
-    need(n);
-    std::memcpy(dst, b_.data() + pos_, n);
-    pos_ += n;
-  }
-  size_t pos() const { return pos_; }
-
-private:
-  void need(size_t n) {
-    if (b_.size() - pos_ < n) fail(path_, ": truncated checkpoint");
-  }
-  const std::string& b_;
-  const std::string& path_;
-  size_t pos_ = 0;
-};
+constexpr const char (&kMagic)[8] = kCheckpointMagic;
+constexpr uint32_t kVersion = 2;  // 1: no metricsBytes; 3: CheckpointShards.h
+using Writer = ByteWriter;
+using Reader = ByteReader;
 
 } // namespace
 
@@ -93,9 +54,79 @@ uint64_t programFingerprint(const ProgramSpec& spec) {
   return f.h;
 }
 
+uint64_t modelFingerprint(const ProgramSpec& spec) {
+  Fnv1a f;
+  f.text("dtc model");
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec& p = spec.params[i];
+    if (p.kind != ParamKind::Weight && p.kind != ParamKind::Buffer) continue;
+    f.text(p.tensor.name);
+    f.value<int32_t>(static_cast<int32_t>(p.kind));
+    f.value<int32_t>(static_cast<int32_t>(p.tensor.dtype));
+    f.value<int32_t>(p.tensor.rank);
+    for (int32_t d = 0; d < p.tensor.rank; ++d) f.value<int64_t>(p.tensor.dims[d]);
+  }
+  return f.h;
+}
+
+FullState::FullState(const ProgramSpec& spec, char* state, bool saves)
+    : spec_(spec), state_(state), saves_(saves) {}
+
+std::vector<CheckpointState::Slice> FullState::loadedSlices() const {
+  std::vector<Slice> slices;
+  for (int32_t i = 0; i < spec_.numParams; ++i)
+    if (spec_.params[i].kind != ParamKind::Constant)
+      slices.push_back({i, 0, elementCount(spec_.params[i].tensor)});
+  return slices;
+}
+
+std::vector<CheckpointState::Slice> FullState::savedSlices() const {
+  return saves_ ? loadedSlices() : std::vector<Slice>{};
+}
+
+void FullState::get(const Slice& s, void* dst) const {
+  const ParamSpec& p = spec_.params[s.param];
+  const size_t elem = dtypeSize(p.tensor.dtype);
+  std::memcpy(dst, state_ + p.offset + static_cast<size_t>(s.begin) * elem,
+              static_cast<size_t>(s.end - s.begin) * elem);
+}
+
+void FullState::put(const Slice& s, const void* src) {
+  const ParamSpec& p = spec_.params[s.param];
+  const size_t elem = dtypeSize(p.tensor.dtype);
+  std::memcpy(state_ + p.offset + static_cast<size_t>(s.begin) * elem, src,
+              static_cast<size_t>(s.end - s.begin) * elem);
+}
+
+std::string saveCheckpointShard(const std::string& dir, const ProgramSpec& spec, int64_t step,
+                                int rank, const CheckpointState& state) {
+  const std::vector<CheckpointState::Slice> slices = state.savedSlices();
+  if (slices.empty()) return "";
+  CheckpointShardWriter w(modelFingerprint(spec), step);
+  for (const CheckpointState::Slice& s : slices) {
+    if (s.param < 0 || s.param >= spec.numParams)
+      fail("internal: checkpoint slice of param ", s.param);
+    state.get(s, w.add(spec.params[s.param].tensor, s.begin, s.end));
+  }
+  return w.write(dir, rank);
+}
+
+std::string saveCheckpointManifest(const std::string& dir, const ProgramSpec& spec,
+                                   const TrainPosition& pos,
+                                   const std::vector<std::string>& shardNames) {
+  return writeCheckpointManifest(dir, modelFingerprint(spec), pos, shardNames);
+}
+
 std::string saveCheckpoint(const std::string& dir, const ProgramSpec& spec,
                            const TrainPosition& pos, const char* state) {
-  makeDirs(dir);
+  const FullState full(spec, const_cast<char*>(state));
+  return saveCheckpointManifest(dir, spec, pos,
+                                {saveCheckpointShard(dir, spec, pos.step, 0, full)});
+}
+
+// Version 2 files (the format's previous writer; tests and the fuzzer).
+std::string encodeCheckpointV2(const ProgramSpec& spec, const TrainPosition& pos,
+                               const char* state) {
   Writer w;
   w.out.append(kMagic, sizeof kMagic);
   w.value<uint32_t>(kVersion);
@@ -110,15 +141,8 @@ std::string saveCheckpoint(const std::string& dir, const ProgramSpec& spec,
   w.value<uint64_t>(pos.metricsBytes);
   w.value<uint64_t>(spec.stateBytes);
   w.out.append(state, spec.stateBytes);
-  Fnv1a sum;
-  sum.bytes(w.out.data(), w.out.size());
-  w.value<uint64_t>(sum.h);
-
-  const std::string name = str("checkpoint-", pos.step, ".bin");
-  const std::string path = joinPath(dir, name);
-  writeFileAtomic(path, w.out);
-  writeFileAtomic(joinPath(dir, "latest"), name + "\n");
-  return path;
+  w.checksum();
+  return std::move(w.out);
 }
 
 std::string latestCheckpoint(const std::string& dir) {
@@ -134,10 +158,76 @@ std::string latestCheckpoint(const std::string& dir) {
   return path;
 }
 
+namespace {
+
+const char* kindName(ParamKind k) {
+  switch (k) {
+  case ParamKind::Weight: return "weight";
+  case ParamKind::Buffer: return "buffer";
+  case ParamKind::Constant: return "constant";
+  case ParamKind::OptimizerState: return "optimizer state";
+  }
+  return "param";
+}
+
+void loadSharded(const std::string& path, const ProgramSpec& spec, TrainPosition& pos,
+                 CheckpointState& state) {
+  const CheckpointReader reader(path, modelFingerprint(spec));
+  const std::vector<CheckpointState::Slice> slices = state.loadedSlices();
+  std::vector<char> buffer;
+  for (const CheckpointState::Slice& s : slices) {
+    if (s.param < 0 || s.param >= spec.numParams)
+      fail("internal: checkpoint slice of param ", s.param);
+    const ParamSpec& p = spec.params[s.param];
+    if (!reader.has(p.tensor.name)) {
+      if (p.kind == ParamKind::OptimizerState)
+        fail(path, ": tensor ", p.tensor.name, " (optimizer state of ",
+             p.ownerIndex >= 0 && p.ownerIndex < spec.numParams
+                 ? spec.params[p.ownerIndex].tensor.name
+                 : "a weight",
+             ") is not in the checkpoint: it was written with another optimizer (this program's "
+             "is ",
+             spec.optimizer ? spec.optimizer : "?", ")");
+      fail(path, ": tensor ", p.tensor.name, " (", kindName(p.kind),
+           ") is not in the checkpoint");
+    }
+    buffer.resize(static_cast<size_t>(s.end - s.begin) * dtypeSize(p.tensor.dtype));
+    reader.read(p.tensor, s.begin, s.end, buffer.data());
+    state.put(s, buffer.data());
+  }
+  pos = reader.position();
+}
+
+} // namespace
+
+void loadCheckpoint(const std::string& path, const ProgramSpec& spec, TrainPosition& pos,
+                    CheckpointState& state) {
+  if (!fileExists(path)) fail(path, ": no such checkpoint");
+  std::string bytes = readFile(path);
+  if (isShardedCheckpoint(bytes)) {
+    bytes.clear();
+    loadSharded(path, spec, pos, state);
+    return;
+  }
+  // Versions 1-2: the identical program's whole state buffer.
+  std::vector<char> whole(spec.stateBytes);
+  TrainPosition p;
+  decodeCheckpoint(bytes, path, spec, p, whole.data());
+  FullState from(spec, whole.data());
+  std::vector<char> buffer;
+  for (const CheckpointState::Slice& s : state.loadedSlices()) {
+    const ParamSpec& param = spec.params[s.param];
+    buffer.resize(static_cast<size_t>(s.end - s.begin) * dtypeSize(param.tensor.dtype));
+    from.get(s, buffer.data());
+    state.put(s, buffer.data());
+  }
+  pos = p;
+}
+
 void loadCheckpoint(const std::string& path, const ProgramSpec& spec, TrainPosition& pos,
                     char* state) {
-  if (!fileExists(path)) fail(path, ": no such checkpoint");
-  decodeCheckpoint(readFile(path), path, spec, pos, state);
+  FullState full(spec, state);
+  loadCheckpoint(path, spec, pos, full);
 }
 
 void decodeCheckpoint(const std::string& bytes, const std::string& path, const ProgramSpec& spec,
@@ -148,6 +238,8 @@ void decodeCheckpoint(const std::string& bytes, const std::string& path, const P
   char magic[sizeof kMagic];
   r.copy(magic, sizeof magic);
   const uint32_t version = r.value<uint32_t>();
+  if (version == kShardedCheckpointVersion)
+    fail(path, ": a version 3 checkpoint shard or manifest (load it through its manifest)");
   if (version != 1 && version != kVersion) fail(path, ": unsupported checkpoint version ", version);
   const uint64_t fingerprint = r.value<uint64_t>();
   if (fingerprint != programFingerprint(spec))
@@ -184,20 +276,22 @@ void decodeCheckpoint(const std::string& bytes, const std::string& path, const P
 
 namespace {
 
-// The step of a file named checkpoint-<digits>.bin, else -1.
-int64_t stepOfName(const std::string& name) {
-  const std::string head = "checkpoint-", tail = ".bin";
-  if (name.size() <= head.size() + tail.size() || name.compare(0, head.size(), head) != 0 ||
-      name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
-    return -1;
-  const std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
-  if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::stoll(digits);
+// The step of a file named checkpoint-<digits><tail>, else -1; `rest`
+// receives what follows the digits.
+int64_t stepOfName(const std::string& name, std::string& rest) {
+  const std::string head = "checkpoint-";
+  if (name.compare(0, head.size(), head) != 0) return -1;
+  const size_t end = name.find_first_not_of("0123456789", head.size());
+  if (end == head.size() || end == std::string::npos || end - head.size() > 18) return -1;
+  rest = name.substr(end);
+  return std::stoll(name.substr(head.size(), end - head.size()));
 }
 
-// True when `path` is a regular file (not a link) starting with the header
-// of a checkpoint of the program with this fingerprint.
-bool isOwnCheckpoint(const std::string& path, uint64_t fingerprint) {
+// True when `path` is a regular file (not a link) starting with a dtc
+// checkpoint header whose version is in `versions` and whose fingerprint is
+// `fingerprint`.
+bool isOwnCheckpoint(const std::string& path, std::initializer_list<uint32_t> versions,
+                     uint64_t fingerprint) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st;
@@ -210,7 +304,14 @@ bool isOwnCheckpoint(const std::string& path, uint64_t fingerprint) {
   uint64_t fp;
   std::memcpy(&version, head + sizeof kMagic, sizeof version);
   std::memcpy(&fp, head + sizeof kMagic + sizeof version, sizeof fp);
-  return (version == 1 || version == kVersion) && fp == fingerprint;
+  return std::find(versions.begin(), versions.end(), version) != versions.end() &&
+         fp == fingerprint;
+}
+
+void removeFile(const std::string& path, std::vector<std::string>& deleted) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    fail("--keep-checkpoints: cannot delete ", path, ": ", std::strerror(errno));
+  deleted.push_back(path);
 }
 
 } // namespace
@@ -221,24 +322,45 @@ std::vector<std::string> pruneCheckpoints(const std::string& dir, const ProgramS
   if (keep <= 0) return deleted;
   DIR* d = ::opendir(dir.c_str());
   if (!d) fail("--keep-checkpoints: cannot list ", dir, ": ", std::strerror(errno));
-  std::vector<std::pair<int64_t, std::string>> older;
-  const uint64_t fingerprint = programFingerprint(spec);
+  // Per step below currentStep: its checkpoint files (manifest or version
+  // 1-2 file first, then shards) once a manifest or single file is own.
+  struct Older {
+    bool complete = false;
+    std::vector<std::string> heads, shards;
+  };
+  std::map<int64_t, Older> older;
+  const uint64_t program = programFingerprint(spec), model = modelFingerprint(spec);
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    const int64_t step = stepOfName(name);
+    std::string rest;
+    const int64_t step = stepOfName(name, rest);
     if (step < 0 || step >= currentStep) continue;
     const std::string path = joinPath(dir, name);
-    if (isOwnCheckpoint(path, fingerprint)) older.emplace_back(step, path);
+    if (rest == ".bin" && isOwnCheckpoint(path, {1, kVersion}, program)) {
+      older[step].complete = true;
+      older[step].heads.push_back(path);
+    } else if (rest == ".manifest" && isOwnCheckpoint(path, {kShardedCheckpointVersion}, model)) {
+      older[step].complete = true;
+      older[step].heads.push_back(path);
+    } else if (rest.size() > 9 && rest.compare(0, 5, ".rank") == 0 &&
+               rest.compare(rest.size() - 4, 4, ".bin") == 0 &&
+               rest.find_first_not_of("0123456789", 5) == rest.size() - 4 &&
+               isOwnCheckpoint(path, {kShardedCheckpointVersion}, model)) {
+      older[step].shards.push_back(path);
+    }
   }
   ::closedir(d);
+  std::vector<int64_t> steps;
+  for (const auto& [step, o] : older)
+    if (o.complete) steps.push_back(step);  // ascending: std::map
   // The checkpoint just written counts as one of the `keep`.
-  std::sort(older.begin(), older.end());
   const size_t keepOlder = static_cast<size_t>(keep - 1);
-  if (older.size() <= keepOlder) return deleted;
-  for (size_t i = 0; i < older.size() - keepOlder; ++i) {
-    if (::unlink(older[i].second.c_str()) != 0 && errno != ENOENT)
-      fail("--keep-checkpoints: cannot delete ", older[i].second, ": ", std::strerror(errno));
-    deleted.push_back(older[i].second);
+  if (steps.size() <= keepOlder) return deleted;
+  for (size_t i = 0; i < steps.size() - keepOlder; ++i) {
+    const Older& o = older[steps[i]];
+    // The manifest first: a checkpoint is never listed with shards gone.
+    for (const std::string& path : o.heads) removeFile(path, deleted);
+    for (const std::string& path : o.shards) removeFile(path, deleted);
   }
   return deleted;
 }

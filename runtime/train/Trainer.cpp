@@ -373,7 +373,10 @@ TrainResult Trainer::run() {
   bool flagsDiffer = false;
   if (opts_.resume) {
     resumedFrom = latestCheckpoint(opts_.checkpointDir);
-    loadCheckpoint(resumedFrom, spec_, pos, state_.data());
+    // Constants come from the program (version 3 checkpoints do not store them).
+    loadInitialState(spec_, state_.data());
+    FullState full(spec_, state_.data());
+    loadCheckpoint(resumedFrom, spec_, pos, full);
     flagsDiffer = (opts_.seedSet && opts_.seed != pos.seed) ||
                   (opts_.shuffleSet && opts_.shuffle != pos.shuffle);
     opts_.seed = pos.seed;  // synthetic data, dropout and the shuffle order follow the checkpoint
@@ -396,8 +399,13 @@ TrainResult Trainer::run() {
     if (pos.datasetSize != train.size())
       fail(path, ": the checkpoint was trained on ", pos.datasetSize,
            " samples but --data=", opts_.data, " has ", train.size());
+    // Another world size resumes too (the checkpoint holds whole tensors by
+    // name); the position is the step and the batch of the epoch, the same
+    // samples only when a step covers as many samples as the writer's did.
     if (pos.worldSize != world)
-      fail(path, ": the checkpoint was written by ", pos.worldSize, " ranks, this run has ", world);
+      log.line(str("note: the checkpoint was written by ", pos.worldSize, " ",
+                   pos.worldSize == 1 ? "rank" : "ranks", ", this run has ", world));
+    pos.worldSize = world;
     if (flagsDiffer) log.line("note: --resume keeps the checkpoint's --seed and --shuffle");
     log.line(str("resumed from ", path, " at step ", pos.step, " (epoch ", pos.epoch + 1,
                  ", batch ", pos.batchInEpoch, ")"));
@@ -504,9 +512,15 @@ TrainResult Trainer::run() {
     if (opts_.checkpointDir.empty() || lastCheckpointStep == pos.step) return;
     syncStagesIfNeeded();
     downloadState();
+    // Rank 0 holds the whole state and writes it as the only shard, then the
+    // manifest. A rank with sharded state would write its own shard
+    // (saveCheckpointShard with its CheckpointState), and rank 0 the manifest
+    // of them all after a barrier.
     if (isLogRank()) {
       pos.metricsBytes = log.metricsBytes();
-      log.line("checkpoint " + saveCheckpoint(opts_.checkpointDir, spec_, pos, state_.data()));
+      const FullState full(spec_, state_.data());
+      const std::string shard = saveCheckpointShard(opts_.checkpointDir, spec_, pos.step, 0, full);
+      log.line("checkpoint " + saveCheckpointManifest(opts_.checkpointDir, spec_, pos, {shard}));
       if (opts_.keepCheckpoints > 0)
         pruneCheckpoints(opts_.checkpointDir, spec_, pos.step, opts_.keepCheckpoints);
     }

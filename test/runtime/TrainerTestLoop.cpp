@@ -198,7 +198,7 @@ TEST(TrainerLoop, ResumeReproducesTheUninterruptedRun) {
     first.metrics = dir.file("m" + std::to_string(stopAt) + ".jsonl");
     TrainResult a = Trainer(linearProgram(), first).run();
     ASSERT_EQ(a.losses.size(), static_cast<size_t>(stopAt));
-    EXPECT_EQ(latestCheckpoint(ck), ck + "/checkpoint-" + std::to_string(stopAt) + ".bin");
+    EXPECT_EQ(latestCheckpoint(ck), ck + "/checkpoint-" + std::to_string(stopAt) + ".manifest");
 
     Options second = o;
     second.checkpointDir = ck;
@@ -229,7 +229,7 @@ TEST(TrainerLoop, ResumeRefusesAnotherDataset) {
   o.maxSteps = 0;
   std::string err = errorOf([&] { Trainer(linearProgram(), o).run(); });
   EXPECT_NE(err.find("trained on 40 samples"), std::string::npos) << err;
-  EXPECT_NE(errorOf([&] { Trainer(classifierProgram(), o).run(); }).find("different program"),
+  EXPECT_NE(errorOf([&] { Trainer(classifierProgram(), o).run(); }).find("different model"),
             std::string::npos);
 }
 

@@ -448,7 +448,7 @@ TEST(TrainerPipeline, TwoStagesEqualOneProcess) {
   EXPECT_EQ(floatsOf(ranks[0].state.data()), floatsOf(ranks[1].state.data()));
   expectClose(floatsOf(ranks[0].state.data()), floatsOf(reference.state()), "final state");
   // Checkpoints (after epoch 1 and at the end) hold both stages' params.
-  for (const char* name : {"checkpoint-5.bin", "checkpoint-10.bin"}) {
+  for (const char* name : {"checkpoint-5.manifest", "checkpoint-10.manifest"}) {
     TrainPosition pos, refPos;
     std::vector<char> got(128), exp(128);
     loadCheckpoint(joinPath(o.checkpointDir, name), pipelineProgram(1), pos, got.data());

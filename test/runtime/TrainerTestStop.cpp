@@ -114,7 +114,7 @@ TEST(TrainerStop, SignalCheckpointsAndResumeContinuesBitForBit) {
   const TrainResult a = Trainer(signalling, first).run();
   EXPECT_TRUE(a.stoppedBySignal);
   ASSERT_EQ(a.losses.size(), 13u);  // the step in progress ends, no other
-  EXPECT_EQ(latestCheckpoint(first.checkpointDir), first.checkpointDir + "/checkpoint-13.bin");
+  EXPECT_EQ(latestCheckpoint(first.checkpointDir), first.checkpointDir + "/checkpoint-13.manifest");
 
   Options second = first;
   second.resume = true;
@@ -153,8 +153,8 @@ TEST(TrainerStop, ResumeFromAnOlderCheckpointCutsTheMetrics) {
   first.maxSteps = 14;
   Trainer(linearProgram(), first).run();
   ASSERT_EQ(lines(first.metrics).size(), 14u);
-  ASSERT_EQ(::unlink((first.checkpointDir + "/checkpoint-14.bin").c_str()), 0);
-  writeBytes(first.checkpointDir + "/latest", "checkpoint-12.bin\n");
+  ASSERT_EQ(::unlink((first.checkpointDir + "/checkpoint-14.manifest").c_str()), 0);
+  writeBytes(first.checkpointDir + "/latest", "checkpoint-12.manifest\n");
 
   // Restarted by dtcrun: it resumes without --resume and cuts lines 13-14.
   Options second = first;
@@ -191,8 +191,8 @@ TEST(TrainerStop, CheckpointEveryAndKeepCheckpoints) {
   // Checkpoints at 4, 8, 10 (epoch end), 12, ..., 28, 30 (end): the newest two stay.
   std::vector<std::string> names;
   for (int64_t s = 1; s <= 30; ++s)
-    if (fileExists(o.checkpointDir + "/checkpoint-" + std::to_string(s) + ".bin"))
+    if (fileExists(o.checkpointDir + "/checkpoint-" + std::to_string(s) + ".manifest"))
       names.push_back(std::to_string(s));
   EXPECT_EQ(names, (std::vector<std::string>{"28", "30"}));
-  EXPECT_EQ(latestCheckpoint(o.checkpointDir), o.checkpointDir + "/checkpoint-30.bin");
+  EXPECT_EQ(latestCheckpoint(o.checkpointDir), o.checkpointDir + "/checkpoint-30.manifest");
 }

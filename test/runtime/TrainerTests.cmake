@@ -20,6 +20,7 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestData.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestIo.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpoint.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpointShards.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestLoop.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestStop.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestPipeline.cpp
