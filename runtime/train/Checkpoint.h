@@ -47,6 +47,10 @@ struct TrainPosition {
   // run cuts the lines logged after it); kNoMetricsBytes when unknown.
   uint64_t metricsBytes = kNoMetricsBytes;
   static constexpr uint64_t kNoMetricsBytes = ~uint64_t{0};
+  // Samples one optimizer step covers over the whole job (version 3; 0:
+  // unknown). A run resuming with another value reads other batches than
+  // the writer would have.
+  int64_t samplesPerStep = 0;
 };
 
 // FNV-1a of the param table (names, kinds, dtypes, dims, offsets), the state

@@ -144,6 +144,7 @@ std::string writeCheckpointManifest(const std::string& dir, uint64_t modelFinger
   w.value<int64_t>(pos.datasetSize);
   w.value<int32_t>(pos.worldSize);
   w.value<uint64_t>(pos.metricsBytes);
+  w.value<int64_t>(pos.samplesPerStep);
   w.value<uint32_t>(static_cast<uint32_t>(shardNames.size()));
   for (const std::string& name : shardNames) {
     const std::string path = joinPath(dir, name);
@@ -174,7 +175,9 @@ Manifest decodeManifest(const std::string& bytes, const std::string& path) {
   p.datasetSize = r.value<int64_t>();
   p.worldSize = r.value<int32_t>();
   p.metricsBytes = r.value<uint64_t>();
-  if (p.step < 0 || p.epoch < 0 || p.batchInEpoch < 0 || p.datasetSize < 0 || p.worldSize < 1)
+  p.samplesPerStep = r.value<int64_t>();
+  if (p.step < 0 || p.epoch < 0 || p.batchInEpoch < 0 || p.datasetSize < 0 || p.worldSize < 1 ||
+      p.samplesPerStep < 0)
     fail(path, ": corrupt checkpoint (step ", p.step, ", epoch ", p.epoch, ", batch ",
          p.batchInEpoch, ", world size ", p.worldSize, ")");
   const uint32_t count = r.value<uint32_t>();

@@ -20,7 +20,7 @@
 //             row-major flattened tensor
 //   manifest: the TrainPosition (i64 step, i64 epoch, i64 batchInEpoch,
 //             u64 seed, u8 shuffle, i64 datasetSize, i32 worldSize,
-//             u64 metricsBytes), u32 shards, each: u32 nameBytes, file name
+//             u64 metricsBytes, i64 samplesPerStep), u32 shards, each: u32 nameBytes, file name
 //             (in the manifest's folder), u64 size, u64 FNV-1a of the file
 // The model fingerprint (modelFingerprint in Checkpoint.h) covers only the
 // names, kinds, dtypes and dims of the weights and buffers.

@@ -400,8 +400,7 @@ TrainResult Trainer::run() {
       fail(path, ": the checkpoint was trained on ", pos.datasetSize,
            " samples but --data=", opts_.data, " has ", train.size());
     // Another world size resumes too (the checkpoint holds whole tensors by
-    // name); the position is the step and the batch of the epoch, the same
-    // samples only when a step covers as many samples as the writer's did.
+    // name); see the samples-per-step note below.
     if (pos.worldSize != world)
       log.line(str("note: the checkpoint was written by ", pos.worldSize, " ",
                    pos.worldSize == 1 ? "rank" : "ranks", ", this run has ", world));
@@ -441,6 +440,15 @@ TrainResult Trainer::run() {
          pipeline_ && shards > 1 ? str(" on each of ", shards, " replicas") : "");
   // Samples of one optimizer step over the whole job.
   const int64_t samplesPerStep = micro * stepRows_ * shards;
+  // The position is the step and the batch of the epoch: the batches are
+  // the ones the writer would have read only when a step covers as many
+  // samples.
+  if (opts_.resume && pos.samplesPerStep > 0 && pos.samplesPerStep != samplesPerStep)
+    log.line(str("note: a step of this run covers ", samplesPerStep,
+                 " samples, the checkpoint's covered ", pos.samplesPerStep,
+                 ": the run continues at batch ", pos.batchInEpoch, " of epoch ", pos.epoch + 1,
+                 " of its own order"));
+  pos.samplesPerStep = samplesPerStep;
   const double lr = opts_.lrSet ? opts_.lr : spec_.lr;
   // --lr-schedule: the run's length in the schedule's units (its default
   // total), and the lr of the next optimizer step.

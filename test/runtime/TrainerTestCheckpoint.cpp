@@ -44,6 +44,7 @@ TEST(TrainerCheckpoint, RoundTrip) {
   pos.seed = 99;
   pos.shuffle = false;
   pos.datasetSize = 1000;
+  pos.samplesPerStep = 48;
   const std::string ckdir = dir.file("ck/nested");
   const std::string path = saveCheckpoint(ckdir, spec, pos, state.data());
   EXPECT_EQ(path, ckdir + "/checkpoint-123.manifest");
@@ -62,6 +63,7 @@ TEST(TrainerCheckpoint, RoundTrip) {
   EXPECT_FALSE(p.shuffle);
   EXPECT_EQ(p.datasetSize, 1000);
   EXPECT_EQ(p.worldSize, 1);
+  EXPECT_EQ(p.samplesPerStep, 48);
 
   // A later checkpoint moves the pointer; the old file stays.
   pos.step = 200;
