@@ -11,6 +11,11 @@
 // --eval, checkpoints and --save, the first step's activation memory is
 // reported per stage, and --trace records steps 2-4.
 //
+// Checkpoints go through CheckpointState (Checkpoint.h): rank 0 holds the
+// whole state then and writes it as the one shard (FullState), then the
+// manifest; on --resume every rank reads every non-constant tensor by name,
+// so a checkpoint of another strategy or world size of the model resumes.
+//
 // Stopping and restarting: SIGTERM/SIGINT during the loop stop every rank
 // after the same step (StopAgreement), which is checkpointed; a program
 // restarted by dtcrun --max-restarts (TORCHELASTIC_RESTART_COUNT > 0) with
