@@ -1,5 +1,6 @@
 // The training loop (see Trainer.h).
 #include "runtime/train/Trainer.h"
+#include "runtime/train/ShardedCheckpoint.h"
 
 #include "runtime/data/Sampler.h"
 #include "runtime/io/OnnxModel.h"
@@ -148,6 +149,13 @@ void Trainer::prefetchBatch(const Dataset& d, const int64_t* indices, int64_t ro
 }
 
 Trainer::~Trainer() = default;
+
+std::unique_ptr<CheckpointState> Trainer::checkpointState() {
+  if (isSharded(spec_))
+    return std::make_unique<ShardedCheckpointState>(spec_, state_.data(), shard_,
+                                                    comm_ ? comm_->rank() : 0);
+  return std::make_unique<FullState>(spec_, state_.data());
+}
 
 StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t step) {
   StepContext ctx{};
@@ -362,11 +370,6 @@ TrainResult Trainer::run() {
       restartNote = str("restart ", restartCount(), ": no checkpoint in ", opts_.checkpointDir,
                         " yet; training from the start");
   }
-  // Sharded optimizer state is not in the checkpoint format yet: refuse
-  // rather than resume with the moments silently zeroed.
-  if (isSharded(spec_) && spec_.shardSlots > 0 && !opts_.checkpointDir.empty())
-    fail("--checkpoint-dir: checkpoints of sharded optimizer state (--strategy=fsdp) are not "
-         "supported yet; compile with --strategy=ddp to checkpoint");
   // A checkpoint of another program is the more fundamental error: read it first.
   TrainPosition pos;
   std::string resumedFrom;
@@ -375,8 +378,9 @@ TrainResult Trainer::run() {
     resumedFrom = latestCheckpoint(opts_.checkpointDir);
     // Constants come from the program (version 3 checkpoints do not store them).
     loadInitialState(spec_, state_.data());
-    FullState full(spec_, state_.data());
-    loadCheckpoint(resumedFrom, spec_, pos, full);
+    // fsdp: the whole weights and this rank's shard of the optimizer state.
+    std::unique_ptr<CheckpointState> into = checkpointState();
+    loadCheckpoint(resumedFrom, spec_, pos, *into);
     flagsDiffer = (opts_.seedSet && opts_.seed != pos.seed) ||
                   (opts_.shuffleSet && opts_.shuffle != pos.shuffle);
     opts_.seed = pos.seed;  // synthetic data, dropout and the shuffle order follow the checkpoint
@@ -520,10 +524,23 @@ TrainResult Trainer::run() {
     if (opts_.checkpointDir.empty() || lastCheckpointStep == pos.step) return;
     syncStagesIfNeeded();
     downloadState();
-    // Rank 0 holds the whole state and writes it as the only shard, then the
-    // manifest. A rank with sharded state would write its own shard
-    // (saveCheckpointShard with its CheckpointState), and rank 0 the manifest
-    // of them all after a barrier.
+    // fsdp: every rank writes its shard; once all are durable (the
+    // all-gather of their names), rank 0 writes the manifest.
+    if (isSharded(spec_)) {
+      const std::string shard =
+          saveCheckpointShard(opts_.checkpointDir, spec_, pos.step, rank, *checkpointState());
+      const std::vector<std::string> shards = gatherShardNames(comm_, shard);
+      if (isLogRank()) {
+        pos.metricsBytes = log.metricsBytes();
+        log.line("checkpoint " + saveCheckpointManifest(opts_.checkpointDir, spec_, pos, shards));
+        if (opts_.keepCheckpoints > 0)
+          pruneCheckpoints(opts_.checkpointDir, spec_, pos.step, opts_.keepCheckpoints);
+      }
+      lastCheckpointStep = pos.step;
+      return;
+    }
+    // Otherwise rank 0 holds the whole state and writes it as the only
+    // shard, then the manifest.
     if (isLogRank()) {
       pos.metricsBytes = log.metricsBytes();
       const FullState full(spec_, state_.data());

@@ -112,6 +112,8 @@ private:
   // next fillBatch will ask for, while the device runs the current step.
   void prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows);
   StepContext context(float* loss, int64_t* correct, double lr, int64_t step);
+  // How this rank's state meets a checkpoint: FullState, or fsdp's shards.
+  std::unique_ptr<CheckpointState> checkpointState();
   // Runs `step` on the batch in the host buffers (GPU programs: uploads it
   // first, and runs `whileRunning` on the host after queueing the step and
   // before waiting for it); returns the loss and, when `correct` is given,
