@@ -23,6 +23,7 @@ add_library(dtcrt_comm STATIC
   ${DTCRT_COMM_DIR}/Environment.cpp
   ${DTCRT_COMM_DIR}/Rendezvous.cpp
   ${DTCRT_COMM_DIR}/GlooCommunicator.cpp
+  ${DTCRT_COMM_DIR}/Reduction.cpp
   ${DTCRT_COMM_DIR}/ShmCommunicator.cpp
   ${DTCRT_COMM_DIR}/Connect.cpp
   ${DTCRT_COMM_DIR}/Subgroup.cpp

@@ -50,7 +50,17 @@ public:
   // Rank `root`'s `bytes` bytes at `data` are copied to every rank.
   virtual std::unique_ptr<Work> broadcast(void* data, size_t bytes, int root) = 0;
   // out[r * bytes, (r+1) * bytes) = rank r's `in` (out holds size() * bytes).
+  // In place when in == out + rank() * bytes (ZeRO gathers updated shards
+  // this way); `in` overlaps `out` in no other way.
   virtual std::unique_ptr<Work> allGather(const void* in, void* out, size_t bytes) = 0;
+  // `in` holds size() chunks of `countPerRank` floats; rank r gets in `out`
+  // (countPerRank floats) the reduction of every rank's chunk r (Mean = Sum /
+  // size()). In place when out == in + rank() * countPerRank; `out` overlaps
+  // `in` in no other way. The other chunks of `in` are not written. CPU
+  // backends sum in rank order, ((x0 + x1) + x2) + ...: the same bits on
+  // every run, and on shm and subgroups the same bits as allReduce's chunk.
+  virtual std::unique_ptr<Work> reduceScatter(const float* in, float* out, size_t countPerRank,
+                                              ReduceOp op) = 0;
   // Point-to-point, for pipeline stages: matched by (peer, tag) in order.
   virtual std::unique_ptr<Work> send(const void* data, size_t bytes, int peer, int tag) = 0;
   virtual std::unique_ptr<Work> recv(void* data, size_t bytes, int peer, int tag) = 0;

@@ -1,6 +1,8 @@
 // dtcrt: GlooCommunicator — see GlooCommunicator.h.
 #include "runtime/comm/GlooCommunicator.h"
 
+#include "runtime/comm/Reduction.h"
+
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -136,6 +138,9 @@ struct GlooCommunicator::Impl {
   bool exited = false;
   std::thread worker;
   uint32_t nextTag = 1;  // worker thread only
+  std::vector<float> scratch;  // reduce-scatter's, worker thread only
+
+  void reduceScatter(const float* in, float* out, size_t count, bool mean);
 
   std::mutex failMutex;
   std::atomic<bool> failed{false};
@@ -504,6 +509,55 @@ std::unique_ptr<Work> GlooCommunicator::allGather(const void* in, void* out, siz
     opts.setTag(impl->nextTag++);
     opts.setTimeout(impl->timeout);
     gloo::allgather(opts);
+  });
+}
+
+// Gloo 0.0~git20220518 has reduce-scatter only as the old halving-doubling
+// algorithm class (int counts, no per-operation tag or timeout). Instead
+// every rank sends chunk q straight to rank q and sums what it receives in
+// rank order (the bits of the shared-memory backend), in pieces that bound
+// the scratch memory. Per rank that moves the same (W-1)/W of the data as a
+// ring, over the full mesh Gloo has connected anyway.
+void GlooCommunicator::Impl::reduceScatter(const float* in, float* out, size_t count, bool mean) {
+  if (count == 0) return;
+  const int w = size;
+  // Pieces of up to 1M floats from all peers together (4 MiB of scratch),
+  // at least 16K floats (64 KiB) from each.
+  const size_t per = std::min(count, std::max(size_t(16) << 10, (size_t(1) << 20) / size_t(w - 1)));
+  scratch.resize(per * size_t(w - 1));
+  auto send = context->createUnboundBuffer(const_cast<float*>(in), count * size_t(w) * sizeof(float));
+  auto recv = context->createUnboundBuffer(scratch.data(), scratch.size() * sizeof(float));
+  const uint64_t slot = (uint64_t(0xfd) << 56) | uint64_t(nextTag++);
+  std::vector<const float*> srcs(static_cast<size_t>(w));
+  // Peer p's piece lands at scratch slot p - (p > rank).
+  auto scratchIndex = [&](int p) { return size_t(p - (p > rank ? 1 : 0)); };
+  for (size_t off = 0; off < count; off += per) {
+    const size_t n = std::min(per, count - off);
+    for (int p = 0; p < w; ++p)
+      if (p != rank) recv->recv(p, slot, scratchIndex(p) * per * sizeof(float), n * sizeof(float));
+    for (int i = 1; i < w; ++i) {  // rank + 1 first: not every rank sends to rank 0 at once
+      const int p = (rank + i) % w;
+      send->send(p, slot, (size_t(p) * count + off) * sizeof(float), n * sizeof(float));
+    }
+    for (int i = 1; i < w; ++i) {
+      if (!recv->waitRecv(timeout)) throw CommError("reduce-scatter aborted");
+    }
+    for (int i = 1; i < w; ++i) {
+      if (!send->waitSend(timeout)) throw CommError("reduce-scatter aborted");
+    }
+    for (int p = 0; p < w; ++p)
+      srcs[size_t(p)] = p == rank ? in + size_t(rank) * count + off : scratch.data() + scratchIndex(p) * per;
+    reduceRankOrderInto(out + off, srcs.data(), w, n, mean);  // in place: out + off == srcs[rank]
+  }
+}
+
+std::unique_ptr<Work> GlooCommunicator::reduceScatter(const float* in, float* out,
+                                                      size_t countPerRank, ReduceOp op) {
+  auto impl = impl_.get();
+  int hint = size_ == 2 ? 1 - rank_ : -1;
+  bool mean = op == ReduceOp::Mean;
+  return impl_->enqueue("reduce-scatter", hint, [impl, in, out, countPerRank, mean] {
+    impl->reduceScatter(in, out, countPerRank, mean);
   });
 }
 

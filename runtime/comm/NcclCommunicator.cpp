@@ -218,6 +218,17 @@ std::unique_ptr<Work> NcclCommunicator::allGather(const void* in, void* out, siz
                [=] { return ncclAllGather(in, out, bytes, ncclUint8, s->comm, s->stream); });
 }
 
+// NCCL takes both in-place forms the interface promises (allGather's in ==
+// out + rank * bytes, reduceScatter's out == in + rank * count).
+std::unique_ptr<Work> NcclCommunicator::reduceScatter(const float* in, float* out,
+                                                      size_t countPerRank, ReduceOp op) {
+  Impl* s = impl_.get();
+  return issue(impl_, "reduce-scatter", [=] {
+    return ncclReduceScatter(in, out, countPerRank, ncclFloat,
+                             op == ReduceOp::Mean ? ncclAvg : ncclSum, s->comm, s->stream);
+  });
+}
+
 std::unique_ptr<Work> NcclCommunicator::send(const void* data, size_t bytes, int peer, int) {
   if (peer < 0 || peer >= impl_->size || peer == impl_->rank)
     throw CommError("send: peer rank " + std::to_string(peer) + " is not another rank");

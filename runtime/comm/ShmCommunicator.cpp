@@ -2,6 +2,7 @@
 #include "runtime/comm/ShmCommunicator.h"
 
 #include "runtime/comm/GlooCommunicator.h"
+#include "runtime/comm/Reduction.h"
 
 #include <algorithm>
 #include <atomic>
@@ -136,59 +137,6 @@ void removeLeftoverSegments() {
   closedir(dir);
 }
 
-// ---- Reductions (vectorized by the compiler: restrict, unit stride) -------
-
-void sum2(float* __restrict out, const float* __restrict a, const float* __restrict b, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
-}
-void add1(float* __restrict out, const float* __restrict a, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] += a[i];
-}
-void divideBy(float* __restrict out, float d, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] /= d;
-}
-void addDivide(float* __restrict out, const float* __restrict a, float d, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = (out[i] + a[i]) / d;
-}
-
-// out = ((src[0] + src[1]) + src[2]) + ...  (then / W for Mean), in blocks
-// that stay in L1 between the passes. `out` is none of the sources.
-void reduceInto(float* out, const float* const* src, int w, size_t offset, size_t n, bool mean) {
-  constexpr size_t kBlock = 4096;
-  for (size_t b = 0; b < n; b += kBlock) {
-    size_t m = std::min(kBlock, n - b);
-    size_t at = offset + b;
-    sum2(out + b, src[0] + at, src[1] + at, m);
-    for (int k = 2; k < w; ++k) add1(out + b, src[k] + at, m);
-    if (mean) divideBy(out + b, float(w), m);
-  }
-}
-
-// The same sum written over `data`, which is source `own` (read from the
-// caller's buffer, still in its cache, instead of from its slot). Two ranks:
-// data += other (a + b == b + a exactly); more: through an L1 block.
-void reduceInPlace(float* data, const float* const* src, int w, int own, size_t offset, size_t n,
-                   bool mean) {
-  if (w == 2) {
-    const float* other = src[1 - own] + offset;
-    if (mean)
-      addDivide(data, other, 2.0f, n);
-    else
-      add1(data, other, n);
-    return;
-  }
-  constexpr size_t kBlock = 2048;
-  alignas(64) float acc[kBlock];
-  for (size_t b = 0; b < n; b += kBlock) {
-    size_t m = std::min(kBlock, n - b);
-    auto source = [&](int k) { return k == own ? data + b : src[k] + offset + b; };
-    sum2(acc, source(0), source(1), m);
-    for (int k = 2; k < w; ++k) add1(acc, source(k), m);
-    if (mean) divideBy(acc, float(w), m);
-    std::memcpy(data + b, acc, m * sizeof(float));
-  }
-}
-
 // ---- Work ------------------------------------------------------------------
 
 class WorkState {
@@ -249,7 +197,7 @@ struct ShmCommunicator::Impl {
   uint32_t generation = 0;
   uint32_t phase = 0;
   const char* opName = "";
-  std::vector<const float*> srcs;
+  std::vector<const float*> srcs, shares;
 
   std::mutex failMutex;
   std::atomic<bool> failed{false};
@@ -545,6 +493,7 @@ struct ShmCommunicator::Impl {
     // reads W-1 slots); above, each sums a 1/W share into the result slot
     // (two barriers; less traffic with many ranks).
     srcs.resize(size_t(size));
+    shares.resize(size_t(size));
     for (size_t off = 0; off < count; off += chunk) {
       size_t n = std::min(chunk, count - off);
       int s = nextSet();
@@ -552,15 +501,41 @@ struct ShmCommunicator::Impl {
       barrierPhase();
       for (int r = 0; r < size; ++r) srcs[size_t(r)] = reinterpret_cast<const float*>(slot(s, r));
       if (n <= smallFloats) {
-        reduceInPlace(data + off, srcs.data(), size, rank, 0, n, mean);
+        srcs[size_t(rank)] = data + off;  // the own contribution, still in cache
+        reduceRankOrderInPlace(srcs.data(), size, rank, n, mean);
         continue;
       }
       size_t per = roundUp((n + size_t(size) - 1) / size_t(size), 16);  // whole cache lines
       size_t b = std::min(n, per * size_t(rank)), e = std::min(n, b + per);
       float* result = reinterpret_cast<float*>(slot(s, size));
-      reduceInto(result + b, srcs.data(), size, b, e - b, mean);
+      for (int r = 0; r < size; ++r) shares[size_t(r)] = srcs[size_t(r)] + b;
+      reduceRankOrder(result + b, shares.data(), size, e - b, mean);
       barrierPhase();
       std::memcpy(data + off, result, n * sizeof(float));
+    }
+  }
+
+  // In rounds of `per` floats of every chunk: a rank copies its pieces for
+  // the others into its slot (the piece for rank q at q * per; its own piece
+  // is never copied), one barrier, then sums its piece of every peer's slot
+  // and of its own input in rank order: the bits allReduce gives. Per rank
+  // it copies (W-1)/W of its input and reads as much back, where an
+  // all-reduce copies all of it and reads W-1 times as much.
+  void reduceScatter(const float* in, float* out, size_t count, bool mean) {
+    const size_t per = kSlotBytes / sizeof(float) / size_t(size) / 16 * 16;  // whole cache lines
+    srcs.resize(size_t(size));
+    for (size_t off = 0; off < count; off += per) {
+      size_t n = std::min(per, count - off);
+      int s = nextSet();
+      float* mine = reinterpret_cast<float*>(slot(s, rank));
+      for (int q = 0; q < size; ++q)
+        if (q != rank)
+          std::memcpy(mine + size_t(q) * per, in + size_t(q) * count + off, n * sizeof(float));
+      barrierPhase();
+      for (int r = 0; r < size; ++r)
+        srcs[size_t(r)] = r == rank ? in + size_t(rank) * count + off
+                                    : reinterpret_cast<const float*>(slot(s, r)) + size_t(rank) * per;
+      reduceRankOrderInto(out + off, srcs.data(), size, n, mean);  // in place: out + off == srcs[rank]
     }
   }
 
@@ -574,13 +549,20 @@ struct ShmCommunicator::Impl {
     }
   }
 
+  // In place (in == out + rank * bytes) the own block is already there.
   void allGather(const char* in, char* out, size_t bytes) {
     for (size_t off = 0; off < bytes; off += kSlotBytes) {
       size_t n = std::min(kSlotBytes, bytes - off);
       int s = nextSet();
       std::memcpy(slot(s, rank), in + off, n);
       barrierPhase();
-      for (int r = 0; r < size; ++r) std::memcpy(out + size_t(r) * bytes + off, slot(s, r), n);
+      for (int r = 0; r < size; ++r) {
+        char* to = out + size_t(r) * bytes + off;
+        if (r != rank)
+          std::memcpy(to, slot(s, r), n);
+        else if (to != in + off)
+          std::memcpy(to, in + off, n);
+      }
     }
   }
 
@@ -730,6 +712,16 @@ std::unique_ptr<Work> ShmCommunicator::allReduce(float* data, size_t count, Redu
   return std::make_unique<ShmWork>(
       impl_, impl_->enqueue("all-reduce", [impl, data, count, mean] {
         impl->allReduce(data, count, mean);
+      }));
+}
+
+std::unique_ptr<Work> ShmCommunicator::reduceScatter(const float* in, float* out,
+                                                     size_t countPerRank, ReduceOp op) {
+  Impl* impl = impl_.get();
+  bool mean = op == ReduceOp::Mean;
+  return std::make_unique<ShmWork>(
+      impl_, impl_->enqueue("reduce-scatter", [impl, in, out, countPerRank, mean] {
+        impl->reduceScatter(in, out, countPerRank, mean);
       }));
 }
 

@@ -1,6 +1,8 @@
 // dtcrt: makeSubgroup — see Subgroup.h.
 #include "runtime/comm/Subgroup.h"
 
+#include "runtime/comm/Reduction.h"
+
 #include <algorithm>
 #include <climits>
 #include <condition_variable>
@@ -89,6 +91,11 @@ public:
     if (bytes && in != out) std::memmove(out, in, bytes);
     return std::make_unique<DoneWork>();
   }
+  std::unique_ptr<Work> reduceScatter(const float* in, float* out, size_t count,
+                                      ReduceOp) override {
+    if (count && in != out) std::memmove(out, in, count * sizeof(float));
+    return std::make_unique<DoneWork>();
+  }
   std::unique_ptr<Work> send(const void*, size_t, int peer, int tag) override {
     checkP2P("send", peer, tag, 0, 1, ranks_);
     return nullptr;  // unreachable: a group of one has no peer
@@ -155,6 +162,32 @@ public:
         if (p != rank_) x.send(in, bytes, p, tag);
       x.waitAll();
       if (bytes && o + size_t(rank_) * bytes != in) std::memmove(o + size_t(rank_) * bytes, in, bytes);
+    });
+  }
+
+  // Every member sends chunk p to member p and sums what it receives in
+  // group rank order: the bits of this group's all-reduce.
+  std::unique_ptr<Work> reduceScatter(const float* in, float* out, size_t count,
+                                      ReduceOp op) override {
+    bool mean = op == ReduceOp::Mean;
+    return enqueue("reduce-scatter", [this, in, out, count, mean](int tag) {
+      if (count == 0) return;
+      const int n = size();
+      const size_t bytes = count * sizeof(float);
+      scratch_.resize(size_t(n));
+      Exchange x(*this, "reduce-scatter");
+      for (int p = 0; p < n; ++p)
+        if (p != rank_) {
+          scratch_[size_t(p)].resize(count);
+          x.recv(scratch_[size_t(p)].data(), bytes, p, tag);
+        }
+      for (int p = 0; p < n; ++p)
+        if (p != rank_) x.send(in + size_t(p) * count, bytes, p, tag);
+      x.waitAll();
+      std::vector<const float*> srcs(static_cast<size_t>(n));
+      for (int p = 0; p < n; ++p)
+        srcs[size_t(p)] = p == rank_ ? in + size_t(rank_) * count : scratch_[size_t(p)].data();
+      reduceRankOrderInto(out, srcs.data(), n, count, mean);  // in place: out == srcs[rank_]
     });
   }
 

@@ -17,6 +17,9 @@ std::unique_ptr<Work> NcclCommunicator::broadcast(void*, size_t, int) {
 std::unique_ptr<Work> NcclCommunicator::allGather(const void*, void*, size_t) {
   throw CommError("emulated CUDA: no NCCL");
 }
+std::unique_ptr<Work> NcclCommunicator::reduceScatter(const float*, float*, size_t, ReduceOp) {
+  throw CommError("emulated CUDA: no NCCL");
+}
 std::unique_ptr<Work> NcclCommunicator::send(const void*, size_t, int, int) {
   throw CommError("emulated CUDA: no NCCL");
 }
