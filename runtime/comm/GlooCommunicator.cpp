@@ -504,7 +504,10 @@ std::unique_ptr<Work> GlooCommunicator::allGather(const void* in, void* out, siz
   return impl_->enqueue("all-gather", hint, [impl, in, out, bytes] {
     if (bytes == 0) return;
     gloo::AllgatherOptions opts(impl->context);
-    opts.setInput(static_cast<uint8_t*>(const_cast<void*>(in)), bytes);
+    // In place (in == out + rank * bytes) Gloo must not be given the input:
+    // it would memcpy the block onto itself.
+    if (static_cast<const char*>(in) != static_cast<char*>(out) + size_t(impl->rank) * bytes)
+      opts.setInput(static_cast<uint8_t*>(const_cast<void*>(in)), bytes);
     opts.setOutput(static_cast<uint8_t*>(out), bytes * size_t(impl->size));
     opts.setTag(impl->nextTag++);
     opts.setTimeout(impl->timeout);
