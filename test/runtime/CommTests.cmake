@@ -18,6 +18,7 @@ add_executable(dtcrt_comm_tests
   ${DTCRT_COMM_TEST_DIR}/CommTestFailure.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestShm.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestSubgroup.cpp
+  ${DTCRT_COMM_TEST_DIR}/CommTestCollectives.cpp
 )
 if(DTCRT_WITH_NCCL)
   target_sources(dtcrt_comm_tests PRIVATE ${DTCRT_COMM_TEST_DIR}/CommTestNccl.cpp)
