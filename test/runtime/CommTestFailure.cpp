@@ -1,7 +1,8 @@
 // Failures: start-up mismatches reported on every rank, a rank that dies or
-// stalls mid-job (the others get a CommError naming it within the timeout,
-// never a hang), fail-fast afterwards, destruction with a dead peer. The
-// mid-job cases run with Gloo and (suffix Shm) the shared-memory backend.
+// stalls mid-job in an all-reduce or a reduce-scatter (the others get a
+// CommError naming it and the operation within the timeout, never a hang),
+// fail-fast afterwards, destruction with a dead peer. The mid-job cases run
+// with Gloo and (suffix Shm) the shared-memory backend.
 #include "CommTestUtil.h"
 
 #include <cstdio>
@@ -84,21 +85,30 @@ TEST(CommFailure, MissingRankTimesOutNamingIt) {
   alarm(0);
 }
 
-// One rank _exit()s between two all-reduces; the others must fail with a
-// CommError naming it well within the 5 s timeout, and fail fast after.
-void crashMidway(int n, int victim, const char* backend = "gloo") {
+// One rank _exit()s between two collectives (`op`: all-reduce or
+// reduce-scatter); the others must fail with a CommError naming it and the
+// operation well within the 5 s timeout, and fail fast after.
+void crashMidway(int n, int victim, const char* backend = "gloo",
+                 const std::string& op = "all-reduce") {
   alarm(40);
   ScopedEnv env("DTC_COMM_BACKEND", backend);
   int port = freePort();
   auto results = runRanks(n, [=](int r) -> std::string {
     auto comm = connectCpu(loopbackRank(r, n, port), quickOptions(5));
-    std::vector<float> x(100000, 1.0f);
-    for (int step = 0; step < 3; ++step) comm->allReduce(x.data(), x.size(), ReduceOp::Sum)->wait();
+    const size_t count = 100000;
+    std::vector<float> x(count * size_t(n), 1.0f);
+    auto run = [&] {
+      if (op == "reduce-scatter")
+        comm->reduceScatter(x.data(), x.data() + size_t(r) * count, count, ReduceOp::Sum)->wait();
+      else
+        comm->allReduce(x.data(), count, ReduceOp::Sum)->wait();
+    };
+    for (int step = 0; step < 3; ++step) run();
     if (r == victim) _exit(3);
     auto t0 = std::chrono::steady_clock::now();
     try {
-      comm->allReduce(x.data(), x.size(), ReduceOp::Sum)->wait();
-      return "all-reduce with a dead rank succeeded";
+      run();
+      return op + " with a dead rank succeeded";
     } catch (const CommError& e) {
       std::string msg = e.what();
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -106,8 +116,8 @@ void crashMidway(int n, int victim, const char* backend = "gloo") {
       // Later operations fail at once, repeating the first error.
       auto t1 = std::chrono::steady_clock::now();
       try {
-        comm->allReduce(x.data(), x.size(), ReduceOp::Sum)->wait();
-        return "second all-reduce succeeded";
+        run();
+        return "second " + op + " succeeded";
       } catch (const CommError& e2) {
         if (std::string(e2.what()).find("failed earlier") == std::string::npos)
           return std::string("no fail-fast: ") + e2.what();
@@ -131,7 +141,7 @@ void crashMidway(int n, int victim, const char* backend = "gloo") {
     ASSERT_EQ(res.message.rfind("ERR:", 0), 0u) << "rank " << r << ": " << res.message;
     EXPECT_TRUE(mentions(res, "rank " + std::to_string(victim)))
         << "rank " << r << ": " << res.message;
-    EXPECT_TRUE(mentions(res, "all-reduce")) << "rank " << r << ": " << res.message;
+    EXPECT_TRUE(mentions(res, op)) << "rank " << r << ": " << res.message;
   }
   alarm(0);
 }
@@ -142,26 +152,32 @@ TEST(CommFailure, StoreHostCrashThreeRanks) { crashMidway(3, 0); }
 TEST(CommFailure, PeerCrashTwoRanksShm) { crashMidway(2, 1, "shm"); }
 TEST(CommFailure, PeerCrashThreeRanksShm) { crashMidway(3, 1, "shm"); }
 TEST(CommFailure, StoreHostCrashThreeRanksShm) { crashMidway(3, 0, "shm"); }
+TEST(CommFailure, PeerCrashInReduceScatter) { crashMidway(3, 1, "gloo", "reduce-scatter"); }
+TEST(CommFailure, StoreHostCrashInReduceScatter) { crashMidway(3, 0, "gloo", "reduce-scatter"); }
+TEST(CommFailure, PeerCrashInReduceScatterShm) { crashMidway(3, 1, "shm", "reduce-scatter"); }
 
-void stalledPeer(const char* backend) {
+void stalledPeer(const char* backend, const std::string& op = "all-reduce") {
   alarm(30);
   ScopedEnv env("DTC_COMM_BACKEND", backend);
   int port = freePort();
   auto results = runRanks(2, [=](int r) -> std::string {
     auto comm = connectCpu(loopbackRank(r, 2, port), quickOptions(1));
-    float x = 1;
+    float x[2] = {1, 1};
     if (r == 1) {
-      std::this_thread::sleep_for(2500ms);  // alive, but never joins the all-reduce
+      std::this_thread::sleep_for(2500ms);  // alive, but never joins the collective
       return "";
     }
     try {
-      comm->allReduce(&x, 1, ReduceOp::Sum)->wait();
-      return "all-reduce without the peer succeeded";
+      if (op == "reduce-scatter")
+        comm->reduceScatter(x, x, 1, ReduceOp::Sum)->wait();
+      else
+        comm->allReduce(x, 1, ReduceOp::Sum)->wait();
+      return op + " without the peer succeeded";
     } catch (const CommError& e) {
       return std::string("ERR:") + e.what();
     }
   });
-  EXPECT_TRUE(mentions(results[0], "ERR:all-reduce timed out after 1s waiting for rank 1"))
+  EXPECT_TRUE(mentions(results[0], "ERR:" + op + " timed out after 1s waiting for rank 1"))
       << results[0].message;
   EXPECT_TRUE(results[1].ok()) << results[1].message;  // its destructor must not hang
   alarm(0);
@@ -169,6 +185,8 @@ void stalledPeer(const char* backend) {
 
 TEST(CommFailure, StalledPeerTimesOutNamingIt) { stalledPeer("gloo"); }
 TEST(CommFailure, StalledPeerTimesOutNamingItShm) { stalledPeer("shm"); }
+TEST(CommFailure, StalledPeerInReduceScatter) { stalledPeer("gloo", "reduce-scatter"); }
+TEST(CommFailure, StalledPeerInReduceScatterShm) { stalledPeer("shm", "reduce-scatter"); }
 
 TEST(CommFailure, RecvFromDeadPeerNamesIt) {
   alarm(30);
