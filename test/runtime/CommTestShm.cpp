@@ -3,9 +3,9 @@
 // of its paths), many in flight in issue order, backend selection
 // (DTC_COMM_BACKEND), the segment's unlinking, a rank that dies
 // mid-collective and a stalled rank (timeout). Broadcast, all-gather,
-// reduce-scatter, send/recv and barrier: CommTestCollectives.cpp. A timing
-// test prints the latency of a 101,770-float all-reduce with shm and with
-// Gloo.
+// reduce-scatter, send/recv and barrier: CommTestCollectives.cpp. Timing
+// tests print the latency of a 101,770-float all-reduce with shm and with
+// Gloo, and reduce-scatter against all-reduce.
 //
 // Inputs are arbitrary floats (not exact sums): the expected result is the
 // same float additions in rank order, compared bit for bit (tolerance 0: the
@@ -355,6 +355,45 @@ TEST(CommShm, TimingMlpAllReduce) {
       std::fflush(stdout);
       return "";
     }, 50);
+    EXPECT_ALL_OK(results);
+  }
+  alarm(0);
+}
+
+// Reduce-scatter against all-reduce of the same buffer (4 MB and 64 MB in
+// all), 2 ranks, shm and Gloo: printed, not asserted (bench/results/
+// comm-reduce-scatter.md records a run).
+TEST(CommShm, TimingReduceScatterVsAllReduce) {
+  alarm(90);
+  for (const char* backend : {"shm", "gloo"}) {
+    ScopedEnv env("DTC_COMM_BACKEND", backend);
+    int port = freePort();
+    auto results = runRanks(2, [&](int r) -> std::string {
+      auto comm = connectCpu(loopbackRank(r, 2, port), quickOptions(30));
+      for (size_t bytes : {size_t(4) << 20, size_t(64) << 20}) {
+        const size_t total = bytes / sizeof(float), per = total / 2;
+        std::vector<float> x(total, 1.0f), out(per);
+        const int iters = bytes > (size_t(8) << 20) ? 5 : 20;
+        auto time = [&](auto&& op) {
+          op();
+          comm->barrier();
+          auto t0 = std::chrono::steady_clock::now();
+          for (int i = 0; i < iters; ++i) op();
+          return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count() / iters;
+        };
+        double ar = time([&] { comm->allReduce(x.data(), total, ReduceOp::Mean)->wait(); });
+        double rs = time([&] { comm->reduceScatter(x.data(), out.data(), per, ReduceOp::Mean)->wait(); });
+        double rsIn = time([&] {
+          comm->reduceScatter(x.data(), x.data() + size_t(r) * per, per, ReduceOp::Mean)->wait();
+        });
+        if (r == 0)
+          std::printf("  %-4s %2zu MB: all-reduce %8.2f ms, reduce-scatter %8.2f ms (in place %8.2f ms)\n",
+                      backend, bytes >> 20, ar, rs, rsIn);
+      }
+      std::fflush(stdout);
+      return "";
+    }, 80);
     EXPECT_ALL_OK(results);
   }
   alarm(0);
