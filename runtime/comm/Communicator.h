@@ -2,9 +2,11 @@
 //
 // One process per rank. Collectives are asynchronous: a call returns a Work
 // handle at once and the data may be read only after Work::wait(). Backends:
-// Gloo over TCP for CPU tensors (GlooCommunicator.cpp) and NCCL for GPU
-// tensors (NcclCommunicator.cpp); a single-rank communicator needs no
-// backend. Every failure — a peer that died, closed its sockets or stopped
+// shared memory (ShmCommunicator.cpp, ranks on one host) and Gloo over TCP
+// for CPU tensors (GlooCommunicator.cpp), NCCL for GPU tensors
+// (NcclCommunicator.cpp), subgroups over any of them (Subgroup.cpp); a
+// single-rank communicator needs no backend. runtime/comm/README.md has a
+// table of how each backend does each collective. Every failure — a peer that died, closed its sockets or stopped
 // answering within the timeout — is reported as dtcrt::CommError naming the
 // rank (when known) and the operation, never as a hang.
 #pragma once

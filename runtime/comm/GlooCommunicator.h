@@ -10,6 +10,10 @@
 // out) and fails every later operation at once. Connecting sets SIGPIPE to
 // "ignore" when it was the default (Gloo writes to sockets a dead peer
 // closed; the error must be reported, not kill the process).
+//
+// Reduce-scatter is not Gloo's (the installed Gloo has it only as an old
+// algorithm class without tags or timeouts): each rank sends chunk q straight
+// to rank q in pieces and sums in rank order, like the shared-memory backend.
 #pragma once
 
 #include "runtime/comm/Store.h"

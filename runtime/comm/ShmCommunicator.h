@@ -10,8 +10,10 @@
 // chunk slots. An all-reduce copies a chunk into the rank's slot, then either
 // every rank sums all slots (small chunks: one barrier) or each rank sums its
 // 1/W share into the result slot and all copy the result back (reduce-scatter
-// + all-gather: two barriers). Sums run in rank order, so every rank gets the
-// same bits, run after run.
+// + all-gather: two barriers). A reduce-scatter copies only the pieces the
+// other ranks need into the rank's slot and sums its own piece of every slot
+// (one barrier per round). Sums run in rank order, so every rank gets the
+// same bits, run after run, and a reduce-scatter the all-reduce's bits.
 //
 // Operations run in issue order, synchronously inside Work::wait() (by
 // default; see docs/performance.md for why) or on a worker thread (DTC_SHM_THREAD=1).

@@ -14,7 +14,9 @@
 // per group (the parent's send/recv are posted to every peer at once, then
 // waited for), and a Work completes when its operation did. all-reduce: every
 // member sends its buffer to all others and each sums the n buffers in group
-// rank order ((x0 + x1) + x2) + ..., so every member gets the same bits.
+// rank order ((x0 + x1) + x2) + ..., so every member gets the same bits;
+// reduce-scatter: every member sends chunk p to member p and sums what it
+// gets in the same order (the all-reduce's bits).
 // Failures are CommError naming the operation and the peer's parent rank;
 // later collectives of a failed group fail at once. A group of one member
 // needs no parent traffic: its collectives are the identity.
