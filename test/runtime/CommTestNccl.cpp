@@ -2,7 +2,7 @@
 // CommError instead of crashing. Run in a child process with
 // CUDA_VISIBLE_DEVICES="" so it holds on a GPU machine too (the CUDA runtime
 // reads the variable once, at its first call). With a GPU, a one-rank NCCL
-// all-reduce runs as well.
+// all-reduce, reduce-scatter and in-place all-gather run as well.
 #include "CommTestUtil.h"
 #include "runtime/comm/NcclCommunicator.h"
 
@@ -76,6 +76,39 @@ TEST(CommNccl, OneRankAllReduceWhenAGpuIsPresent) {
     cudaFree(dev);
     for (float v : host)
       if (v != 3.0f) return "wrong value " + std::to_string(v);
+    return "";
+  });
+  if (results[0].message == "SKIP") GTEST_SKIP() << "no CUDA device";
+  EXPECT_TRUE(results[0].ok()) << results[0].message;
+  alarm(0);
+}
+
+// With a GPU: one rank's reduce-scatter (out and in place) and in-place
+// all-gather are copies; NCCL accepts both in-place forms Communicator.h
+// promises. Skipped without a device (compiled everywhere NCCL is).
+TEST(CommNccl, OneRankReduceScatterAndInPlaceAllGatherWhenAGpuIsPresent) {
+  alarm(60);
+  auto results = runRanks(1, [](int) -> std::string {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return "SKIP";
+    auto comm = connectNccl(loopbackRank(0, 1, freePort()), quickOptions(30));
+    const size_t n = 1000003;
+    std::vector<float> host(n);
+    for (size_t i = 0; i < n; ++i) host[i] = float(i % 977) * 0.25f;
+    float *in = nullptr, *out = nullptr;
+    cudaMalloc(reinterpret_cast<void**>(&in), n * sizeof(float));
+    cudaMalloc(reinterpret_cast<void**>(&out), n * sizeof(float));
+    cudaMemcpy(in, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+    comm->reduceScatter(in, out, n, ReduceOp::Mean)->wait();
+    comm->reduceScatter(in, in, n, ReduceOp::Sum)->wait();
+    comm->allGather(in, in, n * sizeof(float))->wait();
+    std::vector<float> a(n), b(n);
+    cudaMemcpy(a.data(), out, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(b.data(), in, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(in);
+    cudaFree(out);
+    if (a != host) return "reduce-scatter of one rank changed the data";
+    if (b != host) return "in-place reduce-scatter / all-gather of one rank changed the data";
     return "";
   });
   if (results[0].message == "SKIP") GTEST_SKIP() << "no CUDA device";
