@@ -5,7 +5,8 @@
 // sums depend on the order: all-reduce sum/mean with the same bits on every
 // member, several in flight, send/recv by group index without mixing tags of
 // groups that share a pair of ranks, broadcast, all-gather, barrier, a dead
-// peer (a CommError naming it, not a hang), and the argument checks.
+// peer in an all-reduce, a recv or a reduce-scatter (a CommError naming it,
+// not a hang), and the argument checks.
 #include "CommTestUtil.h"
 
 #include "runtime/comm/Subgroup.h"
@@ -307,6 +308,43 @@ TEST_P(SubgroupBackend, DeadPeerIsAnErrorNotAHang) {
   EXPECT_NE(results[1].message.find("ERR:all-reduce failed (recv from rank 3 in the group of ranks 1,3)"),
             std::string::npos)
       << results[1].message;
+  alarm(0);
+}
+
+// The same in a reduce-scatter: rank 3 dies, its data-parallel peer rank 1
+// gets the error naming it and the operation, then fail-fast.
+TEST_P(SubgroupBackend, DeadPeerInReduceScatter) {
+  alarm(60);
+  auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
+    g.dp.barrier();
+    if (r == 3) _exit(3);
+    if (r != 1) {
+      std::this_thread::sleep_for(2500ms);  // rank 0 keeps the store up
+      return "";
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<float> x(2000, 1.0f);
+    try {
+      g.dp.reduceScatter(x.data(), x.data(), 1000, ReduceOp::Sum)->wait();
+      return "succeeded with a dead peer";
+    } catch (const CommError& e) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (s > 7) return "took " + std::to_string(s) + " s: " + e.what();
+      try {
+        g.dp.reduceScatter(x.data(), x.data(), 1000, ReduceOp::Sum)->wait();
+        return "second reduce-scatter succeeded";
+      } catch (const CommError& e2) {
+        if (std::string(e2.what()).find("failed earlier") == std::string::npos)
+          return std::string("no fail-fast: ") + e2.what();
+      }
+      return std::string("ERR:") + e.what();
+    }
+  }, 5);
+  const std::string& m = results[1].message;
+  std::printf("  rank 1: %s\n", m.c_str());
+  EXPECT_EQ(m.rfind("ERR:reduce-scatter failed (", 0), 0u) << m;
+  EXPECT_NE(m.find("rank 3 in the group of ranks 1,3)"), std::string::npos) << m;
+  EXPECT_EQ(results[3].code, 3);
   alarm(0);
 }
 
