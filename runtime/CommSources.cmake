@@ -18,6 +18,7 @@ find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 
 add_library(dtcrt_comm STATIC
   ${DTCRT_COMM_DIR}/Auth.cpp
+  ${DTCRT_COMM_DIR}/Communicator.cpp
   ${DTCRT_COMM_DIR}/Store.cpp
   ${DTCRT_COMM_DIR}/TcpStore.cpp
   ${DTCRT_COMM_DIR}/Environment.cpp

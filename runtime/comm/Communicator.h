@@ -17,6 +17,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 struct CUstream_st;  // a CUDA stream (cudaStream_t), for GPU programs
 
@@ -63,6 +64,15 @@ public:
   // every run, and on shm and subgroups the same bits as allReduce's chunk.
   virtual std::unique_ptr<Work> reduceScatter(const float* in, float* out, size_t countPerRank,
                                               ReduceOp op) = 0;
+  // In place, blocks of any size: `data` holds size() consecutive blocks,
+  // block r of `counts[r]` floats (0 allowed); afterwards this rank's block
+  // holds the reduction of every rank's block rank() (the other blocks hold
+  // unspecified values). ZeRO reduces a gradient bucket this way: each rank
+  // needs only the part its shard covers. The default all-reduces the whole
+  // buffer (correct on every backend, twice the traffic); shm sends each
+  // block to its owner only.
+  virtual std::unique_ptr<Work> reduceScatterBlocks(float* data, std::vector<size_t> counts,
+                                                    ReduceOp op);
   // Point-to-point, for pipeline stages: matched by (peer, tag) in order.
   virtual std::unique_ptr<Work> send(const void* data, size_t bytes, int peer, int tag) = 0;
   virtual std::unique_ptr<Work> recv(void* data, size_t bytes, int peer, int tag) = 0;

@@ -539,6 +539,33 @@ struct ShmCommunicator::Impl {
     }
   }
 
+  // reduceScatter with blocks of any size, in place: the same rounds, the
+  // piece for rank q taken from its block (offsets[q], counts[q] floats).
+  void reduceScatterBlocks(float* data, const std::vector<size_t>& counts, bool mean) {
+    const size_t per = kSlotBytes / sizeof(float) / size_t(size) / 16 * 16;  // whole cache lines
+    std::vector<size_t> offsets(counts.size(), 0);
+    for (size_t q = 1; q < counts.size(); ++q) offsets[q] = offsets[q - 1] + counts[q - 1];
+    const size_t longest = *std::max_element(counts.begin(), counts.end());
+    srcs.resize(size_t(size));
+    for (size_t off = 0; off < longest; off += per) {
+      auto pieceOf = [&](int q) { return counts[size_t(q)] > off ? std::min(per, counts[size_t(q)] - off) : 0; };
+      int s = nextSet();
+      float* mine = reinterpret_cast<float*>(slot(s, rank));
+      for (int q = 0; q < size; ++q)
+        if (q != rank && pieceOf(q))
+          std::memcpy(mine + size_t(q) * per, data + offsets[size_t(q)] + off,
+                      pieceOf(q) * sizeof(float));
+      barrierPhase();
+      const size_t n = pieceOf(rank);
+      if (n == 0) continue;
+      float* own = data + offsets[size_t(rank)] + off;
+      for (int r = 0; r < size; ++r)
+        srcs[size_t(r)] = r == rank ? own
+                                    : reinterpret_cast<const float*>(slot(s, r)) + size_t(rank) * per;
+      reduceRankOrderInto(own, srcs.data(), size, n, mean);
+    }
+  }
+
   void broadcast(char* data, size_t bytes, int root) {
     for (size_t off = 0; off < bytes; off += kSlotBytes) {
       size_t n = std::min(kSlotBytes, bytes - off);
@@ -722,6 +749,19 @@ std::unique_ptr<Work> ShmCommunicator::reduceScatter(const float* in, float* out
   return std::make_unique<ShmWork>(
       impl_, impl_->enqueue("reduce-scatter", [impl, in, out, countPerRank, mean] {
         impl->reduceScatter(in, out, countPerRank, mean);
+      }));
+}
+
+std::unique_ptr<Work> ShmCommunicator::reduceScatterBlocks(float* data, std::vector<size_t> counts,
+                                                           ReduceOp op) {
+  if (counts.size() != size_t(size_))
+    throw CommError("reduce-scatter: " + std::to_string(counts.size()) + " block sizes for " +
+                    std::to_string(size_) + " ranks");
+  Impl* impl = impl_.get();
+  bool mean = op == ReduceOp::Mean;
+  return std::make_unique<ShmWork>(
+      impl_, impl_->enqueue("reduce-scatter", [impl, data, counts = std::move(counts), mean] {
+        impl->reduceScatterBlocks(data, counts, mean);
       }));
 }
 

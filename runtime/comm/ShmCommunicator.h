@@ -45,6 +45,8 @@ public:
   std::unique_ptr<Work> allGather(const void* in, void* out, size_t bytes) override;
   std::unique_ptr<Work> reduceScatter(const float* in, float* out, size_t countPerRank,
                                       ReduceOp op) override;
+  std::unique_ptr<Work> reduceScatterBlocks(float* data, std::vector<size_t> counts,
+                                            ReduceOp op) override;
   std::unique_ptr<Work> send(const void* data, size_t bytes, int peer, int tag) override;
   std::unique_ptr<Work> recv(void* data, size_t bytes, int peer, int tag) override;
   void barrier() override;
