@@ -57,7 +57,14 @@ uint64_t programFingerprint(const ProgramSpec& spec) {
 uint64_t modelFingerprint(const ProgramSpec& spec) {
   Fnv1a f;
   f.text("dtc model");
-  for (int32_t i = 0; i < spec.numParams; ++i) {
+  // By name: the state layout orders params differently per strategy
+  // (pipeline stages, fsdp's flat region in backward order).
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < spec.numParams; ++i) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return std::strcmp(spec.params[a].tensor.name, spec.params[b].tensor.name) < 0;
+  });
+  for (int32_t i : order) {
     const ParamSpec& p = spec.params[i];
     if (p.kind != ParamKind::Weight && p.kind != ParamKind::Buffer) continue;
     f.text(p.tensor.name);

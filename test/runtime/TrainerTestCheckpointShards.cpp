@@ -12,6 +12,7 @@
 #include "TrainerTestPrograms.h"
 #include "TrainerTestUtil.h"
 
+#include <algorithm>
 #include <numeric>
 #include <unistd.h>
 
@@ -259,4 +260,20 @@ TEST(CheckpointShards, RefusesMissingOptimizerState) {
       saveCheckpoint(dir.file("momentum"), wideProgram(true), {}, state.data());
   EXPECT_EQ(errorOf([&] { loadCheckpoint(withMomentum, wideProgram(false), p, state.data()); }),
             "");
+}
+
+// The model fingerprint does not depend on the order of the param table:
+// strategies lay the state out differently (pipeline stages, fsdp's flat
+// region in backward order) and still resume each other's checkpoints.
+TEST(CheckpointShards, ModelFingerprintIgnoresTheTableOrder) {
+  const ProgramSpec& spec = wideProgram(true);
+  std::vector<ParamSpec> reversed(spec.params, spec.params + spec.numParams);
+  std::reverse(reversed.begin(), reversed.end());
+  ProgramSpec other = spec;
+  other.params = reversed.data();
+  EXPECT_EQ(modelFingerprint(other), modelFingerprint(spec));
+  // A weight of different dims is another model.
+  for (ParamSpec& p : reversed)
+    if (std::string(p.tensor.name) == "w") p.tensor.dims[0] = 3;
+  EXPECT_NE(modelFingerprint(other), modelFingerprint(spec));
 }
