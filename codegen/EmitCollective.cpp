@@ -2,6 +2,7 @@
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 
 using namespace mlir;
 
@@ -9,6 +10,36 @@ namespace dtc {
 namespace {
 
 std::string workName(int64_t bucket) { return "bucket" + std::to_string(bucket); }
+
+/// A sharded bucket (fsdp): where its first gradient's weight starts in the
+/// flat weight region, checking that the bucket mirrors a range of it (each
+/// gradient as far from the first in the arena as its weight in the region),
+/// so that the runtime can cut the bucket at the ranks' shard boundaries.
+FailureOr<int64_t> bucketFlatOffset(AllReduceStartOp start, FunctionEmitter &fn) {
+  auto wait = cast<AllReduceWaitOp>(*start.getToken().getUsers().begin());
+  auto module = start->getParentOfType<ModuleOp>();
+  int64_t firstFlat = 0, firstArena = 0;
+  for (auto [i, reduced] : llvm::enumerate(wait.getResults())) {
+    Operation *update = reduced.use_empty() ? nullptr : *reduced.getUsers().begin();
+    auto weightName = update ? update->getAttrOfType<FlatSymbolRefAttr>("param") : nullptr;
+    auto weight = weightName ? module.lookupSymbol<ParamOp>(weightName.getValue()) : ParamOp();
+    auto flat = weight ? weight->getAttrOfType<IntegerAttr>(attr::kFlatOffset) : IntegerAttr();
+    if (!flat)
+      return start.emitOpError("codegen: sharded bucket gradient ")
+             << i << " is not read by the update of a sharded weight";
+    int64_t arena = fn.plan.placement(start.getGrads()[i]).offset;
+    if (i == 0) {
+      firstFlat = flat.getInt();
+      firstArena = arena;
+    } else if (flat.getInt() - firstFlat != (arena - firstArena) / 4) {
+      return start.emitOpError("codegen: sharded bucket is not laid out like the flat weight "
+                               "region (")
+             << weightName << " at " << flat.getInt() - firstFlat << " floats in the region, "
+             << (arena - firstArena) / 4 << " in the bucket)";
+    }
+  }
+  return firstFlat;
+}
 
 /// The members of a bucket are laid out back to back by the memory plan:
 /// one all-reduce over the span from the first to the end of the last.
@@ -28,6 +59,16 @@ LogicalResult emitAllReduceStart(Operation *op, FunctionEmitter &fn) {
   }
   std::string count = std::to_string((end - first.offset) / 4);
   std::string what = "  // " + std::to_string(grads.size()) + " gradients";
+  if (start->hasAttr(attr::kSharded)) {
+    FailureOr<int64_t> flat = bucketFlatOffset(start, fn);
+    if (failed(flat))
+      return failure();
+    fn.line("std::unique_ptr<dtcrt::Work> " + workName(start.getBucket()) +
+            " = ctx.comm->reduceScatterBlocks(" + fn.ptr(grads.front()) +
+            ", ctx.shard.counts(/*flat_offset=*/" + std::to_string(*flat) + ", " + count +
+            "), dtcrt::ReduceOp::Mean);" + what + ", only this rank's shard reduced (ZeRO-1)");
+    return success();
+  }
   if (fn.cuda())  // on the communication stream, after the kernels queued so far
     fn.line("std::unique_ptr<dtcrt::Work> " + workName(start.getBucket()) +
             " = all_reduce_after(ctx.comm, " + fn.ptr(grads.front()) + ", " + count +

@@ -17,6 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace dtc {
@@ -89,8 +90,19 @@ struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
       place(param);
     }
     // The flat weight region ends the buffer, so that the runtime can pad it
-    // to equal shards per rank without moving anything else.
+    // to equal shards per rank without moving anything else. Its order is
+    // the updates' (dtc.gather_weight_shards lists them): the order backward
+    // produces the gradients, so that a gradient bucket, laid out back to
+    // back in the arena, mirrors a range of the region.
     if (!flat.empty()) {
+      llvm::DenseMap<Attribute, unsigned> updateOrder;
+      module.walk([&](GatherWeightShardsOp gather) {
+        for (auto [i, name] : llvm::enumerate(gather.getParams()))
+          updateOrder.try_emplace(llvm::cast<FlatSymbolRefAttr>(name).getAttr(), i);
+      });
+      llvm::stable_sort(flat, [&](ParamOp a, ParamOp b) {
+        return updateOrder.lookup(a.getSymNameAttr()) < updateOrder.lookup(b.getSymNameAttr());
+      });
       const int64_t base = offset;
       for (ParamOp weight : flat) {
         weight->setAttr(attr::kFlatOffset, b.getI64IntegerAttr((offset - base) / 4));

@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/STLExtras.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_SHARDOPTIMIZERSTATE
@@ -81,6 +82,20 @@ struct ShardOptimizerStatePass
         state->setAttr(attr::kSharded, b.getUnitAttr());
         state->setAttr(attr::kShardSlot, b.getI64IntegerAttr(slot));
       }
+    }
+    // A bucket whose averaged gradients only sharded updates read needs
+    // each rank's part only: reduce-scattered (in place) instead of
+    // all-reduced, half the traffic. (Clipping by global norm reads them
+    // whole: such buckets stay all-reduced.)
+    for (auto start : train.getOps<AllReduceStartOp>()) {
+      auto wait = cast<AllReduceWaitOp>(*start.getToken().getUsers().begin());
+      bool onlyUpdates = llvm::all_of(wait.getResults(), [](Value reduced) {
+        return llvm::all_of(reduced.getUsers(), [](Operation *user) {
+          return isa<SgdUpdateOp, AdamUpdateOp>(user) && user->hasAttr(attr::kSharded);
+        });
+      });
+      if (onlyUpdates)
+        start->setAttr(attr::kSharded, b.getUnitAttr());
     }
     // After the last update (and any op between it and the return).
     OpBuilder after(train.front().getTerminator());

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace dtcrt {
 
@@ -78,6 +79,7 @@ struct StateShard {
   int64_t begin = 0;        // this rank's first flat element
   int64_t elements = 0;     // floats per shard
   float* slots = nullptr;   // shardSlots * elements floats
+  int32_t ranks = 1;        // the shards: one per rank
 
   // This rank's part of the weight at `flatOffset` with `numel` elements.
   ShardRange of(int64_t flatOffset, int64_t numel) const {
@@ -88,6 +90,18 @@ struct StateShard {
     return {first, last - first, flatOffset + first - begin};
   }
   float* slot(int64_t k) const { return slots + k * elements; }
+  // How the flat range [flatOffset, flatOffset + numel) splits over the
+  // ranks' shards, in rank order (a gradient bucket's reduce-scatter blocks).
+  std::vector<size_t> counts(int64_t flatOffset, int64_t numel) const {
+    std::vector<size_t> out(static_cast<size_t>(ranks), 0);
+    for (int32_t r = 0; r < ranks; ++r) {
+      const int64_t lo = r * elements > flatOffset ? r * elements : flatOffset;
+      const int64_t hi = (r + 1) * elements < flatOffset + numel ? (r + 1) * elements
+                                                                  : flatOffset + numel;
+      if (hi > lo) out[static_cast<size_t>(r)] = static_cast<size_t>(hi - lo);
+    }
+    return out;
+  }
   // This rank's shard of the region, and its size (the all-gather's input).
   const float* mine() const { return region + begin; }
   size_t bytes() const { return static_cast<size_t>(elements) * sizeof(float); }

@@ -26,6 +26,7 @@ ShardLayout shardLayout(const ProgramSpec& spec, int worldSize) {
   layout.stateBytes = spec.stateBytes;
   if (!isSharded(spec)) return layout;
   const int64_t n = worldSize > 0 ? worldSize : 1;
+  layout.ranks = static_cast<int32_t>(n);
   const int64_t perRank = (spec.flatStateElements + n - 1) / n;
   layout.elements = (perRank + kShardAlignFloats - 1) / kShardAlignFloats * kShardAlignFloats;
   const size_t paddedRegion = static_cast<size_t>(n * layout.elements) * sizeof(float);
@@ -42,6 +43,7 @@ StateShard stateShard(const ProgramSpec& spec, const ShardLayout& layout, char* 
   shard.begin = static_cast<int64_t>(rank) * layout.elements;
   shard.elements = layout.elements;
   shard.slots = reinterpret_cast<float*>(state + layout.slotsOffset);
+  shard.ranks = layout.ranks;
   return shard;
 }
 

@@ -27,6 +27,7 @@ struct ShardLayout {
   int64_t elements = 0;     // S: floats per shard (0: nothing sharded)
   size_t slotsOffset = 0;   // bytes: where the slots start in the state buffer
   size_t stateBytes = 0;    // bytes of the whole state buffer of a rank
+  int32_t ranks = 1;        // the world size it was made for
 };
 ShardLayout shardLayout(const ProgramSpec& spec, int worldSize);
 

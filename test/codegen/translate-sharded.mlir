@@ -4,11 +4,17 @@
 // slots), the step ends with the in-place all-gather of the shards, and the
 // program records the flat region and the slots for the runtime.
 // RUN: dtc-opt %s --dtc-training-pipeline="strategy=fsdp optimizer=adam lr=0.001" | dtc-translate --mlir-to-cpp | FileCheck %s
+// RUN: dtc-opt %s --dtc-training-pipeline="strategy=fsdp optimizer=adam lr=0.001 clip-grad-norm=1.0" | dtc-translate --mlir-to-cpp | FileCheck %s --check-prefix=CLIP
 // CHECK-LABEL: void train_step(
-// CHECK: float* const p_w = reinterpret_cast<float*>(state + 0);  // w 3x6
+// The bucket (w's 18 gradients padded to 32, then b's 3) mirrors the flat
+// region from 0: reduced only where this rank's shard covers it.
+// CHECK: std::unique_ptr<dtcrt::Work> bucket0 = ctx.comm->reduceScatterBlocks([[DW:t[0-9]+]], ctx.shard.counts(/*flat_offset=*/0, 35), dtcrt::ReduceOp::Mean);
+// Clipping by global norm reads the whole averaged gradient: all-reduced.
+// CLIP: ctx.comm->allReduce(
+// CLIP-NOT: reduceScatterBlocks
 // CHECK: {  // w: only this rank's shard of it (ZeRO-1)
 // CHECK-NEXT:   const dtcrt::ShardRange shard = ctx.shard.of(/*flat_offset=*/0, /*elements=*/18);
-// CHECK-NEXT:   cpu::adam_update(p_w + shard.begin, [[DW:t[0-9]+]] + shard.begin, ctx.shard.slot(0) + shard.slot, ctx.shard.slot(1) + shard.slot, shard.count, ctx.lr,
+// CHECK-NEXT:   cpu::adam_update(p_w + shard.begin, [[DW]] + shard.begin, ctx.shard.slot(0) + shard.slot, ctx.shard.slot(1) + shard.slot, shard.count, ctx.lr,
 // CHECK-NEXT: }
 // CHECK: {  // b: only this rank's shard of it (ZeRO-1)
 // CHECK-NEXT:   const dtcrt::ShardRange shard = ctx.shard.of(/*flat_offset=*/32, /*elements=*/3);

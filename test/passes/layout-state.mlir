@@ -70,3 +70,20 @@ module attributes {dtc.shard_slots = 2 : i64} {
   dtc.param weight @b : tensor<4xf32> = dense<0.0> : tensor<4xf32> {dtc.sharded}
   dtc.param constant @table : tensor<3xi64> = dense<[1, 2, 3]> : tensor<3xi64>
 }
+
+// -----
+
+// The flat region follows the updates' order (dtc.gather_weight_shards
+// lists them: the order backward produces the gradients), not the
+// declarations', so that a gradient bucket mirrors a range of it.
+// CHECK-LABEL: module attributes {dtc.flat_state_elements = 48 : i64, dtc.flat_state_offset = 0 : i64
+// CHECK: dtc.param weight @w : tensor<4x8xf32> {{.*}}{dtc.flat_offset = 16 : i64, dtc.sharded, dtc.state_offset = 64 : i64}
+// CHECK: dtc.param weight @b : tensor<4xf32> {{.*}}{dtc.flat_offset = 0 : i64, dtc.sharded, dtc.state_offset = 0 : i64}
+module attributes {dtc.shard_slots = 0 : i64} {
+  dtc.param weight @w : tensor<4x8xf32> = dense<0.1> : tensor<4x8xf32> {dtc.sharded}
+  dtc.param weight @b : tensor<4xf32> = dense<0.0> : tensor<4xf32> {dtc.sharded}
+  func.func @train_step() {
+    dtc.gather_weight_shards [@b, @w]
+    return
+  }
+}

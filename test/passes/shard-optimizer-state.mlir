@@ -52,3 +52,26 @@ module {
     return
   }
 }
+
+// -----
+
+// A bucket whose averaged gradients only sharded updates read is reduced
+// only where each rank's shard covers it (dtc.sharded on its start); one
+// that the global-norm clip also reads stays a full all-reduce.
+// CHECK-LABEL: module attributes {dtc.shard_slots = 0 : i64, dtc.strategy = "fsdp"}
+// CHECK: dtc.all_reduce_start %{{.*}} {bucket = 0 : i64, dtc.sharded}
+// CHECK: dtc.all_reduce_start %{{.*}} {bucket = 1 : i64} :
+module {
+  dtc.param weight @w : tensor<4xf32> = dense<0.1> : tensor<4xf32>
+  dtc.param weight @v : tensor<4xf32> = dense<0.1> : tensor<4xf32>
+  func.func @train_step(%gw: tensor<4xf32>, %gv: tensor<4xf32>) {
+    %t0 = dtc.all_reduce_start %gw {bucket = 0 : i64} : tensor<4xf32>
+    %t1 = dtc.all_reduce_start %gv {bucket = 1 : i64} : tensor<4xf32>
+    %rw = dtc.all_reduce_wait %t0, %gw : tensor<4xf32>
+    %rv = dtc.all_reduce_wait %t1, %gv : tensor<4xf32>
+    %clip = dtc.clip_grad_norm %rv {max_norm = 1.0 : f64} : tensor<4xf32> -> tensor<2xf32>
+    dtc.sgd_update @w, %rw {lr = 0.1 : f64} : tensor<4xf32>
+    dtc.sgd_update @v, %rv clip %clip : tensor<2xf32> {lr = 0.1 : f64} : tensor<4xf32>
+    return
+  }
+}
