@@ -37,6 +37,8 @@ inline constexpr char kSharded[] = "dtc.sharded";
 /// On a sharded optimizer_state param: which shard slot holds it (I64; slot
 /// k of every rank holds the same state, e.g. exp_avg, of its flat range).
 inline constexpr char kShardSlot[] = "dtc.shard_slot";
+/// On the module: what fsdp shards, "optimizer" or "gradients" (StrAttr).
+inline constexpr char kShardLevel[] = "dtc.shard_level";
 /// On the module: how many slots a rank's optimizer-state shard has (I64).
 inline constexpr char kShardSlots[] = "dtc.shard_slots";
 /// On a sharded weight: its element offset in the flat weight region (I64).

@@ -65,13 +65,14 @@ struct DataParallelPass : dtc::impl::DataParallelBase<DataParallelPass> {
     SmallVector<SmallVector<GradientOp>> buckets(1);
     double bytes = 0.0, cap = firstBucketMb * mib;
     for (GradientOp gradient : gradients) {
-      if (bytes >= cap) {
+      const double size = double(tensorBytes(gradient.getGrad().getType()));
+      if (bytes >= cap || (separateLarge && bytes > 0.0 && size > cap)) {
         buckets.emplace_back();
         bytes = 0.0;
         cap = bucketCapMb * mib;
       }
       buckets.back().push_back(gradient);
-      bytes += double(tensorBytes(gradient.getGrad().getType()));
+      bytes += size;
     }
 
     auto ret = train.front().getTerminator();

@@ -276,7 +276,11 @@ def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
     Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
            "largest bucket, in MiB (as PyTorch DDP's bucket_cap_mb)">,
     Option<"firstBucketMb", "first-bucket-mb", "double", /*default=*/"1.0",
-           "size of the first bucket, in MiB">
+           "size of the first bucket, in MiB">,
+    Option<"separateLarge", "separate-large", "bool", /*default=*/"false",
+           "a gradient larger than the cap starts a bucket of its own (fsdp "
+           "--shard=gradients: a small gradient computed earlier then does not "
+           "hold the large one's memory from its own time on)">
   ];
 }
 
@@ -627,7 +631,18 @@ def ShardOptimizerState : Pass<"dtc-shard-optimizer-state", "mlir::ModuleOp"> {
     (`dtc.shard_slot`: exp_avg 0 and exp_avg_sq 1 for Adam, the momentum
     buffer 0 for SGD); the module gets `dtc.shard_slots` and
     `dtc.strategy = "fsdp"`. The updates are element-wise, so a rank's
-    shard of a weight is updated exactly as ddp updates it.
+    shard of a weight is updated exactly as ddp updates it. A gradient
+    bucket read by sharded updates only is marked `dtc.sharded` too: it is
+    reduce-scattered in place (each rank needs the average only where its
+    shard covers the bucket).
+
+    With `gradients` (`--shard=gradients`, the ZeRO paper's stage 2) no
+    rank keeps the gradients to the step's end: each sharded bucket's wait
+    and updates move up to where the next bucket starts (or, if later,
+    after the last op that reads one of its weights), so a bucket's
+    gradients die one bucket later and the memory plan reuses them for the
+    rest of backward. Gradient clipping by global norm needs every gradient
+    before any update and is refused.
 
     Before:
     ```mlir
@@ -640,6 +655,10 @@ def ShardOptimizerState : Pass<"dtc-shard-optimizer-state", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["dtc::DtcDialect"];
+  let options = [
+    Option<"gradients", "gradients", "bool", /*default=*/"false",
+           "also free each bucket's gradients once its updates ran (ZeRO-2)">
+  ];
 }
 
 def LayoutState : Pass<"dtc-layout-state", "mlir::ModuleOp"> {

@@ -50,7 +50,10 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
       pm.addPass(createDifferentiate());
       pm.addPass(createAccumulateGradients({o.accumulate}));
       if (o.strategy == Options::Strategy::Ddp || o.strategy == Options::Strategy::Fsdp)
-        pm.addPass(createDataParallel({o.bucketCapMb, /*firstBucketMb=*/1.0}));
+        pm.addPass(createDataParallel(
+            {o.bucketCapMb, /*firstBucketMb=*/1.0,
+             /*separateLarge=*/o.strategy == Options::Strategy::Fsdp &&
+                 o.shard == Options::Shard::Gradients}));
     }
     pm.addPass(createAddOptimizer({optimizerName(o.optimizer), o.lr, o.momentum, o.dampening,
                                    o.weightDecay, o.nesterov, o.beta1, o.beta2, o.eps,
@@ -58,7 +61,7 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
     pm.addPass(createCanonicalizerPass());
     // ZeRO-1: each rank updates (and keeps the state of) its shard.
     if (o.strategy == Options::Strategy::Fsdp)
-      pm.addPass(createShardOptimizerState());
+      pm.addPass(createShardOptimizerState({o.shard == Options::Shard::Gradients}));
     if (o.precision == Options::Precision::Bf16)
       pm.addPass(createBf16Products());
     // im2col columns kept for backward: a CPU kernel choice (cuDNN on CUDA).
@@ -114,6 +117,10 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
   Option<std::string> classWeights{*this, "class-weights", llvm::cl::init("")};
   Option<int64_t> accumulate{*this, "accumulate", llvm::cl::init(1)};
   Option<double> bucketCapMb{*this, "bucket-cap-mb", llvm::cl::init(25.0)};
+  Option<Options::Shard> shard{
+      *this, "shard", llvm::cl::init(Options::Shard::Optimizer),
+      llvm::cl::values(clEnumValN(Options::Shard::Optimizer, "optimizer", ""),
+                       clEnumValN(Options::Shard::Gradients, "gradients", ""))};
   Option<Options::Optimizer> optimizer{
       *this, "optimizer", llvm::cl::init(Options::Optimizer::Sgd),
       llvm::cl::values(clEnumValN(Options::Optimizer::Sgd, "sgd", ""),
@@ -155,6 +162,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
     o.classWeights = classWeights;
     o.accumulate = accumulate;
     o.bucketCapMb = bucketCapMb;
+    o.shard = shard;
     o.optimizer = optimizer;
     o.lr = lr;
     o.momentum = momentum;

@@ -22,6 +22,8 @@ struct TrainingPipelineOptions {
   enum class Precision { Fp32, Bf16 };
   enum class Schedule { OneFOneB, GPipe };
   enum class Optimizer { Sgd, Adam, AdamW };
+  // --strategy=fsdp: what is sharded (the ZeRO paper's stages 1 and 2).
+  enum class Shard { Optimizer, Gradients };
 
   Mode mode = Mode::Train;
   Strategy strategy = Strategy::None;
@@ -38,6 +40,7 @@ struct TrainingPipelineOptions {
   std::string classWeights;   // cross-entropy's class weights, "W0,W1,..."
   int64_t accumulate = 1;   // micro-batches per update (none/ddp)
   double bucketCapMb = 25;  // ddp gradient buckets
+  Shard shard = Shard::Optimizer;  // fsdp
 
   // The optimizer (torch.optim's names and defaults).
   Optimizer optimizer = Optimizer::Sgd;

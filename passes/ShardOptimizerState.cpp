@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace dtc {
@@ -38,8 +39,56 @@ SmallVector<std::pair<FlatSymbolRefAttr, int64_t>> stateSlots(Operation *update)
   return {};
 }
 
+/// ZeRO-2: moves each sharded bucket's wait and updates up to `before`
+/// (the next bucket's start), or after the last op reading one of the
+/// bucket's weights if that is later; the last bucket stays at the end.
+LogicalResult freeGradientsEarly(func::FuncOp train) {
+  Block &block = train.front();
+  SmallVector<AllReduceStartOp> starts;
+  for (auto start : train.getOps<AllReduceStartOp>())
+    if (start->hasAttr(attr::kSharded))
+      starts.push_back(start);
+  for (size_t k = 0; k + 1 < starts.size(); ++k) {
+    auto wait = cast<AllReduceWaitOp>(*starts[k].getToken().getUsers().begin());
+    SmallVector<Operation *> moved = {wait};
+    llvm::StringSet<> weights;
+    for (Value reduced : wait.getResults())
+      for (Operation *update : reduced.getUsers()) {
+        moved.push_back(update);
+        weights.insert(update->getAttrOfType<FlatSymbolRefAttr>("param").getValue());
+      }
+    // Not before backward has read the weights for the last time.
+    Operation *before = starts[k + 1];
+    for (auto ref : train.getOps<ParamRefOp>()) {
+      if (!weights.contains(ref.getName()))
+        continue;
+      for (Operation *reader : ref->getUsers()) {
+        Operation *inBlock = block.findAncestorOpInBlock(*reader);
+        if (inBlock && !inBlock->isBeforeInBlock(before))
+          before = inBlock->getNextNode();
+      }
+    }
+    if (!before)
+      continue;  // the bucket's weights are read to the end
+    if (before == wait || wait->isBeforeInBlock(before)) {
+      // The wait cannot move up: its updates follow it directly.
+      Operation *after = wait;
+      for (Operation *update : llvm::drop_begin(moved)) {
+        update->moveAfter(after);
+        after = update;
+      }
+      continue;
+    }
+    for (Operation *op : moved)
+      op->moveBefore(before);
+  }
+  return success();
+}
+
 struct ShardOptimizerStatePass
     : dtc::impl::ShardOptimizerStateBase<ShardOptimizerStatePass> {
+  using ShardOptimizerStateBase::ShardOptimizerStateBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto train = module.lookupSymbol<func::FuncOp>("train_step");
@@ -97,11 +146,21 @@ struct ShardOptimizerStatePass
       if (onlyUpdates)
         start->setAttr(attr::kSharded, b.getUnitAttr());
     }
+    if (gradients) {
+      for (auto clip : train.getOps<ClipGradNormOp>()) {
+        clip.emitOpError("--shard=gradients: clipping by global norm needs every gradient "
+                         "before any update (use --shard=optimizer)");
+        return signalPassFailure();
+      }
+      if (failed(freeGradientsEarly(train)))
+        return signalPassFailure();
+    }
     // After the last update (and any op between it and the return).
     OpBuilder after(train.front().getTerminator());
     after.create<GatherWeightShardsOp>(train.getLoc(), b.getArrayAttr(weights));
     module->setAttr(attr::kShardSlots, b.getI64IntegerAttr(static_cast<int64_t>(slots)));
     module->setAttr("dtc.strategy", b.getStringAttr("fsdp"));
+    module->setAttr(attr::kShardLevel, b.getStringAttr(gradients ? "gradients" : "optimizer"));
   }
 };
 

@@ -35,3 +35,18 @@ module {
     return
   }
 }
+
+// -----
+
+// RUN: not dtc-opt %s -split-input-file -dtc-shard-optimizer-state=gradients=true 2>&1 | FileCheck %s --check-prefix=ZERO2
+// ZERO2: error: 'dtc.clip_grad_norm' op --shard=gradients: clipping by global norm needs every gradient before any update (use --shard=optimizer)
+module {
+  dtc.param weight @w : tensor<4xf32> = dense<0.1> : tensor<4xf32>
+  func.func @train_step(%g: tensor<4xf32>) {
+    %t = dtc.all_reduce_start %g {bucket = 0 : i64} : tensor<4xf32>
+    %r = dtc.all_reduce_wait %t, %g : tensor<4xf32>
+    %clip = dtc.clip_grad_norm %r {max_norm = 1.0 : f64} : tensor<4xf32> -> tensor<2xf32>
+    dtc.sgd_update @w, %r clip %clip : tensor<2xf32> {lr = 0.1 : f64} : tensor<4xf32>
+    return
+  }
+}

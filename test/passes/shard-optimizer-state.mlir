@@ -6,7 +6,7 @@
 
 // Adam: exp_avg in slot 0, exp_avg_sq in slot 1, for every weight; the
 // frozen weight (no update) is not sharded.
-// CHECK-LABEL: module attributes {dtc.shard_slots = 2 : i64, dtc.strategy = "fsdp"}
+// CHECK-LABEL: module attributes {dtc.shard_level = "optimizer", dtc.shard_slots = 2 : i64, dtc.strategy = "fsdp"}
 // CHECK: dtc.param weight @w : tensor<4x8xf32> {{.*}}{dtc.sharded}
 // CHECK: dtc.param optimizer_state @w.exp_avg : {{.*}}{dtc.shard_slot = 0 : i64, dtc.sharded, dtc.state_of = @w}
 // CHECK: dtc.param optimizer_state @w.exp_avg_sq : {{.*}}{dtc.shard_slot = 1 : i64, dtc.sharded, dtc.state_of = @w}
@@ -18,7 +18,7 @@
 // CHECK-NEXT: dtc.gather_weight_shards [@w, @b]
 // CHECK-NEXT: return
 // The flat region: @w's 32 floats, then @b at 32 (64-byte aligned).
-// LAYOUT-LABEL: module attributes {dtc.flat_state_elements = 48 : i64, dtc.flat_state_offset = 64 : i64, dtc.shard_slots = 2 : i64
+// LAYOUT-LABEL: module attributes {dtc.flat_state_elements = 48 : i64, dtc.flat_state_offset = 64 : i64, dtc.shard_level = "optimizer", dtc.shard_slots = 2 : i64
 // LAYOUT: dtc.param weight @w {{.*}}dtc.flat_offset = 0 : i64
 // LAYOUT: dtc.param weight @b {{.*}}dtc.flat_offset = 32 : i64
 module {
@@ -40,7 +40,7 @@ module {
 
 // SGD with momentum: one slot. Without momentum there is no state to shard,
 // but each rank still updates only its shard (and the gather follows).
-// CHECK-LABEL: module attributes {dtc.shard_slots = 1 : i64, dtc.strategy = "fsdp"}
+// CHECK-LABEL: module attributes {dtc.shard_level = "optimizer", dtc.shard_slots = 1 : i64, dtc.strategy = "fsdp"}
 // CHECK: dtc.param optimizer_state @w.momentum_buffer : {{.*}}{dtc.shard_slot = 0 : i64, dtc.sharded, dtc.state_of = @w}
 // CHECK: dtc.sgd_update @w, %{{.*}} {dtc.sharded, lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, momentum_buffer = @w.momentum_buffer}
 // CHECK-NEXT: dtc.gather_weight_shards [@w]
@@ -58,7 +58,7 @@ module {
 // A bucket whose averaged gradients only sharded updates read is reduced
 // only where each rank's shard covers it (dtc.sharded on its start); one
 // that the global-norm clip also reads stays a full all-reduce.
-// CHECK-LABEL: module attributes {dtc.shard_slots = 0 : i64, dtc.strategy = "fsdp"}
+// CHECK-LABEL: module attributes {dtc.shard_level = "optimizer", dtc.shard_slots = 0 : i64, dtc.strategy = "fsdp"}
 // CHECK: dtc.all_reduce_start %{{.*}} {bucket = 0 : i64, dtc.sharded}
 // CHECK: dtc.all_reduce_start %{{.*}} {bucket = 1 : i64} :
 module {
@@ -75,3 +75,4 @@ module {
     return
   }
 }
+

@@ -108,10 +108,15 @@ static void printDataParallelMemory(ModuleOp module, int64_t trainable, int64_t 
     return value ? value.getInt() : int64_t(0);
   };
   const bool sharded = strategy.getValue() == "fsdp";
+  auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
+  // ZeRO-2: no gradient outlives its bucket's updates (the arena holds those
+  // in flight, counted above).
+  const bool gradientsFreed = level && level.getValue() == "gradients";
   const int64_t flat = intAttr(attr::kFlatStateElements), slots = intAttr(attr::kShardSlots);
-  const int64_t gradientBytes = 4 * trainable;
+  const int64_t gradientBytes = gradientsFreed ? 0 : 4 * trainable;
   os << "model state per rank (" << strategy.getValue()
-     << (sharded ? ", optimizer state sharded" : "") << ")\n";
+     << (sharded ? ", optimizer state sharded" : "")
+     << (gradientsFreed ? ", gradients freed in backward: in the arena" : "") << ")\n";
   os << "  ranks  weights     gradients   optimizer   total       bytes/param\n";
   for (int64_t n : {1, 2, 4, 8}) {
     int64_t optimizer = optimizerBytes;

@@ -164,7 +164,9 @@ cl::opt<std::string> strategy("strategy",
 cl::opt<std::string> shard("shard",
                            cl::desc("fsdp: what is sharded over the ranks: optimizer "
                                     "(ZeRO-1: each rank updates and keeps the optimizer state "
-                                    "of 1/N of the weights; the default)"),
+                                    "of 1/N of the weights; the default) or gradients (ZeRO-2: "
+                                    "also, each bucket's gradients are freed once its updates "
+                                    "ran, during backward)"),
                            cl::init("optimizer"), cl::cat(dtcCategory));
 cl::opt<int64_t> stages("stages", cl::desc("model/pipeline: number of stages (one rank each), "
                                            "balanced by the cost model"),
@@ -289,6 +291,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   o.classWeights = classWeights;
   o.accumulate = accumulate;
   o.bucketCapMb = bucketCapMb;
+  o.shard = shard == "gradients" ? Options::Shard::Gradients : Options::Shard::Optimizer;
   if (mode == Mode::Train) {
     if (!parseBetas(o.beta1, o.beta2)) {
       llvm::errs() << "dtc: error: --betas must be two numbers like 0.9,0.999, got '"
@@ -616,12 +619,12 @@ int main(int argc, char **argv) {
     llvm::errs() << "dtc: error: --shard is for --strategy=fsdp\n";
     return 1;
   }
-  if (strategy == "fsdp" && shard != "optimizer") {
+  if (strategy == "fsdp" && shard != "optimizer" && shard != "gradients") {
     llvm::errs() << "dtc: error: --shard=" << shard
-                 << (shard == "gradients" || shard == "parameters"
-                         ? " is not supported yet (ZeRO-2/3); --shard=optimizer shards the "
-                           "optimizer state\n"
-                         : " is not a sharding level (expected optimizer)\n");
+                 << (shard == "parameters"
+                         ? " is not supported yet (ZeRO-3); --shard=gradients shards the "
+                           "optimizer state and frees gradients early\n"
+                         : " is not a sharding level (expected optimizer or gradients)\n");
     return 1;
   }
   if (strategy == "fsdp" && target == "cuda") {
