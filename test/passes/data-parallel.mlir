@@ -2,6 +2,8 @@
 // after a bucket's last gradient, wait before the optimizer reads it.
 // RUN: dtc-opt %s -split-input-file -dtc-data-parallel="first-bucket-mb=0.00003 bucket-cap-mb=0.0001" | FileCheck %s
 // RUN: dtc-opt %s -split-input-file -dtc-data-parallel | FileCheck %s --check-prefix=ONE
+// RUN: dtc-opt %s -split-input-file -dtc-data-parallel="first-bucket-mb=0.00003 bucket-cap-mb=0.00005 separate-large=true" | FileCheck %s --check-prefix=SEP
+// RUN: dtc-opt %s -split-input-file -dtc-data-parallel="first-bucket-mb=0.00003 bucket-cap-mb=0.00005" | FileCheck %s --check-prefix=JOIN
 // RUN: dtc-opt %s -split-input-file -dtc-data-parallel="first-bucket-mb=0.00003 bucket-cap-mb=0.0001" -dtc-plan-memory | FileCheck %s --check-prefix=PLAN
 
 // Two-layer MLP backward. Gradients come in the order fc2.weight (48 B),
@@ -26,6 +28,16 @@
 // CHECK-NEXT: %[[R2:.*]] = dtc.all_reduce_wait %[[T2]], %[[DB1]]
 // CHECK-NEXT: dtc.gradient @fc1.bias, %[[R2]]
 // CHECK-NEXT: return
+// separate-large (fsdp --shard=gradients): fc1.weight (96 B) is larger than
+// the 52 B cap, so it starts a bucket of its own instead of joining fc2.bias.
+// SEP-LABEL: func.func @train_step
+// SEP: dtc.all_reduce_start %{{[^,]*}} {bucket = 0 : i64} : tensor<3x4xf32>
+// SEP: dtc.all_reduce_start %{{[^,]*}} {bucket = 1 : i64} : tensor<3xf32>
+// SEP: dtc.all_reduce_start %{{[^,]*}} {bucket = 2 : i64} : tensor<4x6xf32>
+// SEP: dtc.all_reduce_start %{{[^,]*}} {bucket = 3 : i64} : tensor<4xf32>
+// Without it fc2.bias and fc1.weight share bucket 1.
+// JOIN-LABEL: func.func @train_step
+// JOIN: dtc.all_reduce_start %{{.*}}, %{{.*}} {bucket = 1 : i64} : tensor<3xf32>, tensor<4x6xf32>
 // With the default 1 MiB first bucket everything fits in one bucket.
 // ONE-LABEL: func.func @train_step
 // ONE: dtc.all_reduce_start %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {bucket = 0 : i64}
