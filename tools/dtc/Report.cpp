@@ -132,6 +132,36 @@ static void printDataParallelMemory(ModuleOp module, int64_t trainable, int64_t 
   }
 }
 
+FailureOr<RankBytes> plannedRankBytes(ModuleOp module, int64_t ranks) {
+  RankBytes bytes;
+  auto state = module->getAttrOfType<IntegerAttr>(attr::kStateBytes);
+  if (!state)
+    return module.emitError("the module has no state layout (dtc.state_bytes)");
+  bytes.state = state.getInt();
+  auto intAttr = [&](const char *name) {
+    auto value = module->getAttrOfType<IntegerAttr>(name);
+    return value ? value.getInt() : int64_t(0);
+  };
+  for (auto param : module.getOps<ParamOp>())
+    if (param.getKind() == ParamKind::optimizer_state && !param->hasAttr(attr::kSharded))
+      bytes.optimizer += tensorBytes(param.getType());
+  // fsdp: the runtime pads the flat region to N equal shards and adds the
+  // rank's optimizer-state slots (runtime/train/ShardedState.cpp).
+  if (int64_t flat = intAttr(attr::kFlatStateElements)) {
+    const int64_t shard = ((flat + ranks - 1) / ranks + 15) / 16 * 16;
+    const int64_t slots = intAttr(attr::kShardSlots) * shard * 4;
+    bytes.state += (ranks * shard - flat) * 4 + slots;
+    bytes.optimizer += slots;
+  }
+  for (auto func : module.getOps<func::FuncOp>()) {
+    FailureOr<MemoryPlan> plan = MemoryPlan::fromIR(func);
+    if (failed(plan))
+      return failure();
+    bytes.arena = std::max(bytes.arena, plan->peakBytes());
+  }
+  return bytes;
+}
+
 LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
   int64_t count[4] = {0, 0, 0, 0}, bytes[4] = {0, 0, 0, 0}, elements = 0;
   for (auto param : module.getOps<ParamOp>()) {

@@ -59,6 +59,15 @@ cl::opt<Emit> emit(
 cl::opt<bool> report("report",
                      cl::desc("Print the memory plan and parameter summary instead"),
                      cl::init(false), cl::cat(dtcCategory));
+cl::opt<std::string> memoryLimit(
+    "memory-limit",
+    cl::desc("Refuse to compile a program whose plan needs more than this per rank (state "
+             "and arena; bytes, or with a K, M or G suffix), naming a sharding that fits"),
+    cl::value_desc("BYTES"), cl::init(""), cl::cat(dtcCategory));
+cl::opt<int64_t> ranks("ranks",
+                       cl::desc("ddp/fsdp: the job's number of ranks, for --memory-limit "
+                                "(default 1; a pipeline's ranks are its stages)"),
+                       cl::init(0), cl::cat(dtcCategory));
 cl::opt<int64_t> batchSize("batch-size",
                            cl::desc("Batch size for the model's symbolic batch "
                                     "dimension (default 64)"),
@@ -266,6 +275,64 @@ std::string programPath() {
 }
 
 bool isPipeline() { return strategy == "pipeline" || strategy == "model"; }
+
+/// --memory-limit=SIZE in bytes (K, M, G: powers of 1024), or -1 when not a size.
+int64_t parseSize(llvm::StringRef text) {
+  int64_t scale = 1;
+  if (!text.empty() && llvm::StringRef("KMG").contains(text.back())) {
+    scale = text.back() == 'K' ? 1LL << 10 : text.back() == 'M' ? 1LL << 20 : 1LL << 30;
+    text = text.drop_back();
+  }
+  uint64_t value = 0;
+  if (text.getAsInteger(10, value) || value == 0 || value > (uint64_t(1) << 62) / uint64_t(scale))
+    return -1;
+  return int64_t(value) * scale;
+}
+
+std::string mebibytes(int64_t bytes) {
+  return llvm::formatv("{0:F2} MiB", double(bytes) / (1024.0 * 1024.0)).str();
+}
+
+/// --memory-limit: the plan of one rank against the limit; over it, one line
+/// saying by how much and, for ddp and fsdp, what the finer sharding levels
+/// would need (state: the ZeRO arithmetic; ZeRO-2's arena: not predicted
+/// here, compile with it and --report to see).
+bool checkMemoryLimit(mlir::ModuleOp module) {
+  if (ranks < 0) {
+    llvm::errs() << "dtc: error: --ranks must be positive, got " << ranks << "\n";
+    return false;
+  }
+  const int64_t limit = parseSize(memoryLimit);
+  if (limit < 0) {
+    llvm::errs() << "dtc: error: --memory-limit=" << memoryLimit
+                 << ": expected a positive number of bytes, optionally with K, M or G\n";
+    return false;
+  }
+  const int64_t n = ranks > 0 ? int64_t(ranks) : isPipeline() ? int64_t(stages) : 1;
+  mlir::FailureOr<dtc::RankBytes> plan = dtc::plannedRankBytes(module, std::max<int64_t>(n, 1));
+  if (mlir::failed(plan))
+    return false;
+  if (plan->total() <= limit)
+    return true;
+  std::string hint;
+  if ((strategy == "ddp" || (strategy == "fsdp" && plan->optimizer > 0)) && n > 1) {
+    // Sharding the optimizer state keeps 1/N of it (as fsdp would lay it out).
+    const int64_t sharded = strategy == "ddp" ? plan->optimizer / n : plan->optimizer;
+    const int64_t needs = plan->total() - plan->optimizer + sharded;
+    if (strategy == "ddp")
+      hint = needs <= limit ? "; --strategy=fsdp would need about " + mebibytes(needs)
+                            : "; even --strategy=fsdp would need about " + mebibytes(needs) +
+                                  " (try --shard=gradients, more --ranks or a smaller batch)";
+    else
+      hint = "; try --shard=gradients, more --ranks or a smaller --batch-size";
+  }
+  llvm::errs() << "dtc: error: --memory-limit=" << memoryLimit << ": the plan needs "
+               << mebibytes(plan->total()) << " per rank on " << n
+               << (n == 1 ? " rank" : " ranks") << " (state " << mebibytes(plan->state)
+               << ", of it optimizer state " << mebibytes(plan->optimizer) << "; arena "
+               << mebibytes(plan->arena) << ")" << hint << "\n";
+  return false;
+}
 
 /// Micro-batches per step (pipelines; resolved from --micro-batches in main).
 int64_t microBatches = 1;
@@ -701,6 +768,8 @@ int main(int argc, char **argv) {
   if (emit != Emit::Imported && mlir::failed(runPipeline(*module)))
     return 1;
   if (!emitSchedule.empty() && mlir::failed(writeSchedule(*module)))
+    return 1;
+  if (!memoryLimit.empty() && emit != Emit::Imported && !checkMemoryLimit(*module))
     return 1;
   if (report) {
     printAutoChoice(llvm::outs());
