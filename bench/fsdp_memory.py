@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Optimizer-state sharding on this machine: memory per rank and speed of
-dtc --strategy=fsdp --shard=optimizer (ZeRO-1) against --strategy=ddp.
+"""Sharded data parallelism on this machine: memory per rank and speed of
+dtc --strategy=fsdp --shard=optimizer (ZeRO-1) and --shard=gradients
+(ZeRO-2) against --strategy=ddp.
 
 The model: an MLP of 53.6M parameters (784 -> 4 x 4096 -> 10), exported
 from PyTorch like the example models, trained with Adam (float32) on
@@ -10,8 +11,9 @@ and each strategy this prints, per rank, what the program planned
 OS holds of the state buffer after step 1 (mincore), and the process's
 peak resident set (getrusage); then the bytes per parameter of weights +
 optimizer state against the ZeRO paper's formula (4 + 8 for ddp,
-4 + 8/N sharded; gradients live in the arena, listed by --report), and
-the samples/s of fsdp against ddp (best of 3 runs, 2 ranks).
+4 + 8/N sharded), the planned arena (activations and gradients: ddp and
+ZeRO-1 hold every gradient to the step's end, ZeRO-2 only the buckets in
+flight), and the samples/s of each against ddp (best of 3 runs, 2 ranks).
 
 Run:  /usr/bin/python3 bench/fsdp_memory.py [--build DIR] [--out FILE.md]
 """
@@ -68,18 +70,21 @@ def main():
     onnx = os.path.join(work, "mlp53m.onnx")
     params = export(onnx)
     mib = 1024.0 * 1024.0
-    lines = [f"# Optimizer-state sharding: memory and speed\n",
+    lines = [f"# Sharded data parallelism: memory and speed\n",
              f"Command: `/usr/bin/python3 bench/fsdp_memory.py{' --out ' + a.out if a.out else ''}`\n",
              f"Model: MLP 784 -> 4x4096 -> 10, {params:,} parameters; Adam float32, batch 32 per "
              f"rank, synthetic data, 1 thread per rank, {a.steps} steps.\n",
              "| strategy | ranks | rank | weights MiB | optimizer MiB | state planned MiB | "
-             "state resident MiB | process peak MiB | (weights+optimizer)/param | formula |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "state resident MiB | arena MiB | process peak MiB | (weights+optimizer)/param | "
+             "formula |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     rates = {}
-    for strategy in ("ddp", "fsdp"):
+    flags = {"ddp": ["--strategy=ddp"], "fsdp": ["--strategy=fsdp", "--shard=optimizer"],
+             "fsdp-gradients": ["--strategy=fsdp", "--shard=gradients"]}
+    for strategy in ("ddp", "fsdp", "fsdp-gradients"):
         program = os.path.join(work, f"train-{strategy}")
-        subprocess.run([os.path.join(a.build, "bin", "dtc"), onnx, f"--strategy={strategy}",
-                        "--batch-size=32", "--optimizer=adam", "--lr=1e-4", "-o", program],
+        subprocess.run([os.path.join(a.build, "bin", "dtc"), onnx] + flags[strategy] +
+                       ["--batch-size=32", "--optimizer=adam", "--lr=1e-4", "-o", program],
                        check=True)
         for ranks in (2, 4):
             best = 0.0
@@ -88,22 +93,35 @@ def main():
                                    os.path.join(work, f"{strategy}-{ranks}.jsonl"))
                 best = max(best, rate)
             rates[(strategy, ranks)] = best
-            formula = 4 + (8 / ranks if strategy == "fsdp" else 8)
+            formula = 4 + (8 / ranks if strategy.startswith("fsdp") else 8)
             for m in memory:
                 per_param = (m["weight_bytes"] + m["optimizer_bytes"]) / params
                 lines.append(
                     f"| {strategy} | {ranks} | {m['rank']} | {m['weight_bytes'] / mib:.1f} | "
                     f"{m['optimizer_bytes'] / mib:.1f} | {m['state_bytes'] / mib:.1f} | "
-                    f"{m['state_resident_bytes'] / mib:.1f} | {m['process_peak_bytes'] / mib:.1f} | "
+                    f"{m['state_resident_bytes'] / mib:.1f} | {m['arena_bytes'] / mib:.1f} | "
+                    f"{m['process_peak_bytes'] / mib:.1f} | "
                     f"{per_param:.3f} | {formula:.3f} |")
     lines.append("")
-    lines.append("| ranks | ddp samples/s | fsdp samples/s | fsdp / ddp |")
-    lines.append("|---|---|---|---|")
+    lines.append("| ranks | ddp samples/s | fsdp (optimizer) samples/s | fsdp / ddp | "
+                 "fsdp (gradients) samples/s | fsdp (gradients) / ddp |")
+    lines.append("|---|---|---|---|---|---|")
     for ranks in (2, 4):
-        d, f = rates[("ddp", ranks)], rates[("fsdp", ranks)]
-        lines.append(f"| {ranks} | {d:.1f} | {f:.1f} | {f / d:.3f} |")
+        d, f, g = rates[("ddp", ranks)], rates[("fsdp", ranks)], rates[("fsdp-gradients", ranks)]
+        lines.append(f"| {ranks} | {d:.1f} | {f:.1f} | {f / d:.3f} | {g:.1f} | {g / d:.3f} |")
     lines.append("\n4 ranks share this machine's 2 cores (one run each; their speed is not a "
                  "scaling figure).")
+    # --memory-limit between the fsdp and the ddp plans of 2 ranks: ddp is
+    # refused, fsdp compiles (and trained above).
+    limit = "700M"
+    lines.append(f"\n`--memory-limit={limit} --ranks=2`:\n")
+    for strategy in ("ddp", "fsdp"):
+        run_ = subprocess.run([os.path.join(a.build, "bin", "dtc"), onnx] + flags[strategy] +
+                              ["--batch-size=32", "--optimizer=adam", f"--memory-limit={limit}",
+                               "--ranks=2", "-o", os.path.join(work, f"limited-{strategy}")],
+                              capture_output=True, text=True)
+        verdict = "compiles" if run_.returncode == 0 else "refused: " + run_.stderr.strip()
+        lines.append(f"- {strategy}: {verdict}")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
