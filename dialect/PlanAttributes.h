@@ -29,6 +29,14 @@ inline constexpr char kStateBytes[] = "dtc.state_bytes";
 inline constexpr char kStateOf[] = "dtc.state_of";
 /// On ops and params of a pipeline: the stage that runs or owns them (I64).
 inline constexpr char kStage[] = "dtc.stage";
+/// On the module of a pipeline: each stage's own state buffer, the only one
+/// its ranks allocate: the unowned params (constants, at their
+/// dtc.state_offset) and then the stage's params, which sit at their
+/// dtc.state_offset minus the stage's base. dtc.state_offset stays the
+/// offset in the whole-model buffer that eval_step and forward read
+/// (DenseI64ArrayAttr, one entry per stage).
+inline constexpr char kStageStateBytes[] = "dtc.stage_state_bytes";
+inline constexpr char kStageStateBase[] = "dtc.stage_state_base";
 
 /// dtc --strategy=fsdp (dtc-shard-optimizer-state, dtc-layout-state). On a
 /// weight, its optimizer state and its update: this rank updates only its

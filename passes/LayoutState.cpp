@@ -8,6 +8,11 @@
 // runtime splits into one shard per rank, and sharded optimizer state has no
 // place here: it lives in the rank's shard slots (dtc.shard_slot).
 //
+// In a pipeline each stage's params are one contiguous range after the
+// unowned ones (read-only constants), and each stage gets a buffer of its
+// own (dtc.stage_state_bytes): the constants, then the stage's range, moved
+// down by dtc.stage_state_base. A rank allocates only its stage's buffer.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
@@ -48,6 +53,29 @@ FailureOr<int64_t> owningStage(ParamOp param, SymbolTable &symbols) {
   return int64_t(-1);
 }
 
+/// A pipeline's per-stage buffers: stage s holds bytes [0, unownedEnd) (the
+/// constants) and its own range, which starts at unownedEnd in its buffer.
+void layoutStageBuffers(ModuleOp module, Builder &b,
+                        SmallVector<std::pair<int64_t, int64_t>> ranges, int64_t unownedEnd) {
+  int64_t stages = int64_t(ranges.size());
+  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("dtc.pipeline"))
+    if (auto n = pipeline.getAs<IntegerAttr>("stages"))
+      stages = std::max(stages, n.getInt());
+  ranges.resize(stages, {-1, -1});
+  SmallVector<int64_t> bytes, base;
+  for (auto [begin, end] : ranges) {
+    if (begin < 0) {  // a stage without params of its own
+      bytes.push_back(unownedEnd);
+      base.push_back(0);
+      continue;
+    }
+    bytes.push_back(unownedEnd + end - begin);
+    base.push_back(begin - unownedEnd);
+  }
+  module->setAttr(attr::kStageStateBytes, b.getDenseI64ArrayAttr(bytes));
+  module->setAttr(attr::kStageStateBase, b.getDenseI64ArrayAttr(base));
+}
+
 struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -84,11 +112,25 @@ struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
       int64_t bytes = tensorBytes(param.getType());
       offset += (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
     };
+    int64_t unownedEnd = 0;  // the constants shared by every stage end here
+    SmallVector<std::pair<int64_t, int64_t>> stageRanges;  // [begin, end) per stage
     for (auto [stage, param] : params) {
       if (stage >= 0 && param.getKind() == ParamKind::optimizer_state)
         param->setAttr(attr::kStage, b.getI64IntegerAttr(stage));
+      const int64_t begin = offset;
       place(param);
+      if (stage < 0) {
+        unownedEnd = offset;
+        continue;
+      }
+      if (int64_t(stageRanges.size()) <= stage)
+        stageRanges.resize(stage + 1, {-1, -1});
+      if (stageRanges[stage].first < 0)
+        stageRanges[stage].first = begin;
+      stageRanges[stage].second = offset;
     }
+    if (!stageRanges.empty())
+      layoutStageBuffers(module, b, stageRanges, unownedEnd);
     // The flat weight region ends the buffer, so that the runtime can pad it
     // to equal shards per rank without moving anything else. Its order is
     // the updates' (dtc.gather_weight_shards lists them): the order backward

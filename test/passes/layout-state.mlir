@@ -29,8 +29,10 @@ module {
 // A pipeline: each stage's params are one contiguous range (unowned ones
 // first), and optimizer state goes with its weight's stage, whatever its
 // place in the module. Stage 1's weight is declared first but laid out after
-// stage 0's params and state.
-// CHECK-LABEL: module attributes {dtc.state_bytes = 768 : i64}
+// stage 0's params and state. Each stage has a buffer of its own: the
+// constants (64 bytes), then its params, moved down by its base (stage 1's
+// first param, at 448, sits at 64 of its buffer).
+// CHECK-LABEL: module attributes {dtc.stage_state_base = array<i64: 0, 384>, dtc.stage_state_bytes = array<i64: 448, 384>, dtc.state_bytes = 768 : i64}
 // CHECK: dtc.param weight @fc2.weight : tensor<4x8xf32> {{.*}}{dtc.stage = 1 : i64, dtc.state_offset = 448 : i64}
 // CHECK: dtc.param optimizer_state @fc2.weight.momentum_buffer : tensor<4x8xf32> {dtc.stage = 1 : i64, dtc.state_of = @fc2.weight, dtc.state_offset = 576 : i64}
 // CHECK: dtc.param weight @fc1.weight : tensor<8x4xf32> {{.*}}{dtc.stage = 0 : i64, dtc.state_offset = 64 : i64}
@@ -48,6 +50,18 @@ module {
   dtc.param optimizer_state @fc1.bias.momentum_buffer : tensor<8xf32> {dtc.state_of = @fc1.bias}
   dtc.param constant @shape : tensor<2xi64> = dense<[4, 8]> : tensor<2xi64>
   dtc.param weight @head.bias : tensor<4xf32> = dense<0.0> : tensor<4xf32> {dtc.stage = 1 : i64}
+}
+
+// -----
+
+// Stage buffers follow dtc.pipeline's stage count: a stage without params
+// (stage 1 here) gets the constants only, none here.
+// CHECK-LABEL: module attributes {dtc.pipeline = {{.*}}, dtc.stage_state_base = array<i64: 0, 0, 64>, dtc.stage_state_bytes = array<i64: 64, 0, 64>, dtc.state_bytes = 128 : i64}
+// CHECK: dtc.param weight @a : tensor<4xf32> {{.*}}{dtc.stage = 0 : i64, dtc.state_offset = 0 : i64}
+// CHECK: dtc.param weight @c : tensor<4xf32> {{.*}}{dtc.stage = 2 : i64, dtc.state_offset = 64 : i64}
+module attributes {dtc.pipeline = {micro_batches = 2 : i64, schedule = "gpipe", stages = 3 : i64}} {
+  dtc.param weight @a : tensor<4xf32> = dense<0.0> : tensor<4xf32> {dtc.stage = 0 : i64}
+  dtc.param weight @c : tensor<4xf32> = dense<0.0> : tensor<4xf32> {dtc.stage = 2 : i64}
 }
 
 // -----
