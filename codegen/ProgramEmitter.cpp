@@ -371,6 +371,9 @@ struct StateTable {
   // --strategy=fsdp: the flat weight region (bytes offset, float elements)
   // and the slots of a rank's optimizer-state shard; all 0 otherwise.
   int64_t flatOffset = 0, flatElements = 0, shardSlots = 0;
+  // A pipeline: each stage's own buffer (dtc.stage_state_bytes/base); empty
+  // otherwise.
+  SmallVector<int64_t> stageBytes, stageBase;
 };
 
 FailureOr<StateTable> readStateLayout(ModuleOp module) {
@@ -387,6 +390,12 @@ FailureOr<StateTable> readStateLayout(ModuleOp module) {
   table.flatOffset = intOf(attr::kFlatStateOffset);
   table.flatElements = intOf(attr::kFlatStateElements);
   table.shardSlots = intOf(attr::kShardSlots);
+  if (auto bytes = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageStateBytes))
+    table.stageBytes.assign(bytes.asArrayRef().begin(), bytes.asArrayRef().end());
+  if (auto base = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageStateBase))
+    table.stageBase.assign(base.asArrayRef().begin(), base.asArrayRef().end());
+  if (table.stageBytes.size() != table.stageBase.size())
+    return module.emitError("dtc.stage_state_bytes and dtc.stage_state_base differ in length");
   for (auto param : module.getOps<ParamOp>()) {
     auto stage = param->getAttrOfType<IntegerAttr>(attr::kStage);
     if (auto slot = param->getAttrOfType<IntegerAttr>(attr::kShardSlot)) {
@@ -405,6 +414,20 @@ FailureOr<StateTable> readStateLayout(ModuleOp module) {
              << offset.getInt() << " is outside the state buffer of " << table.bytes
              << " bytes";
     table.entries.push_back({param, offset.getInt(), -1, stage ? stage.getInt() : -1, -1});
+  }
+  // A stage's params must fit its own buffer.
+  for (StateTable::Entry entry : table.entries) {
+    if (entry.stage < 0 || table.stageBytes.empty())
+      continue;
+    if (entry.stage >= int64_t(table.stageBytes.size()))
+      return entry.param.emitOpError("belongs to stage ")
+             << entry.stage << " but the module lays out " << table.stageBytes.size()
+             << " stage buffers (dtc.stage_state_bytes)";
+    const int64_t local = entry.offset - table.stageBase[entry.stage];
+    if (local < 0 || local + tensorBytes(entry.param.getType()) > table.stageBytes[entry.stage])
+      return entry.param.emitOpError("is outside stage ")
+             << entry.stage << "'s state buffer of " << table.stageBytes[entry.stage]
+             << " bytes";
   }
   // In state-buffer order; the sharded state (no offset) last.
   llvm::stable_sort(table.entries, [](const auto &a, const auto &b) {
@@ -464,9 +487,44 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   for (func::FuncOp stage : stages)
     steps.push_back({stage, StepKind::Train});
   std::string stageArenas;
+  // Stage-owned state: stage s's step addresses its own buffer, which holds
+  // only the constants and stage s's params.
+  auto stageOffsets = [&](int64_t s) {
+    llvm::StringMap<int64_t> offsets;
+    for (StateTable::Entry entry : state->entries)
+      if (entry.offset >= 0 && entry.stage < 0)
+        offsets[entry.param.getSymName()] = entry.offset;
+      else if (entry.offset >= 0 && entry.stage == s)
+        offsets[entry.param.getSymName()] = entry.offset - state->stageBase[s];
+    return offsets;
+  };
+  const llvm::StringMap<int64_t> wholeOffsets = program.paramOffsets;
   for (auto [func, kind] : steps) {
     if (!func)
       continue;
+    const auto *stageIt = llvm::find(stages, func);
+    const int64_t stageIndex = stageIt == stages.end() ? -1 : stageIt - stages.begin();
+    if (stageIndex >= 0 && !state->stageBytes.empty()) {
+      if (stageIndex >= int64_t(state->stageBytes.size()))
+        return func.emitOpError("has no state buffer (dtc.stage_state_bytes)");
+      program.paramOffsets = stageOffsets(stageIndex);
+      // A stage reads only the constants and its own params.
+      WalkResult foreign = func.walk([&](Operation *op) {
+        for (NamedAttribute named : op->getAttrs())
+          if (auto ref = llvm::dyn_cast<FlatSymbolRefAttr>(named.getValue()))
+            if (auto param = module.lookupSymbol<ParamOp>(ref.getValue()))
+              if (!program.paramOffsets.count(param.getSymName())) {
+                op->emitOpError("in stage ")
+                    << stageIndex << " reads param " << ref << " of another stage";
+                return WalkResult::interrupt();
+              }
+        return WalkResult::advance();
+      });
+      if (foreign.wasInterrupted())
+        return failure();
+    } else {
+      program.paramOffsets = wholeOffsets;
+    }
     FailureOr<EmittedFunction> emitted = emitFunction(func, kind, program);
     if (failed(emitted))
       return failure();
@@ -479,6 +537,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   // A pipeline: the stages' steps, and how the job is laid out.
   auto pipeline = module->getAttrOfType<DictionaryAttr>("dtc.pipeline");
   std::string pipelineTables;
+  std::string stageStateSpec;
   std::string pipelineSpec = "    .pipelineStages = 0,\n    .dataParallel = 1,\n"
                              "    .microBatches = 1,\n    .stageSteps = nullptr,\n"
                              "    .stageArenaBytes = nullptr,\n    .schedule = \"\",\n";
@@ -488,6 +547,17 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
       names += (names.empty() ? "" : ", ") + stage.getSymName().str();
     pipelineTables = "const dtcrt::StepFunction kStageSteps[] = {" + names + "};\n" +
                      "const size_t kStageArenaBytes[] = {" + stageArenas + "};\n";
+    if (!state->stageBytes.empty()) {
+      std::string bytes, base;
+      for (auto [b, o] : llvm::zip(state->stageBytes, state->stageBase)) {
+        bytes += (bytes.empty() ? "" : ", ") + std::to_string(b);
+        base += (base.empty() ? "" : ", ") + std::to_string(o);
+      }
+      pipelineTables += "const size_t kStageStateBytes[] = {" + bytes + "};\n" +
+                        "const size_t kStageStateBase[] = {" + base + "};\n";
+      stageStateSpec = "    .stageStateBytes = kStageStateBytes,\n"
+                       "    .stageStateBase = kStageStateBase,\n";
+    }
     pipelineSpec =
         "    .pipelineStages = " + std::to_string(stages.size()) + ",\n" +
         "    .dataParallel = " + std::to_string(options.dataParallel) + ",\n" +
@@ -608,6 +678,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    .flatStateOffset = " << state->flatOffset << ",\n"
      << "    .flatStateElements = " << state->flatElements << ",\n"
      << "    .shardSlots = " << state->shardSlots << ",\n"
+     << stageStateSpec
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

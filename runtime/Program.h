@@ -317,6 +317,15 @@ struct ProgramSpec {
   size_t flatStateOffset = 0;
   int64_t flatStateElements = 0;
   int32_t shardSlots = 0;
+  // Pipeline programs with stage-owned state (null: every rank holds the
+  // whole state buffer, laid out per ParamSpec::offset). A rank of stage s
+  // allocates only stageStateBytes[s]: the unowned params (stage -1,
+  // constants) at their ParamSpec::offset, then stage s's params, each at
+  // ParamSpec::offset - stageStateBase[s]; stageSteps[s] addresses that
+  // buffer. ParamSpec::offset stays the place in the whole-model buffer that
+  // evalStep and forward read.
+  const size_t* stageStateBytes = nullptr;  // [pipelineStages]
+  const size_t* stageStateBase = nullptr;   // [pipelineStages]
 };
 
 } // namespace dtcrt

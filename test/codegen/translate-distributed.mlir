@@ -3,7 +3,10 @@
 // averaged while nothing else runs) and as a 2-stage 1F1B pipeline of 2
 // micro-batches with momentum (stage steps, micro-batch slices,
 // sends/receives, schedule phases, and a parameter table whose optimizer
-// state sits in its weight's stage and names its weight's row).
+// state sits in its weight's stage and names its weight's row). Each stage
+// step addresses its own stage's state buffer: stage 1's params sit at
+// their table offset minus the stage's base (384), and the program lists
+// each stage buffer's size and base.
 // RUN: dtc-opt %s --dtc-training-pipeline="strategy=ddp" | dtc-translate --mlir-to-cpp | FileCheck %s --check-prefix=DDP
 // RUN: dtc-opt %s --dtc-training-pipeline="strategy=pipeline stages=2 micro-batches=2 momentum=0.9" | dtc-translate --mlir-to-cpp | FileCheck %s --check-prefix=PIPE
 // DDP-LABEL: void train_step(
@@ -22,7 +25,9 @@
 // PIPE: sent0->wait();
 // PIPE: ctx.pipe->recv({{t[0-9]+}}, 64, /*stage=*/1, /*tag=*/1)->wait();
 // PIPE-LABEL: void stage1_step(
+// PIPE: float* const p_fc2_weight = reinterpret_cast<float*>(state + 0);  // fc2.weight 3x4
 // PIPE: ctx.pipe->recv({{t[0-9]+}}, 64, /*stage=*/0, /*tag=*/0)->wait();
+// PIPE: float* const p_fc2_weight_momentum_buffer = reinterpret_cast<float*>(state + 64);
 // PIPE: const dtcrt::ParamSpec kParams[] = {
 // PIPE-NEXT: {{[{][{]}}"fc1.weight", {{.*}}, dtcrt::ParamKind::Weight, 0, -1, 0, -1},
 // PIPE-NEXT: {{[{][{]}}"fc1.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 128, 0, 0, -1},
@@ -31,10 +36,14 @@
 // PIPE-NEXT: {{[{][{]}}"fc2.weight", {{.*}}, dtcrt::ParamKind::Weight, 384, -1, 1, -1},
 // PIPE-NEXT: {{[{][{]}}"fc2.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 448, 4, 1, -1},
 // PIPE: const dtcrt::StepFunction kStageSteps[] = {stage0_step, stage1_step};
+// PIPE: const size_t kStageStateBytes[] = {384, 256};
+// PIPE-NEXT: const size_t kStageStateBase[] = {0, 384};
 // PIPE: .pipelineStages = 2,
 // PIPE-NEXT: .dataParallel = 1,
 // PIPE-NEXT: .microBatches = 2,
 // PIPE: .schedule = "1f1b",
+// PIPE: .stageStateBytes = kStageStateBytes,
+// PIPE-NEXT: .stageStateBase = kStageStateBase,
 dtc.param weight @fc1.weight : tensor<4x6xf32> = dense<0.1> : tensor<4x6xf32>
 dtc.param weight @fc1.bias : tensor<4xf32> = dense<0.0> : tensor<4xf32>
 dtc.param weight @fc2.weight : tensor<3x4xf32> = dense<0.2> : tensor<3x4xf32>
