@@ -44,27 +44,39 @@ HostTensor OnnxModel::initializer(const std::string& name) const {
                       str("initializer '", name, "'"));
 }
 
+void OnnxModel::loadParam(const ParamSpec& p, char* dst, size_t room) const {
+  const TensorSpec& t = p.tensor;
+  if (!hasInitializer(t.name))
+    fail("parameter '", t.name, "': the embedded ONNX model has no initializer of that name");
+  HostTensor h = initializer(t.name);
+  if (h.dtype != t.dtype || h.dims != dimsOf(t))
+    fail("parameter '", t.name, "': the program expects ", dtypeName(t.dtype), " ",
+         shapeString(dimsOf(t)), " but the ONNX initializer is ", dtypeName(h.dtype), " ",
+         shapeString(h.dims));
+  if (h.data.size() > room)
+    fail("parameter '", t.name, "': ", h.data.size(), " bytes do not fit the ", room,
+         " bytes left in the state buffer");
+  std::memcpy(dst, h.data.data(), h.data.size());
+}
+
 void OnnxModel::loadState(const ProgramSpec& spec, char* state) const {
   std::memset(state, 0, spec.stateBytes);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec& p = spec.params[i];
     if (p.kind == ParamKind::OptimizerState) continue;
-    const TensorSpec& t = p.tensor;
-    if (!hasInitializer(t.name))
-      fail("parameter '", t.name, "': the embedded ONNX model has no initializer of that name");
-    HostTensor h = initializer(t.name);
-    if (h.dtype != t.dtype || h.dims != dimsOf(t))
-      fail("parameter '", t.name, "': the program expects ", dtypeName(t.dtype), " ",
-           shapeString(dimsOf(t)), " but the ONNX initializer is ", dtypeName(h.dtype), " ",
-           shapeString(h.dims));
-    if (p.offset + h.data.size() > spec.stateBytes)
-      fail("parameter '", t.name, "': offset ", p.offset, " + ", h.data.size(),
-           " bytes is outside the state buffer (", spec.stateBytes, " bytes)");
-    std::memcpy(state + p.offset, h.data.data(), h.data.size());
+    if (p.offset > spec.stateBytes)
+      fail("parameter '", p.tensor.name, "': offset ", p.offset,
+           " is outside the state buffer (", spec.stateBytes, " bytes)");
+    loadParam(p, state + p.offset, spec.stateBytes - p.offset);
   }
 }
 
 std::string OnnxModel::serializeWithState(const ProgramSpec& spec, const char* state) const {
+  return serializeWith(spec, [&](int32_t i) { return state + spec.params[i].offset; });
+}
+
+std::string OnnxModel::serializeWith(const ProgramSpec& spec,
+                                     const std::function<const char*(int32_t)>& data) const {
   onnx::ModelProto out = impl_->model;
   auto* inits = out.mutable_graph()->mutable_initializer();
   for (int32_t i = 0; i < spec.numParams; ++i) {
@@ -77,7 +89,8 @@ std::string OnnxModel::serializeWithState(const ProgramSpec& spec, const char* s
     h.dtype = p.tensor.dtype;
     h.dims = dimsOf(p.tensor);
     const size_t bytes = byteSize(p.tensor);
-    h.data.assign(state + p.offset, state + p.offset + bytes);
+    const char* from = data(i);
+    h.data.assign(from, from + bytes);
     encodeTensor(h, (*inits)[it->second]);
   }
   // Initializers still stored externally cannot follow the model to a new

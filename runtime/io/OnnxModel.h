@@ -8,6 +8,7 @@
 #include "runtime/Program.h"
 #include "runtime/io/TensorProto.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,9 +31,16 @@ public:
   // its initializer (dtype and dims must equal the ParamSpec's, else Error),
   // optimizer state with zeros.
   void loadState(const ProgramSpec& spec, char* state) const;
+  // One param's initializer, copied to `dst` (`room` bytes; Error when it
+  // does not fit or does not match the ParamSpec).
+  void loadParam(const ParamSpec& p, char* dst, size_t room) const;
   // The model with each Weight/Buffer initializer's data replaced by its
   // current value in `state` (raw_data), serialized.
   std::string serializeWithState(const ProgramSpec& spec, const char* state) const;
+  // The same, with param i's current value at data(i); called once per
+  // Weight/Buffer param, in table order.
+  std::string serializeWith(const ProgramSpec& spec,
+                            const std::function<const char*(int32_t)>& data) const;
 
 private:
   struct Impl;

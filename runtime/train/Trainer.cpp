@@ -1,6 +1,7 @@
 // The training loop (see Trainer.h).
 #include "runtime/train/Trainer.h"
 #include "runtime/train/ShardedCheckpoint.h"
+#include "runtime/train/StageState.h"
 
 #include "runtime/data/Sampler.h"
 #include "runtime/io/OnnxModel.h"
@@ -39,6 +40,14 @@ int64_t countWeights(const ProgramSpec& spec) {
   return n;
 }
 
+// The state buffer a rank allocates: its stage's under stage-owned
+// pipelines, else the whole (fsdp: with the rank's shard slots).
+size_t rankStateBytes(const ProgramSpec& spec, const ShardLayout& layout, Communicator* comm) {
+  if (!isStageOwned(spec)) return layout.stateBytes;
+  const int rank = comm ? comm->rank() : 0;
+  return spec.stageStateBytes[rank % spec.pipelineStages];
+}
+
 } // namespace
 
 Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
@@ -47,7 +56,7 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
       pipeline_(spec.pipelineStages > 0),
       stepRows_(spec.batchSize * (pipeline_ ? std::max(1, spec.microBatches) : 1)),
       shardLayout_(shardLayout(spec, comm ? comm->size() : 1)),
-      state_(shardLayout_.stateBytes), arena_(spec.device ? 0 : spec.arenaBytes),
+      state_(rankStateBytes(spec, shardLayout_, comm)), arena_(spec.device ? 0 : spec.arenaBytes),
       workspace_(spec.device || !spec.workspaceBytes ? 0 : spec.workspaceBytes()),
       labels_(spec.device ? 0
                           : byteSize(spec.labels) * static_cast<size_t>(stepRows_ / spec.batchSize)) {
@@ -151,10 +160,20 @@ void Trainer::prefetchBatch(const Dataset& d, const int64_t* indices, int64_t ro
 Trainer::~Trainer() = default;
 
 std::unique_ptr<CheckpointState> Trainer::checkpointState() {
+  if (isStageOwned(spec_))
+    return std::make_unique<StageCheckpointState>(spec_, state_.data(), place_.stage,
+                                                  /*saves=*/place_.replica == 0);
   if (isSharded(spec_))
     return std::make_unique<ShardedCheckpointState>(spec_, state_.data(), shard_,
                                                     comm_ ? comm_->rank() : 0);
   return std::make_unique<FullState>(spec_, state_.data());
+}
+
+void Trainer::loadRankState() {
+  if (isStageOwned(spec_))
+    loadStageState(spec_, place_.stage, state_.data());
+  else
+    loadInitialState(spec_, state_.data());
 }
 
 StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t step) {
@@ -169,7 +188,7 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
     ctx.device = device_->handle();
     if (spec_.clipGradNorm > 0) ctx.gradNorm = reinterpret_cast<float*>(dGradNorm_.data());
   } else {
-    ctx.state = state_.data();
+    ctx.state = evalState_ ? evalState_ : state_.data();
     ctx.arena = arena_.data();
     ctx.workspace = reinterpret_cast<float*>(workspace_.data());
     ctx.inputs = inputPtrs_.data();
@@ -377,7 +396,7 @@ TrainResult Trainer::run() {
   if (opts_.resume) {
     resumedFrom = latestCheckpoint(opts_.checkpointDir);
     // Constants come from the program (version 3 checkpoints do not store them).
-    loadInitialState(spec_, state_.data());
+    loadRankState();
     // fsdp: the whole weights and this rank's shard of the optimizer state.
     std::unique_ptr<CheckpointState> into = checkpointState();
     loadCheckpoint(resumedFrom, spec_, pos, *into);
@@ -417,16 +436,20 @@ TrainResult Trainer::run() {
     pos.shuffle = opts_.shuffle;
     pos.datasetSize = train.size();
     pos.worldSize = world;
-    loadInitialState(spec_, state_.data());
+    loadRankState();
   }
   agreeOnSchedule(train.size(), pos);
-  // Every rank starts from rank 0's state (weights and optimizer state).
-  if (comm_ && comm_->size() > 1) comm_->broadcast(state_.data(), spec_.stateBytes, 0)->wait();
+  // Every rank starts from rank 0's state (weights and optimizer state);
+  // stage-owned pipelines: from replica 0's, below.
+  if (comm_ && comm_->size() > 1 && !isStageOwned(spec_))
+    comm_->broadcast(state_.data(), spec_.stateBytes, 0)->wait();
   // GPU programs: the host state is final; the device state is its copy from
   // here on, and the host copy is refreshed (downloadState) when read.
   if (device_) device_->upload(dState_.data(), state_.data(), spec_.stateBytes);
   if (pipeline_) {
     groups_ = makePipelineGroups(*comm_, place_);
+    if (isStageOwned(spec_))
+      groups_.dataParallel->broadcast(state_.data(), state_.size(), 0)->wait();
     // Connects what the groups' send/recv need before the first step.
     groups_.pipe->barrier();
     groups_.dataParallel->barrier();
@@ -502,13 +525,27 @@ TrainResult Trainer::run() {
   // Pipelines: each rank updated only its stage's params; give every rank the
   // whole state (collective: every rank calls it at the same points).
   auto syncStagesIfNeeded = [&] {
-    if (!pipeline_ || syncedStep == pos.step) return;
+    if (!pipeline_ || isStageOwned(spec_) || syncedStep == pos.step) return;
     syncStages(*comm_, spec_, state_.data());
     syncedStep = pos.step;
   };
+  bool gatherNoted = false;
   auto runEval = [&](int64_t epoch1) {
     syncStagesIfNeeded();
+    // Stage-owned pipelines: the whole-model eval step reads every stage's
+    // params, gathered for the evaluation only (pipelined evaluation, which
+    // would not need them, is not implemented yet).
+    std::vector<char> whole;
+    if (isStageOwned(spec_)) {
+      whole = gatherWholeState(*comm_, spec_, place_, state_.data());
+      evalState_ = whole.data();
+      if (!gatherNoted)
+        log.line(str("eval: every rank gathers the whole model's state (", formatMiB(whole.size()),
+                      ") for the evaluation and frees it after"));
+      gatherNoted = true;
+    }
     EvalResult e = evaluate(test, epoch1);
+    evalState_ = nullptr;
     log.eval(e.epoch, e.loss, e.accuracy, e.hasAccuracy, e.hasPerplexity);
     result.evals.push_back(e);
     lastEvalStep = pos.step;
@@ -525,8 +562,9 @@ TrainResult Trainer::run() {
     syncStagesIfNeeded();
     downloadState();
     // fsdp: every rank writes its shard; once all are durable (the
-    // all-gather of their names), rank 0 writes the manifest.
-    if (isSharded(spec_)) {
+    // all-gather of their names), rank 0 writes the manifest. Stage-owned
+    // pipelines: each stage's rank of replica 0 writes its stage's params.
+    if (isSharded(spec_) || isStageOwned(spec_)) {
       const std::string shard =
           saveCheckpointShard(opts_.checkpointDir, spec_, pos.step, rank, *checkpointState());
       const std::vector<std::string> shards = gatherShardNames(comm_, shard);
@@ -562,10 +600,12 @@ TrainResult Trainer::run() {
   // resident memory (logged under fsdp, where it differs between ranks
   // and strategies; always in --metrics).
   auto reportRankMemory = [&] {
-    RankMemory mine = plannedRankMemory(spec_, shardLayout_, workspace_.size());
+    RankMemory mine = isStageOwned(spec_)
+                          ? plannedStageMemory(spec_, place_.stage, workspace_.size())
+                          : plannedRankMemory(spec_, shardLayout_, workspace_.size());
     measureRankMemory(mine, state_.data());
     const std::vector<RankMemory> all = gatherRankMemory(*comm_, mine);
-    if (isSharded(spec_))
+    if (isSharded(spec_) || isStageOwned(spec_))
       for (size_t r = 0; r < all.size(); ++r) log.line(rankMemoryLine(static_cast<int>(r), all[r]));
     log.metricsLine(rankMemoryJson(all));
   };
@@ -654,6 +694,7 @@ TrainResult Trainer::run() {
           fail("step ", pos.step, " (epoch ", pos.epoch + 1, ", batch ", pos.batchInEpoch,
                "): the loss is ", loss, "; training diverged (try a lower --lr)");
         if (pipeline_ && runStep == 1) reportMemory(arenaPeak);
+        if (isStageOwned(spec_) && runStep == 1) reportRankMemory();
         // (Not again in a resumed run: its metrics continue the first run's.)
         if (!pipeline_ && !device_ && world > 1 && runStep == 1 && result.firstStep == 1)
           reportRankMemory();
@@ -725,10 +766,11 @@ TrainResult Trainer::run() {
   downloadState();  // GPU programs: state() and --save see the trained weights
   if (!opts_.save.empty() && !stoppedBySignal) {
     syncStagesIfNeeded();
-    if (isLogRank()) {
+    if (isStageOwned(spec_))
+      saveStagedModel(*comm_, spec_, place_, state_.data(), opts_.save);
+    else if (isLogRank())
       saveTrainedModel(spec_, state_.data(), opts_.save);
-      log.line("saved the trained model to " + opts_.save);
-    }
+    if (isLogRank()) log.line("saved the trained model to " + opts_.save);
   }
   if (profiler_ && isLogRank()) {
     if (opts_.profile) std::fputs(profiler_->report(measurePeaks()).c_str(), stdout);

@@ -101,10 +101,14 @@ public:
   EvalResult evaluate(const Dataset& test, int64_t epoch);
 
   // The state buffer (ProgramSpec::stateBytes), e.g. to inspect weights
-  // (GPU programs: the host copy, current after run()).
+  // (GPU programs: the host copy, current after run()). Pipelines with
+  // stage-owned state: this rank's stage buffer (StageState.h).
   const char* state() const { return state_.data(); }
 
 private:
+  // The rank's state as the program starts: the embedded ONNX's weights
+  // (stage-owned pipelines: only those of the rank's stage buffer).
+  void loadRankState();
   // Copies the samples `indices[0..rows)` of `d` into the input/label buffers
   // (GPU programs: takes the prefetched batch instead when it is that one).
   void fillBatch(const Dataset& d, const int64_t* indices, int64_t rows);
@@ -142,10 +146,14 @@ private:
   // norm (the step writes it; GPU programs: downloaded from dGradNorm_).
   float gradNorm_ = -1;
   // --strategy=fsdp: how this job splits the sharded state (see
-  // ShardedState.h); state_ holds shardLayout_.stateBytes.
+  // ShardedState.h); state_ holds shardLayout_.stateBytes, or in a pipeline
+  // with stage-owned state the rank's stage buffer (StageState.h).
   ShardLayout shardLayout_;
   StateShard shard_;
   AlignedBuffer state_, arena_, workspace_, labels_;
+  // Stage-owned pipelines, during --eval: the whole state gathered for the
+  // whole-model eval step (what context() hands it); null otherwise.
+  char* evalState_ = nullptr;
   std::vector<AlignedBuffer> inputs_, outputs_;
   std::vector<const void*> inputPtrs_;
   std::vector<void*> outputPtrs_;

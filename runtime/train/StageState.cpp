@@ -1,0 +1,182 @@
+// Stage-owned state of pipeline programs; see StageState.h.
+#include "runtime/train/StageState.h"
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/io/OnnxModel.h"
+#include "runtime/support/Error.h"
+#include "runtime/support/Files.h"
+#include "runtime/support/TensorInfo.h"
+#include "runtime/train/CheckpointShards.h"
+
+#include <cstring>
+
+namespace dtcrt {
+
+namespace {
+
+// World tag of the stage params --save sends to rank 0 (above the tag spans
+// of the pipeline's subgroups, see Subgroup.h).
+constexpr int kStageParamsTag = 3 << 24;
+
+size_t stageBytes(const ProgramSpec& spec, int stage) {
+  if (stage < 0 || stage >= spec.pipelineStages)
+    fail("internal: stage ", stage, " of a ", spec.pipelineStages, "-stage pipeline");
+  return spec.stageStateBytes[stage];
+}
+
+// Stage s's own params in the whole-model buffer, [begin, end).
+ByteRange ownRange(const std::vector<ByteRange>& ranges, int stage) {
+  return ranges[static_cast<size_t>(stage)];
+}
+
+} // namespace
+
+bool stageHolds(const ProgramSpec& spec, int stage, int32_t i) {
+  const int32_t owner = spec.params[i].stage;
+  return owner == -1 || owner == stage;
+}
+
+size_t stageOffset(const ProgramSpec& spec, int32_t i) {
+  const ParamSpec& p = spec.params[i];
+  if (p.stage < 0) return p.offset;
+  if (p.stage >= spec.pipelineStages || p.offset < spec.stageStateBase[p.stage])
+    fail("internal: param '", p.tensor.name, "' lies outside stage ", p.stage, "'s state buffer");
+  return p.offset - spec.stageStateBase[p.stage];
+}
+
+void loadStageState(const ProgramSpec& spec, int stage, char* state) {
+  const size_t bytes = stageBytes(spec, stage);
+  std::memset(state, 0, bytes);
+  if (!spec.onnxBytes || spec.onnxSize == 0) return;
+  const OnnxModel model(spec.onnxBytes, spec.onnxSize);
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec& p = spec.params[i];
+    if (p.kind == ParamKind::OptimizerState || !stageHolds(spec, stage, i)) continue;
+    const size_t at = stageOffset(spec, i);
+    if (at > bytes)
+      fail("parameter '", p.tensor.name, "': offset ", at, " is outside stage ", stage,
+           "'s state buffer (", bytes, " bytes)");
+    model.loadParam(p, state + at, bytes - at);
+  }
+}
+
+StageCheckpointState::StageCheckpointState(const ProgramSpec& spec, char* state, int stage,
+                                           bool saves)
+    : spec_(spec), state_(state), stage_(stage), saves_(saves) {}
+
+std::vector<CheckpointState::Slice> StageCheckpointState::savedSlices() const {
+  std::vector<Slice> slices;
+  if (!saves_) return slices;
+  for (int32_t i = 0; i < spec_.numParams; ++i) {
+    const ParamSpec& p = spec_.params[i];
+    if (p.kind == ParamKind::Constant) continue;
+    // Unowned params that are not constants (unused ones): stage 0 writes them.
+    if (p.stage == stage_ || (p.stage == -1 && stage_ == 0))
+      slices.push_back({i, 0, elementCount(p.tensor)});
+  }
+  return slices;
+}
+
+std::vector<CheckpointState::Slice> StageCheckpointState::loadedSlices() const {
+  std::vector<Slice> slices;
+  for (int32_t i = 0; i < spec_.numParams; ++i)
+    if (spec_.params[i].kind != ParamKind::Constant && stageHolds(spec_, stage_, i))
+      slices.push_back({i, 0, elementCount(spec_.params[i].tensor)});
+  return slices;
+}
+
+void StageCheckpointState::get(const Slice& s, void* dst) const {
+  const size_t elem = dtypeSize(spec_.params[s.param].tensor.dtype);
+  std::memcpy(dst, state_ + stageOffset(spec_, s.param) + static_cast<size_t>(s.begin) * elem,
+              static_cast<size_t>(s.end - s.begin) * elem);
+}
+
+void StageCheckpointState::put(const Slice& s, const void* src) {
+  if (!stageHolds(spec_, stage_, s.param))
+    fail("internal: stage ", stage_, " does not hold '", spec_.params[s.param].tensor.name, "'");
+  const size_t elem = dtypeSize(spec_.params[s.param].tensor.dtype);
+  std::memcpy(state_ + stageOffset(spec_, s.param) + static_cast<size_t>(s.begin) * elem, src,
+              static_cast<size_t>(s.end - s.begin) * elem);
+}
+
+std::vector<char> gatherWholeState(Communicator& world, const ProgramSpec& spec,
+                                   const PipelinePlace& place, const char* mine) {
+  std::vector<char> whole(spec.stateBytes, 0);
+  for (int32_t i = 0; i < spec.numParams; ++i)
+    if (spec.params[i].stage == -1)
+      std::memcpy(whole.data() + spec.params[i].offset, mine + spec.params[i].offset,
+                  byteSize(spec.params[i].tensor));
+  const std::vector<ByteRange> ranges = stageStateRanges(spec);
+  std::vector<std::unique_ptr<Work>> works;
+  for (int s = 0; s < place.stages; ++s) {
+    const ByteRange r = ownRange(ranges, s);
+    if (r.end <= r.begin) continue;
+    // Rank s is stage s of replica 0.
+    if (world.rank() == s)
+      std::memcpy(whole.data() + r.begin, mine + (r.begin - spec.stageStateBase[s]),
+                  r.end - r.begin);
+    works.push_back(world.broadcast(whole.data() + r.begin, r.end - r.begin, s));
+  }
+  for (auto& w : works) w->wait();
+  return whole;
+}
+
+void saveStagedModel(Communicator& world, const ProgramSpec& spec, const PipelinePlace& place,
+                     const char* mine, const std::string& path) {
+  if (!spec.onnxBytes || spec.onnxSize == 0)
+    fail("--save=", path, ": this program embeds no ONNX model to write back");
+  const std::vector<ByteRange> ranges = stageStateRanges(spec);
+  const int rank = world.rank();
+  if (rank != 0) {
+    // Stage s of replica 0 sends its params; the other ranks have nothing to do.
+    const int s = place.stage;
+    const ByteRange r = ownRange(ranges, s);
+    if (place.replica == 0 && r.end > r.begin)
+      world.send(mine + (r.begin - spec.stageStateBase[s]), r.end - r.begin, 0, kStageParamsTag)
+          ->wait();
+    return;
+  }
+  // Rank 0 (stage 0): the params of stage s > 0 arrive when the table
+  // reaches them (it is in state-buffer order: stage after stage).
+  std::vector<char> other;
+  int held = -1;  // the stage whose params `other` holds
+  auto receive = [&](int s) {
+    const ByteRange r = ownRange(ranges, s);
+    other.clear();
+    other.shrink_to_fit();
+    other.resize(r.end - r.begin);
+    if (r.end > r.begin) world.recv(other.data(), other.size(), s, kStageParamsTag)->wait();
+    held = s;
+  };
+  int received = 0;  // stages 1 .. received have arrived
+  const std::string bytes =
+      OnnxModel(spec.onnxBytes, spec.onnxSize).serializeWith(spec, [&](int32_t i) -> const char* {
+        const ParamSpec& p = spec.params[i];
+        if (p.stage <= 0) return mine + stageOffset(spec, i);
+        while (held != p.stage) {
+          if (p.stage <= received) fail("internal: the param table is not in stage order");
+          receive(++received);
+        }
+        return other.data() + (p.offset - ranges[static_cast<size_t>(p.stage)].begin);
+      });
+  // Stages whose params the ONNX did not ask for still sent them.
+  while (received + 1 < place.stages) receive(++received);
+  writeFileAtomic(path, bytes);
+}
+
+RankMemory plannedStageMemory(const ProgramSpec& spec, int stage, size_t workspaceBytes) {
+  RankMemory m;
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec& p = spec.params[i];
+    if (!stageHolds(spec, stage, i)) continue;
+    const int64_t bytes = static_cast<int64_t>(byteSize(p.tensor));
+    if (p.kind == ParamKind::Weight) m.weightBytes += bytes;
+    if (p.kind == ParamKind::OptimizerState) m.optimizerBytes += bytes;
+  }
+  m.stateBytes = static_cast<int64_t>(stageBytes(spec, stage));
+  m.arenaBytes = static_cast<int64_t>(spec.stageArenaBytes[stage]);
+  m.workspaceBytes = static_cast<int64_t>(workspaceBytes);
+  return m;
+}
+
+} // namespace dtcrt

@@ -1,0 +1,75 @@
+// Pipeline programs with stage-owned state (ProgramSpec::stageStateBytes):
+// a rank holds only its stage's buffer — the constants every stage reads,
+// then its stage's weights, buffers and optimizer state — and allocates,
+// loads, updates, checkpoints and measures only that. What needs more than
+// one stage gathers it here: checkpoints (each stage's rank of replica 0
+// writes its stage's params, as fsdp ranks write their shards), --save (rank
+// 0 writes the ONNX receiving one stage's params at a time) and --eval (for
+// now the whole-model eval step, on a whole state gathered for the
+// evaluation and freed after it).
+#pragma once
+
+#include "runtime/Program.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/Pipeline.h"
+#include "runtime/train/ShardedState.h"
+
+#include <string>
+#include <vector>
+
+namespace dtcrt {
+
+class Communicator;
+
+// True when the ranks of this pipeline program hold only their stage's state.
+inline bool isStageOwned(const ProgramSpec& spec) {
+  return spec.pipelineStages > 0 && spec.stageStateBytes && spec.stageStateBase;
+}
+
+// Whether stage `stage`'s buffer holds param `i` (its own, or a constant).
+bool stageHolds(const ProgramSpec& spec, int stage, int32_t i);
+// Param `i`'s byte offset in its stage's buffer (constants: ParamSpec::offset).
+size_t stageOffset(const ProgramSpec& spec, int32_t i);
+
+// Stage `stage`'s buffer (stageStateBytes[stage] bytes) as the program
+// starts: its params' initializers from the embedded ONNX, zero optimizer
+// state.
+void loadStageState(const ProgramSpec& spec, int stage, char* state);
+
+// A stage's buffer meets a checkpoint: it saves its stage's params when
+// `saves` (the stage's rank of replica 0; stage 0 also the unowned params
+// that are not constants), and loads exactly the params it holds.
+class StageCheckpointState : public CheckpointState {
+public:
+  StageCheckpointState(const ProgramSpec& spec, char* state, int stage, bool saves);
+  std::vector<Slice> savedSlices() const override;
+  void get(const Slice& s, void* dst) const override;
+  std::vector<Slice> loadedSlices() const override;
+  void put(const Slice& s, const void* src) override;
+
+private:
+  const ProgramSpec& spec_;
+  char* state_;
+  int stage_;
+  bool saves_;
+};
+
+// The whole-model state buffer (ProgramSpec::stateBytes, laid out per
+// ParamSpec::offset) from every stage's buffer: the stage's rank of replica
+// 0 broadcasts its params. Collective over `world`; `mine` is this rank's
+// stage buffer.
+std::vector<char> gatherWholeState(Communicator& world, const ProgramSpec& spec,
+                                   const PipelinePlace& place, const char* mine);
+
+// --save: rank 0 writes the ONNX model with the trained weights to `path`,
+// receiving the stages' params one stage at a time from the ranks of
+// replica 0 (its own buffer and one other stage's params at most).
+// Collective over `world`.
+void saveStagedModel(Communicator& world, const ProgramSpec& spec, const PipelinePlace& place,
+                     const char* mine, const std::string& path);
+
+// What a rank of stage `stage` plans to hold (its stage buffer, the stage
+// step's arena, the workspace).
+RankMemory plannedStageMemory(const ProgramSpec& spec, int stage, size_t workspaceBytes);
+
+} // namespace dtcrt
