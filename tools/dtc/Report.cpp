@@ -85,6 +85,15 @@ static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
                        megabytes(plan->peakBytes()).c_str(),
                        timeline->busySeconds[s] * 1e3);
   }
+  // Stage-owned state: what each rank allocates (its stage's buffer).
+  if (auto bytes = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageStateBytes)) {
+    os << "  planned state per rank (rank r runs stage r % " << stages.size() << "):";
+    for (auto [s, b] : llvm::enumerate(bytes.asArrayRef()))
+      os << (s ? "," : "") << " stage " << s << " " << megabytes(b);
+    if (auto whole = module->getAttrOfType<IntegerAttr>(attr::kStateBytes))
+      os << " (the whole model's " << megabytes(whole.getInt()) << ")";
+    os << "\n";
+  }
   double busiest = *llvm::max_element(timeline->busySeconds);
   os << llvm::format("  predicted step %.3f ms; the busiest stage computes %.0f%% of it\n",
                      timeline->stepSeconds * 1e3,
