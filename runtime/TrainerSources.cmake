@@ -24,6 +24,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/data/Synthetic.cpp
   ${DTCRT_RUNTIME_DIR}/io/TensorProto.cpp
   ${DTCRT_RUNTIME_DIR}/io/OnnxModel.cpp
+  ${DTCRT_RUNTIME_DIR}/io/OnnxInitializers.cpp
   ${DTCRT_RUNTIME_DIR}/train/Options.cpp
   ${DTCRT_RUNTIME_DIR}/train/LrSchedule.cpp
   ${DTCRT_RUNTIME_DIR}/train/Logger.cpp

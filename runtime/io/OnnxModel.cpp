@@ -45,10 +45,13 @@ HostTensor OnnxModel::initializer(const std::string& name) const {
 }
 
 void OnnxModel::loadParam(const ParamSpec& p, char* dst, size_t room) const {
+  if (!hasInitializer(p.tensor.name))
+    fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
+  copyInitializer(p, initializer(p.tensor.name), dst, room);
+}
+
+void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room) {
   const TensorSpec& t = p.tensor;
-  if (!hasInitializer(t.name))
-    fail("parameter '", t.name, "': the embedded ONNX model has no initializer of that name");
-  HostTensor h = initializer(t.name);
   if (h.dtype != t.dtype || h.dims != dimsOf(t))
     fail("parameter '", t.name, "': the program expects ", dtypeName(t.dtype), " ",
          shapeString(dimsOf(t)), " but the ONNX initializer is ", dtypeName(h.dtype), " ",

@@ -47,6 +47,10 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+// Copies initializer `h` of param `p` to `dst` (`room` bytes); Error when
+// its dtype or dims differ from the ParamSpec's or it does not fit.
+void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room);
+
 // Initial state of a program: OnnxModel(spec.onnxBytes).loadState, or all
 // zeros when the program embeds no model (onnxSize == 0, hand-written specs).
 void loadInitialState(const ProgramSpec& spec, char* state);

@@ -2,6 +2,7 @@
 #include "runtime/train/StageState.h"
 
 #include "runtime/comm/Communicator.h"
+#include "runtime/io/OnnxInitializers.h"
 #include "runtime/io/OnnxModel.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
@@ -48,7 +49,8 @@ void loadStageState(const ProgramSpec& spec, int stage, char* state) {
   const size_t bytes = stageBytes(spec, stage);
   std::memset(state, 0, bytes);
   if (!spec.onnxBytes || spec.onnxSize == 0) return;
-  const OnnxModel model(spec.onnxBytes, spec.onnxSize);
+  // Decodes only the initializers this stage holds, one at a time.
+  const OnnxInitializers model(spec.onnxBytes, spec.onnxSize);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec& p = spec.params[i];
     if (p.kind == ParamKind::OptimizerState || !stageHolds(spec, stage, i)) continue;
@@ -56,7 +58,9 @@ void loadStageState(const ProgramSpec& spec, int stage, char* state) {
     if (at > bytes)
       fail("parameter '", p.tensor.name, "': offset ", at, " is outside stage ", stage,
            "'s state buffer (", bytes, " bytes)");
-    model.loadParam(p, state + at, bytes - at);
+    if (!model.has(p.tensor.name))
+      fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
+    copyInitializer(p, model.get(p.tensor.name), state + at, bytes - at);
   }
 }
 

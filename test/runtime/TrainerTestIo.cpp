@@ -1,6 +1,7 @@
 // ONNX I/O: initial state from a model's initializers (typed fields and
 // raw_data), dtype/shape checks, the trained model written back, TensorProto
 // .pb files, and the inference-mode forward call.
+#include "runtime/io/OnnxInitializers.h"
 #include "runtime/io/OnnxModel.h"
 #include "runtime/io/TensorProto.h"
 #include "runtime/support/Files.h"
@@ -86,6 +87,27 @@ TEST(TrainerOnnx, ShapeMismatchAndMissingInitializer) {
   err = errorOf([&] { OnnxModel(noB.data(), noB.size()).loadState(spec, state.data()); });
   EXPECT_EQ(err, "parameter 'b': the embedded ONNX model has no initializer of that name");
   EXPECT_NE(errorOf([&] { OnnxModel("garbage!", 8); }).find("cannot be parsed"), std::string::npos);
+}
+
+// The wire-format scan decodes the same tensors as the whole parse, one at a
+// time, and refuses what is not a model.
+TEST(TrainerOnnx, InitializersOneAtATime) {
+  std::string bytes = linearModelBytes();
+  OnnxModel whole(bytes.data(), bytes.size());
+  OnnxInitializers lazy(bytes.data(), bytes.size());
+  for (const char* name : {"w", "b", "shape_const"}) {
+    ASSERT_TRUE(lazy.has(name)) << name;
+    const HostTensor a = lazy.get(name), b = whole.initializer(name);
+    EXPECT_EQ(a.dtype, b.dtype) << name;
+    EXPECT_EQ(a.dims, b.dims) << name;
+    EXPECT_EQ(a.data, b.data) << name;
+  }
+  EXPECT_FALSE(lazy.has("x"));
+  EXPECT_EQ(errorOf([&] { lazy.get("x"); }), "the ONNX model has no initializer 'x'");
+  EXPECT_NE(errorOf([&] { OnnxInitializers("\x3a\x7f", 2); }).find("cannot be parsed"),
+            std::string::npos);  // field 7, length 127: past the end
+  EXPECT_NE(errorOf([&] { OnnxInitializers(bytes.data(), bytes.size() - 3); }).find("cannot be parsed"),
+            std::string::npos);
 }
 
 TEST(TrainerOnnx, SaveRoundTrip) {
