@@ -147,6 +147,10 @@ FailureOr<RankBytes> plannedRankBytes(ModuleOp module, int64_t ranks) {
   if (!state)
     return module.emitError("the module has no state layout (dtc.state_bytes)");
   bytes.state = state.getInt();
+  // A pipeline rank holds only its stage's buffer: the largest is the bound.
+  if (auto stages = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageStateBytes))
+    if (!stages.empty())
+      bytes.state = *llvm::max_element(stages.asArrayRef());
   auto intAttr = [&](const char *name) {
     auto value = module->getAttrOfType<IntegerAttr>(name);
     return value ? value.getInt() : int64_t(0);
