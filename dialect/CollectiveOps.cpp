@@ -32,3 +32,32 @@ LogicalResult AllReduceWaitOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   llvm::append_range(types, adaptor.getGrads().getTypes());
   return success();
 }
+
+LogicalResult GatherParamsStartOp::verify() {
+  if (getGathered().empty())
+    return emitOpError("needs at least one weight");
+  if (getParams().size() != getGathered().size())
+    return emitOpError("has ") << getGathered().size() << " results for " << getParams().size()
+                               << " params";
+  if (!getToken().hasOneUse() || !isa<GatherParamsWaitOp>(*getToken().getUsers().begin()))
+    return emitOpError("must be waited for exactly once, by a dtc.gather_params_wait");
+  return success();
+}
+
+LogicalResult GatherParamsWaitOp::verify() {
+  GatherParamsStartOp start = getStart();
+  if (!start)
+    return emitOpError("token must come from a dtc.gather_params_start");
+  if (start.getGathered() != getGathered())
+    return emitOpError("must wait for the tensors its dtc.gather_params_start fills, in order");
+  if (start->getBlock() != (*this)->getBlock() || !start->isBeforeInBlock(*this))
+    return emitOpError("must come after its dtc.gather_params_start in the same block");
+  return success();
+}
+
+LogicalResult GatherParamsWaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                                   Adaptor adaptor,
+                                                   SmallVectorImpl<Type> &types) {
+  llvm::append_range(types, adaptor.getGathered().getTypes());
+  return success();
+}

@@ -74,4 +74,47 @@ def Dtc_GatherWeightShardsOp : Dtc_Op<"gather_weight_shards",
   let assemblyFormat = "$params attr-dict";
 }
 
+def Dtc_GatherParamsStartOp : Dtc_Op<"gather_params_start",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "starts gathering a group of sharded weights (ZeRO-3)";
+  let description = [{
+    `dtc --strategy=fsdp --shard=parameters`: no rank keeps the whole of a
+    sharded weight; each keeps its shard of the flat weight region. Before a
+    group of weights is read (in forward, and again in backward), this op
+    starts an all-gather of the group's slice of the region into fresh
+    tensors, one per weight in `params` (in flat-region order, contiguous in
+    the arena as the region lays them out). They may be read only after the
+    matching `dtc.gather_params_wait`, whose results they become; the memory
+    plan frees them after their last reader. `group` numbers the gathers of
+    a step (each waited for once, in issue order on every rank).
+
+    ```mlir
+    %w, %b, %t = dtc.gather_params_start {group = 0 : i64, params = [@fc.weight, @fc.bias]}
+        : tensor<10x128xf32>, tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefArrayAttr:$params, I64Attr:$group);
+  let results = (outs Variadic<Dtc_FloatTensor>:$gathered, Dtc_TokenType:$token);
+  let assemblyFormat = "attr-dict `:` type($gathered)";
+  let hasVerifier = 1;
+}
+
+def Dtc_GatherParamsWaitOp : Dtc_Op<"gather_params_wait",
+    [MemoryEffects<[MemRead, MemWrite]>, InferTypeOpAdaptor]> {
+  let summary = "waits for a group's gather; results are the whole weights";
+  let description = [{
+    The results are the tensors `dtc.gather_params_start` filled, in the
+    same storage (no copy).
+  }];
+  let arguments = (ins Dtc_TokenType:$token, Variadic<Dtc_FloatTensor>:$gathered);
+  let results = (outs Variadic<Dtc_FloatTensor>:$weights);
+  let assemblyFormat = "$token `,` $gathered attr-dict `:` type($gathered)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    GatherParamsStartOp getStart() {
+      return getToken().getDefiningOp<GatherParamsStartOp>();
+    }
+  }];
+}
+
 #endif // DTC_COLLECTIVE_OPS_TD
