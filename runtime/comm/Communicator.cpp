@@ -2,6 +2,7 @@
 // see Communicator.h.
 #include "runtime/comm/Communicator.h"
 
+#include <cstring>
 #include <numeric>
 
 namespace dtcrt {
@@ -13,6 +14,21 @@ std::unique_ptr<Work> Communicator::reduceScatterBlocks(float* data, std::vector
                     std::to_string(size()) + " ranks");
   // Every block reduced everywhere: this rank's among them.
   return allReduce(data, std::accumulate(counts.begin(), counts.end(), size_t{0}), op);
+}
+
+std::unique_ptr<Work> Communicator::allGatherBlocks(const float* mine, float* out,
+                                                    std::vector<size_t> counts) {
+  if (counts.size() != static_cast<size_t>(size()))
+    throw CommError("all-gather: " + std::to_string(counts.size()) + " block sizes for " +
+                    std::to_string(size()) + " ranks");
+  // Every block but this rank's is zero, so the sum is each owner's block.
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  const size_t before = std::accumulate(counts.begin(), counts.begin() + rank(), size_t{0});
+  const size_t own = counts[static_cast<size_t>(rank())];
+  if (out + before != mine) std::memmove(out + before, mine, own * sizeof(float));
+  std::memset(out, 0, before * sizeof(float));
+  std::memset(out + before + own, 0, (total - before - own) * sizeof(float));
+  return allReduce(out, total, ReduceOp::Sum);
 }
 
 } // namespace dtcrt

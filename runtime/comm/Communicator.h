@@ -73,6 +73,15 @@ public:
   // block to its owner only.
   virtual std::unique_ptr<Work> reduceScatterBlocks(float* data, std::vector<size_t> counts,
                                                     ReduceOp op);
+  // The mirror of reduceScatterBlocks: `out` receives size() consecutive
+  // blocks, block r (counts[r] floats, 0 allowed) from rank r, whose
+  // `mine` (counts[rank()] floats) may be out's own block (in place) or lie
+  // elsewhere, not overlapping `out`. ZeRO-3 gathers a group of weights this
+  // way: each rank holds the part its shard covers. The default zeroes the
+  // other blocks and all-reduces the sum (correct on every backend, twice
+  // the traffic; -0.0 arrives as +0.0); shm copies each block once.
+  virtual std::unique_ptr<Work> allGatherBlocks(const float* mine, float* out,
+                                                std::vector<size_t> counts);
   // Point-to-point, for pipeline stages: matched by (peer, tag) in order.
   virtual std::unique_ptr<Work> send(const void* data, size_t bytes, int peer, int tag) = 0;
   virtual std::unique_ptr<Work> recv(void* data, size_t bytes, int peer, int tag) = 0;

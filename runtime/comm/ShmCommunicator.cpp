@@ -566,6 +566,28 @@ struct ShmCommunicator::Impl {
     }
   }
 
+  // Rank q's block (counts[q] floats) goes to every rank's `out`, a slot
+  // at a time; this rank's comes from `mine` (maybe already in place).
+  void allGatherBlocks(const float* mine, float* out, const std::vector<size_t>& counts) {
+    const size_t per = kSlotBytes / sizeof(float);
+    std::vector<size_t> offsets(counts.size(), 0);
+    for (size_t q = 1; q < counts.size(); ++q) offsets[q] = offsets[q - 1] + counts[q - 1];
+    const size_t own = counts[size_t(rank)];
+    if (own && out + offsets[size_t(rank)] != mine)
+      std::memmove(out + offsets[size_t(rank)], mine, own * sizeof(float));
+    const size_t longest = *std::max_element(counts.begin(), counts.end());
+    for (size_t off = 0; off < longest; off += per) {
+      auto pieceOf = [&](int q) { return counts[size_t(q)] > off ? std::min(per, counts[size_t(q)] - off) : 0; };
+      int s = nextSet();
+      if (pieceOf(rank))
+        std::memcpy(slot(s, rank), out + offsets[size_t(rank)] + off, pieceOf(rank) * sizeof(float));
+      barrierPhase();
+      for (int q = 0; q < size; ++q)
+        if (q != rank && pieceOf(q))
+          std::memcpy(out + offsets[size_t(q)] + off, slot(s, q), pieceOf(q) * sizeof(float));
+    }
+  }
+
   void broadcast(char* data, size_t bytes, int root) {
     for (size_t off = 0; off < bytes; off += kSlotBytes) {
       size_t n = std::min(kSlotBytes, bytes - off);
@@ -762,6 +784,18 @@ std::unique_ptr<Work> ShmCommunicator::reduceScatterBlocks(float* data, std::vec
   return std::make_unique<ShmWork>(
       impl_, impl_->enqueue("reduce-scatter", [impl, data, counts = std::move(counts), mean] {
         impl->reduceScatterBlocks(data, counts, mean);
+      }));
+}
+
+std::unique_ptr<Work> ShmCommunicator::allGatherBlocks(const float* mine, float* out,
+                                                       std::vector<size_t> counts) {
+  if (counts.size() != size_t(size_))
+    throw CommError("all-gather: " + std::to_string(counts.size()) + " block sizes for " +
+                    std::to_string(size_) + " ranks");
+  Impl* impl = impl_.get();
+  return std::make_unique<ShmWork>(
+      impl_, impl_->enqueue("all-gather", [impl, mine, out, counts = std::move(counts)] {
+        impl->allGatherBlocks(mine, out, counts);
       }));
 }
 

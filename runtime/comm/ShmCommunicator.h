@@ -47,6 +47,8 @@ public:
                                       ReduceOp op) override;
   std::unique_ptr<Work> reduceScatterBlocks(float* data, std::vector<size_t> counts,
                                             ReduceOp op) override;
+  std::unique_ptr<Work> allGatherBlocks(const float* mine, float* out,
+                                        std::vector<size_t> counts) override;
   std::unique_ptr<Work> send(const void* data, size_t bytes, int peer, int tag) override;
   std::unique_ptr<Work> recv(void* data, size_t bytes, int peer, int tag) override;
   void barrier() override;

@@ -250,6 +250,48 @@ TEST_P(Collectives, ReduceScatterBlocksInPlace) {
   alarm(0);
 }
 
+// ZeRO-3's gather of a weight group: blocks of any size (0 included, and
+// larger than shm's slot), this rank's either in place or elsewhere; every
+// rank gets every block bit for bit, nothing past the buffer is written.
+TEST_P(Collectives, AllGatherBlocks) {
+  alarm(90);
+  auto results = onBackend(GetParam(), [&](Communicator& c) -> std::string {
+    const int n = c.size(), me = c.rank();
+    auto value = [](int r, size_t i) { return float(r) * 1.0e6f + float(i) * 0.37f - 5.0f; };
+    for (size_t scale : {size_t(1), size_t(7), size_t(100003)})
+      for (bool inPlace : {true, false}) {
+        std::vector<size_t> counts(static_cast<size_t>(n), 0);
+        size_t total = 0, offset = 0;
+        for (int q = 0; q < n; ++q) {
+          counts[size_t(q)] = q == 1 ? 0 : scale * size_t(q + 1);  // rank 1 holds none
+          if (q == me) offset = total;
+          total += counts[size_t(q)];
+        }
+        std::vector<float> out(total + 1, -7.0f), mine(counts[size_t(me)]);
+        for (size_t i = 0; i < mine.size(); ++i) mine[i] = value(me, i);
+        if (inPlace) std::copy(mine.begin(), mine.end(), out.begin() + long(offset));
+        const float* from = inPlace ? out.data() + offset : mine.data();
+        c.allGatherBlocks(from, out.data(), counts)->wait();
+        size_t at = 0;
+        for (int q = 0; q < n; ++q)
+          for (size_t i = 0; i < counts[size_t(q)]; ++i, ++at)
+            if (out[at] != value(q, i))
+              return "all-gather blocks (x" + std::to_string(scale) + (inPlace ? ", in place" : "") +
+                     "): rank " + std::to_string(q) + "'s [" + std::to_string(i) + "] = " +
+                     std::to_string(out[at]) + ", want " + std::to_string(value(q, i));
+        if (out[total] != -7.0f) return "all-gather blocks: wrote past the buffer";
+      }
+    try {
+      c.allGatherBlocks(nullptr, nullptr, std::vector<size_t>(size_t(n) + 1, 0));
+      return "all-gather blocks: accepted a block size too many";
+    } catch (const CommError&) {
+    }
+    return "";
+  });
+  EXPECT_ALL_OK(results);
+  alarm(0);
+}
+
 // ZeRO: gradients reduce-scattered in place, the shards gathered back in
 // place, both issued before either is waited for. Shared memory and
 // subgroups promise the all-reduce's bits.
