@@ -57,7 +57,8 @@ Value accumulatedInPlace(Operation *op) {
   if (c.getType() != gemm.getType() || !c.hasOneUse() || llvm::isa<BlockArgument>(c))
     return {};
   Operation *def = c.getDefiningOp();
-  if (MemoryPlan::isView(def) || isa<ParamRefOp, ConstantOp, AllReduceWaitOp>(def))
+  if (MemoryPlan::isView(def) ||
+      isa<ParamRefOp, ConstantOp, AllReduceWaitOp, GatherParamsWaitOp>(def))
     return {};
   return c;
 }
@@ -86,6 +87,10 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func, bool reuse) {
       // The averaged gradients are the started ones, reduced in place.
       for (auto [reduced, grad] : llvm::zip(wait.getReduced(), wait.getGrads()))
         plan.roots[reduced] = plan.storageRoot(grad);
+    } else if (auto wait = dyn_cast<GatherParamsWaitOp>(op)) {
+      // The whole weights are the tensors the gather filled.
+      for (auto [whole, gathered] : llvm::zip(wait.getWeights(), wait.getGathered()))
+        plan.roots[whole] = gathered;
     } else if (Value acc = accumulatedInPlace(&op);
                acc && intervalOf.count(plan.storageRoot(acc))) {
       // A GEMM adding its product into a sum nobody else reads: in place
@@ -121,17 +126,22 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func, bool reuse) {
       interval.end = i;
     }
 
-  // A bucket of gradients reduced together is one contiguous block: merge
-  // its members into one interval, placed as a whole, and lay them out in
-  // order inside it.
+  // A bucket of gradients reduced together is one contiguous block, and so
+  // is a group of weights gathered together (ZeRO-3): merge its members
+  // into one interval, placed as a whole, and lay them out in order inside.
   std::vector<std::vector<size_t>> groups;
   std::vector<bool> grouped(intervals.size(), false);
-  for (auto start : func.getOps<AllReduceStartOp>()) {
+  std::vector<std::pair<Operation *, SmallVector<Value>>> blocks;
+  for (auto start : func.getOps<AllReduceStartOp>())
+    blocks.push_back({start, SmallVector<Value>(start.getGrads())});
+  for (auto start : func.getOps<GatherParamsStartOp>())
+    blocks.push_back({start, SmallVector<Value>(start.getGathered())});
+  for (auto &[start, tensors] : blocks) {
     std::vector<size_t> members;
-    for (Value grad : start.getGrads()) {
-      auto it = intervalOf.find(plan.storageRoot(grad));
+    for (Value member : tensors) {
+      auto it = intervalOf.find(plan.storageRoot(member));
       if (it == intervalOf.end() || grouped[it->second])
-        return start.emitOpError("bucket member without storage of its own in the arena");
+        return start->emitOpError("bucket member without storage of its own in the arena");
       grouped[it->second] = true;
       members.push_back(it->second);
     }
@@ -212,6 +222,11 @@ FailureOr<MemoryPlan> MemoryPlan::fromIR(func::FuncOp func) {
     if (auto wait = dyn_cast<AllReduceWaitOp>(op)) {
       for (auto [reduced, grad] : llvm::zip(wait.getReduced(), wait.getGrads()))
         plan.roots[reduced] = plan.storageRoot(grad);
+      continue;
+    }
+    if (auto wait = dyn_cast<GatherParamsWaitOp>(op)) {
+      for (auto [whole, gathered] : llvm::zip(wait.getWeights(), wait.getGathered()))
+        plan.roots[whole] = gathered;
       continue;
     }
     if (isa<ParamRefOp>(op)) {

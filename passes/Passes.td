@@ -661,6 +661,48 @@ def ShardOptimizerState : Pass<"dtc-shard-optimizer-state", "mlir::ModuleOp"> {
   ];
 }
 
+def ShardParameters : Pass<"dtc-shard-parameters", "mlir::ModuleOp"> {
+  let summary = "ZeRO-3: weights gathered per group before each use, then freed";
+  let description = [{
+    The `--strategy=fsdp --shard=parameters` pass, after
+    dtc-shard-optimizer-state with `gradients` (the ZeRO paper's stage 3,
+    PyTorch's FSDP). Each rank keeps only its shard of the flat weight
+    region (besides its shards of the optimizer state); @train_step reads a
+    whole weight only from a gathered copy in the arena:
+
+    * the groups are the reduce-scattered gradient buckets: contiguous
+      ranges of the flat region, one all-gather each;
+    * each group is gathered (`dtc.gather_params_start`/`_wait`) just
+      before the first op of forward that reads it, and again before the
+      first op of backward that reads it; the group forward gathers last is
+      gathered once, for both (it would be freed and gathered at once);
+    * each gather starts right after the previous one arrived, so the next
+      group's weights travel while this group computes (prefetch, depth
+      one);
+    * the memory plan frees each gathered copy after its last reader:
+      a rank holds the whole weights of at most two groups at a time, plus
+      the groups backward's readers keep alive (tied weights).
+
+    The module's `dtc.shard_level` becomes "parameters"; the runtime keeps
+    the rest of the flat region unbacked (see runtime/train/ShardedState.h).
+    Gradient accumulation (a second step function reading the weights) is
+    refused.
+
+    Before (one group, one bucket):
+    ```mlir
+    %w = dtc.param_ref @w : tensor<10x4xf32>
+    %y = dtc.gemm %x, %w {transB = true} : ...
+    ```
+    After:
+    ```mlir
+    %g, %t = dtc.gather_params_start {group = 0 : i64, params = [@w]} : tensor<10x4xf32>
+    %w = dtc.gather_params_wait %t, %g : tensor<10x4xf32>
+    %y = dtc.gemm %x, %w {transB = true} : ...
+    ```
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def LayoutState : Pass<"dtc-layout-state", "mlir::ModuleOp"> {
   let summary = "Lays out the state buffer: each param's offset and owning stage";
   let description = [{

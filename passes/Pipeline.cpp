@@ -53,7 +53,7 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
         pm.addPass(createDataParallel(
             {o.bucketCapMb, /*firstBucketMb=*/1.0,
              /*separateLarge=*/o.strategy == Options::Strategy::Fsdp &&
-                 o.shard == Options::Shard::Gradients}));
+                 o.shard != Options::Shard::Optimizer}));
     }
     pm.addPass(createAddOptimizer({optimizerName(o.optimizer), o.lr, o.momentum, o.dampening,
                                    o.weightDecay, o.nesterov, o.beta1, o.beta2, o.eps,
@@ -61,7 +61,10 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
     pm.addPass(createCanonicalizerPass());
     // ZeRO-1: each rank updates (and keeps the state of) its shard.
     if (o.strategy == Options::Strategy::Fsdp)
-      pm.addPass(createShardOptimizerState({o.shard == Options::Shard::Gradients}));
+      pm.addPass(createShardOptimizerState({o.shard != Options::Shard::Optimizer}));
+    // ZeRO-3: the weights too, gathered per group where they are read.
+    if (o.strategy == Options::Strategy::Fsdp && o.shard == Options::Shard::Parameters)
+      pm.addPass(createShardParameters());
     if (o.precision == Options::Precision::Bf16)
       pm.addPass(createBf16Products());
     // im2col columns kept for backward: a CPU kernel choice (cuDNN on CUDA).
@@ -120,7 +123,8 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
   Option<Options::Shard> shard{
       *this, "shard", llvm::cl::init(Options::Shard::Optimizer),
       llvm::cl::values(clEnumValN(Options::Shard::Optimizer, "optimizer", ""),
-                       clEnumValN(Options::Shard::Gradients, "gradients", ""))};
+                       clEnumValN(Options::Shard::Gradients, "gradients", ""),
+                       clEnumValN(Options::Shard::Parameters, "parameters", ""))};
   Option<Options::Optimizer> optimizer{
       *this, "optimizer", llvm::cl::init(Options::Optimizer::Sgd),
       llvm::cl::values(clEnumValN(Options::Optimizer::Sgd, "sgd", ""),

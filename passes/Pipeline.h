@@ -22,8 +22,8 @@ struct TrainingPipelineOptions {
   enum class Precision { Fp32, Bf16 };
   enum class Schedule { OneFOneB, GPipe };
   enum class Optimizer { Sgd, Adam, AdamW };
-  // --strategy=fsdp: what is sharded (the ZeRO paper's stages 1 and 2).
-  enum class Shard { Optimizer, Gradients };
+  // --strategy=fsdp: what is sharded (the ZeRO paper's stages 1, 2 and 3).
+  enum class Shard { Optimizer, Gradients, Parameters };
 
   Mode mode = Mode::Train;
   Strategy strategy = Strategy::None;
