@@ -89,6 +89,53 @@ LogicalResult emitAllReduceWait(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+std::string gatherName(int64_t group) { return "gather" + std::to_string(group); }
+
+/// ZeRO-3: a group's weights, whole, from every rank's shard of the flat
+/// region into the gathered tensors (one block of the arena laid out like
+/// the group's range of the region, checked here).
+LogicalResult emitGatherParamsStart(Operation *op, FunctionEmitter &fn) {
+  auto start = cast<GatherParamsStartOp>(op);
+  if (fn.cuda())
+    return op->emitOpError("codegen: sharded weights (--shard=parameters) are not available "
+                           "for --target=cuda yet");
+  auto module = op->getParentOfType<ModuleOp>();
+  int64_t firstFlat = 0, firstArena = 0, end = 0;
+  for (auto [i, name, gathered] :
+       llvm::enumerate(start.getParams().getAsRange<FlatSymbolRefAttr>(), start.getGathered())) {
+    auto weight = module.lookupSymbol<ParamOp>(name.getValue());
+    auto flat = weight ? weight->getAttrOfType<IntegerAttr>(attr::kFlatOffset) : IntegerAttr();
+    if (!flat)
+      return start.emitOpError("codegen: gathered weight ")
+             << name << " has no dtc.flat_offset: run dtc-layout-state";
+    const MemoryPlan::Placement &place = fn.plan.placement(gathered);
+    if (place.storage != MemoryPlan::Storage::Arena)
+      return start.emitOpError("codegen: gathered weight ") << name << " is not in the arena";
+    if (i == 0) {
+      firstFlat = flat.getInt();
+      firstArena = place.offset;
+    } else if (flat.getInt() - firstFlat != (place.offset - firstArena) / 4) {
+      return start.emitOpError("codegen: gathered weights are not laid out like the flat "
+                               "weight region (")
+             << name << " at " << flat.getInt() - firstFlat << " floats in the region, "
+             << (place.offset - firstArena) / 4 << " in the arena)";
+    }
+    end = flat.getInt() + fn.numel(gathered);
+  }
+  const std::string flat = std::to_string(firstFlat), count = std::to_string(end - firstFlat);
+  fn.line("std::unique_ptr<dtcrt::Work> " + gatherName(start.getGroup()) +
+          " = ctx.comm->allGatherBlocks(ctx.shard.mineOf(/*flat_offset=*/" + flat + ", " + count +
+          "), " + fn.ptr(start.getGathered().front()) + ", ctx.shard.counts(" + flat + ", " +
+          count + "));  // " + std::to_string(start.getGathered().size()) +
+          " weights, whole (ZeRO-3)");
+  return success();
+}
+
+LogicalResult emitGatherParamsWait(Operation *op, FunctionEmitter &fn) {
+  fn.line(gatherName(cast<GatherParamsWaitOp>(op).getStart().getGroup()) + "->wait();");
+  return success();
+}
+
 /// ZeRO-1's step end: each rank's updated shard of the flat weight region
 /// goes to every rank, in place (rank r's shard is already where the
 /// gathered region keeps it).
@@ -97,6 +144,11 @@ LogicalResult emitGatherWeightShards(Operation *op, FunctionEmitter &fn) {
   if (fn.cuda())
     return op->emitOpError("codegen: sharded optimizer state (--strategy=fsdp) is not "
                            "available for --target=cuda yet");
+  if (shardsParameters(op->getParentOfType<ModuleOp>())) {
+    fn.line("// The " + std::to_string(gather.getParams().size()) +
+            " updated weights stay sharded (ZeRO-3): the next step gathers them.");
+    return success();
+  }
   fn.line("// Every rank gets the other ranks' updated shards of " +
           std::to_string(gather.getParams().size()) + " weights, in place.");
   fn.line("ctx.comm->allGather(ctx.shard.mine(), ctx.shard.region, ctx.shard.bytes())->wait();");
@@ -117,6 +169,8 @@ void populateCollectiveEmitters(OpEmitterTable &table) {
   table["dtc.all_reduce_wait"] = emitAllReduceWait;
   table["dtc.copy"] = emitCopy;
   table["dtc.gather_weight_shards"] = emitGatherWeightShards;
+  table["dtc.gather_params_start"] = emitGatherParamsStart;
+  table["dtc.gather_params_wait"] = emitGatherParamsWait;
 }
 
 } // namespace dtc

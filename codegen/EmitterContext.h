@@ -104,6 +104,13 @@ public:
 /// Starts a one-line error about `op` that dtc reports as a refusal
 /// ("codegen: dtc.where: ..."). Unlike op->emitOpError(), it attaches no note
 /// with the op's IR, so the user sees one line naming the ONNX node.
+/// --shard=parameters (ZeRO-3): the module's weights stay sharded between
+/// steps (dtc-shard-parameters).
+inline bool shardsParameters(mlir::ModuleOp module) {
+  auto level = module->getAttrOfType<mlir::StringAttr>("dtc.shard_level");
+  return level && level.getValue() == "parameters";
+}
+
 inline mlir::InFlightDiagnostic codegenError(mlir::Operation *op) {
   return mlir::emitError(op->getLoc()) << "codegen: " << op->getName().getStringRef() << ": ";
 }

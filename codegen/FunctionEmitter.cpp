@@ -127,8 +127,10 @@ void FunctionEmitter::declareResults(Operation *op) {
     std::string name = "t" + std::to_string(nextTemp++);
     std::string type = cppElementType(result.getType()).str();
     // A result nobody reads (max-pool indices in inference) may be skipped
-    // by its kernel call.
-    line((result.use_empty() ? "[[maybe_unused]] " : "") + type + "* const " + name +
+    // by its kernel call; a gathered weight is read only where its group's
+    // readers read it (all of the group is gathered as one block).
+    const bool maybeUnread = result.use_empty() || llvm::isa<GatherParamsStartOp>(op);
+    line((maybeUnread ? "[[maybe_unused]] " : "") + type + "* const " + name +
          " = reinterpret_cast<" + type + "*>(arena + " +
          std::to_string(place.offset) + ");  // " +
          formatShape(dims(result)));

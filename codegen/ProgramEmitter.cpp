@@ -156,7 +156,7 @@ StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss) {
   StringRef name = op->getName().getStringRef();
   if (name.starts_with("dtc.all_reduce") || name.starts_with("dtc.send") ||
       name.starts_with("dtc.recv") || name.starts_with("dtc.broadcast") ||
-      isa<GatherWeightShardsOp>(op))
+      isa<GatherWeightShardsOp, GatherParamsStartOp, GatherParamsWaitOp>(op))
     return "communication";
   return kind == StepKind::Train && pastLoss ? "backward" : "forward";
 }
@@ -678,6 +678,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    .flatStateOffset = " << state->flatOffset << ",\n"
      << "    .flatStateElements = " << state->flatElements << ",\n"
      << "    .shardSlots = " << state->shardSlots << ",\n"
+     << "    .shardParameters = " << (shardsParameters(module) ? "true" : "false") << ",\n"
      << stageStateSpec
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";

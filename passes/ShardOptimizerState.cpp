@@ -148,7 +148,7 @@ struct ShardOptimizerStatePass
     }
     if (gradients) {
       for (auto clip : train.getOps<ClipGradNormOp>()) {
-        clip.emitOpError("--shard=gradients: clipping by global norm needs every gradient "
+        clip.emitOpError("--shard=gradients|parameters: clipping by global norm needs every gradient "
                          "before any update (use --shard=optimizer)");
         return signalPassFailure();
       }

@@ -102,6 +102,12 @@ struct StateShard {
     }
     return out;
   }
+  // Where this rank's part of the flat range at `flatOffset` starts (its
+  // block of a ZeRO-3 gather; any pointer when counts() gives it none).
+  const float* mineOf(int64_t flatOffset, int64_t numel) const {
+    (void)numel;
+    return region + (begin > flatOffset ? begin : flatOffset);
+  }
   // This rank's shard of the region, and its size (the all-gather's input).
   const float* mine() const { return region + begin; }
   size_t bytes() const { return static_cast<size_t>(elements) * sizeof(float); }
@@ -317,6 +323,10 @@ struct ProgramSpec {
   size_t flatStateOffset = 0;
   int64_t flatStateElements = 0;
   int32_t shardSlots = 0;
+  // --shard=parameters (ZeRO-3): a rank keeps only its shard of the flat
+  // region; the train step gathers whole weights into its arena where it
+  // reads them, and the rest of the region holds nothing between steps.
+  bool shardParameters = false;
   // Pipeline programs with stage-owned state (null: every rank holds the
   // whole state buffer, laid out per ParamSpec::offset). A rank of stage s
   // allocates only stageStateBytes[s]: the unowned params (stage -1,

@@ -47,6 +47,26 @@ StateShard stateShard(const ProgramSpec& spec, const ShardLayout& layout, char* 
   return shard;
 }
 
+void releaseOtherShards(const StateShard& shard) {
+  if (!shard.region || shard.ranks <= 1) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto release = [&](const float* from, const float* to) {
+    // Whole pages only: the ends may share a page with this rank's shard
+    // or the params around the region.
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(from) + page - 1) / page * page;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(to) / page * page;
+    if (end > begin && madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED) != 0)
+      fail("--shard=parameters: could not release the other ranks' weight shards (madvise)");
+  };
+  release(shard.region, shard.region + shard.begin);
+  release(shard.region + shard.begin + shard.elements,
+          shard.region + static_cast<int64_t>(shard.ranks) * shard.elements);
+}
+
+void gatherWholeRegion(Communicator& comm, const StateShard& shard) {
+  comm.allGather(shard.mine(), shard.region, shard.bytes())->wait();
+}
+
 } // namespace dtcrt
 
 namespace dtcrt {
@@ -86,13 +106,24 @@ RankMemory plannedRankMemory(const ProgramSpec& spec, const ShardLayout& layout,
   }
   m.optimizerBytes += static_cast<int64_t>(spec.shardSlots) * layout.elements * 4;
   m.stateBytes = static_cast<int64_t>(layout.stateBytes);
+  if (spec.shardParameters) {
+    // The flat region's weights: only this rank's shard is held.
+    const int64_t region = static_cast<int64_t>(layout.ranks) * layout.elements * 4;
+    for (int32_t i = 0; i < spec.numParams; ++i) {
+      const ParamSpec& p = spec.params[i];
+      if (p.kind == ParamKind::Weight && p.offset >= spec.flatStateOffset)
+        m.weightBytes -= static_cast<int64_t>(byteSize(p.tensor));
+    }
+    m.weightBytes += layout.elements * 4;
+    m.stateBytes -= region - layout.elements * 4;
+  }
   m.arenaBytes = static_cast<int64_t>(spec.arenaBytes);
   m.workspaceBytes = static_cast<int64_t>(workspaceBytes);
   return m;
 }
 
-void measureRankMemory(RankMemory& m, const char* state) {
-  m.stateResidentBytes = static_cast<int64_t>(residentBytes(state, static_cast<size_t>(m.stateBytes)));
+void measureRankMemory(RankMemory& m, const char* state, size_t stateBufferBytes) {
+  m.stateResidentBytes = static_cast<int64_t>(residentBytes(state, stateBufferBytes));
   m.processPeakBytes = static_cast<int64_t>(processPeakResidentBytes());
 }
 

@@ -34,11 +34,20 @@ ShardLayout shardLayout(const ProgramSpec& spec, int worldSize);
 // Rank `rank`'s StateShard over `state` (a buffer of layout.stateBytes).
 StateShard stateShard(const ProgramSpec& spec, const ShardLayout& layout, char* state, int rank);
 
+class Communicator;
+
+// --shard=parameters (ZeRO-3): hands the pages of the flat region outside
+// this rank's shard back to the OS (they read as zeros until written
+// again). Called once the whole region was needed (start-up, evaluation,
+// --save) and is not any more.
+void releaseOtherShards(const StateShard& shard);
+// Every rank's shard, in place: the whole flat region on every rank
+// (collective).
+void gatherWholeRegion(Communicator& comm, const StateShard& shard);
+
 } // namespace dtcrt
 
 namespace dtcrt {
-
-class Communicator;
 
 // What one rank of a data-parallel job (ddp, fsdp) holds, in bytes: its
 // planned state (weights, optimizer state or its shard, the rest), arena and
@@ -55,8 +64,10 @@ struct RankMemory {
 };
 RankMemory plannedRankMemory(const ProgramSpec& spec, const ShardLayout& layout,
                              size_t workspaceBytes);
-// Fills the measured fields: `state` is the rank's state buffer.
-void measureRankMemory(RankMemory& m, const char* state);
+// Fills the measured fields: `state` is the rank's state buffer, of
+// `stateBufferBytes` (more than m.stateBytes under --shard=parameters: the
+// other ranks' shards, not backed).
+void measureRankMemory(RankMemory& m, const char* state, size_t stateBufferBytes);
 // Every rank's (collective); rank r's at index r.
 std::vector<RankMemory> gatherRankMemory(Communicator& comm, const RankMemory& mine);
 // "rank 1 memory: state 3.2 MB (weights 1.6 MB, optimizer state 0.8 MB), ..."

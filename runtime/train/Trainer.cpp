@@ -443,6 +443,8 @@ TrainResult Trainer::run() {
   // stage-owned pipelines: from replica 0's, below.
   if (comm_ && comm_->size() > 1 && !isStageOwned(spec_))
     comm_->broadcast(state_.data(), spec_.stateBytes, 0)->wait();
+  // ZeRO-3: from here on a rank holds only its shard of the weights.
+  if (spec_.shardParameters) releaseOtherShards(shard_);
   // GPU programs: the host state is final; the device state is its copy from
   // here on, and the host copy is refreshed (downloadState) when read.
   if (device_) device_->upload(dState_.data(), state_.data(), spec_.stateBytes);
@@ -501,8 +503,11 @@ TrainResult Trainer::run() {
                                  " per step)")
                            : std::string());
   if (isSharded(spec_))
-    layout += str(", optimizer state sharded over ", world, world == 1 ? " rank" : " ranks",
-                  " (ZeRO-1)");
+    layout += spec_.shardParameters
+                  ? str(", weights, gradients and optimizer state sharded over ", world,
+                        world == 1 ? " rank" : " ranks", " (ZeRO-3)")
+                  : str(", optimizer state sharded over ", world, world == 1 ? " rank" : " ranks",
+                        " (ZeRO-1)");
   if (spec_.precision && std::string(spec_.precision) == "bf16") layout += ", bf16 products";
   if (device_)
     layout += str(", on ", Device::targetOf(spec_),
@@ -544,8 +549,11 @@ TrainResult Trainer::run() {
                       ") for the evaluation and frees it after"));
       gatherNoted = true;
     }
+    // ZeRO-3: the evaluation step reads whole weights, gathered for it.
+    if (spec_.shardParameters && comm_) gatherWholeRegion(*comm_, shard_);
     EvalResult e = evaluate(test, epoch1);
     evalState_ = nullptr;
+    if (spec_.shardParameters) releaseOtherShards(shard_);
     log.eval(e.epoch, e.loss, e.accuracy, e.hasAccuracy, e.hasPerplexity);
     result.evals.push_back(e);
     lastEvalStep = pos.step;
@@ -603,7 +611,7 @@ TrainResult Trainer::run() {
     RankMemory mine = isStageOwned(spec_)
                           ? plannedStageMemory(spec_, place_.stage, workspace_.size())
                           : plannedRankMemory(spec_, shardLayout_, workspace_.size());
-    measureRankMemory(mine, state_.data());
+    measureRankMemory(mine, state_.data(), state_.size());
     const std::vector<RankMemory> all = gatherRankMemory(*comm_, mine);
     if (isSharded(spec_) || isStageOwned(spec_))
       for (size_t r = 0; r < all.size(); ++r) log.line(rankMemoryLine(static_cast<int>(r), all[r]));
@@ -764,6 +772,8 @@ TrainResult Trainer::run() {
   result.prefetchedBatches = prefetchCount_;
 
   downloadState();  // GPU programs: state() and --save see the trained weights
+  // ZeRO-3: state() and --save see the whole trained weights.
+  if (spec_.shardParameters && comm_) gatherWholeRegion(*comm_, shard_);
   if (!opts_.save.empty() && !stoppedBySignal) {
     syncStagesIfNeeded();
     if (isStageOwned(spec_))

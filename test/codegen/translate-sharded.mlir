@@ -5,6 +5,22 @@
 // program records the flat region and the slots for the runtime.
 // RUN: dtc-opt %s --dtc-training-pipeline="strategy=fsdp optimizer=adam lr=0.001" | dtc-translate --mlir-to-cpp | FileCheck %s
 // RUN: dtc-opt %s --dtc-training-pipeline="strategy=fsdp optimizer=adam lr=0.001 clip-grad-norm=1.0" | dtc-translate --mlir-to-cpp | FileCheck %s --check-prefix=CLIP
+// RUN: dtc-opt %s --dtc-training-pipeline="strategy=fsdp optimizer=adam lr=0.001 shard=parameters" | dtc-translate --mlir-to-cpp | FileCheck %s --check-prefix=ZERO3
+// ZeRO-3: forward reads the weights from their gathered copy in the arena
+// (one block, the group's 35 floats of the flat region from every rank's
+// shard), the updates write the rank's shard, and nothing is gathered at
+// the step's end.
+// ZERO3-LABEL: void train_step(
+// ZERO3: {{\[\[maybe_unused\]\]}} float* const [[W:t[0-9]+]] = reinterpret_cast<float*>(arena + 0);  // 3x6
+// ZERO3-NEXT: {{\[\[maybe_unused\]\]}} float* const [[B:t[0-9]+]] = reinterpret_cast<float*>(arena + 128);  // 3
+// ZERO3: std::unique_ptr<dtcrt::Work> gather0 = ctx.comm->allGatherBlocks(ctx.shard.mineOf(/*flat_offset=*/0, 35), [[W]], ctx.shard.counts(0, 35));
+// ZERO3: gather0->wait();
+// ZERO3: cpu::gemm(false, true, 2, 3, 6, 1.f, in0, 6, [[W]], 6, 0.f, {{t[0-9]+}}, 3);
+// ZERO3-NEXT: cpu::add_bias_rows({{t[0-9]+}}, [[B]], 2, 3);
+// ZERO3: cpu::adam_update(p_w + shard.begin,
+// ZERO3: // The 2 updated weights stay sharded (ZeRO-3): the next step gathers them.
+// ZERO3-NOT: ctx.comm->allGather(
+// ZERO3: .shardParameters = true,
 // CHECK-LABEL: void train_step(
 // The bucket (w's 18 gradients padded to 32, then b's 3) mirrors the flat
 // region from 0: reduced only where this rank's shard covers it.
@@ -27,6 +43,7 @@
 // CHECK: .flatStateOffset = 0,
 // CHECK-NEXT: .flatStateElements = 48,
 // CHECK-NEXT: .shardSlots = 2,
+// CHECK-NEXT: .shardParameters = false,
 dtc.param weight @w : tensor<3x6xf32> = dense<0.1> : tensor<3x6xf32>
 dtc.param weight @b : tensor<3xf32> = dense<0.0> : tensor<3xf32>
 func.func @forward(%x: tensor<2x6xf32> {dtc.name = "input"}) -> (tensor<2x3xf32> {dtc.name = "logits"}) {

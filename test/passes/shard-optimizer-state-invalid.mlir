@@ -39,7 +39,7 @@ module {
 // -----
 
 // RUN: not dtc-opt %s -split-input-file -dtc-shard-optimizer-state=gradients=true 2>&1 | FileCheck %s --check-prefix=ZERO2
-// ZERO2: error: 'dtc.clip_grad_norm' op --shard=gradients: clipping by global norm needs every gradient before any update (use --shard=optimizer)
+// ZERO2: error: 'dtc.clip_grad_norm' op --shard=gradients|parameters: clipping by global norm needs every gradient before any update (use --shard=optimizer)
 module {
   dtc.param weight @w : tensor<4xf32> = dense<0.1> : tensor<4xf32>
   func.func @train_step(%g: tensor<4xf32>) {

@@ -120,22 +120,27 @@ static void printDataParallelMemory(ModuleOp module, int64_t trainable, int64_t 
   auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
   // ZeRO-2: no gradient outlives its bucket's updates (the arena holds those
   // in flight, counted above).
-  const bool gradientsFreed = level && level.getValue() == "gradients";
+  // ZeRO-3: the weights too; the gathered groups are arena tensors.
+  const bool weightsSharded = level && level.getValue() == "parameters";
+  const bool gradientsFreed = level && (level.getValue() == "gradients" || weightsSharded);
   const int64_t flat = intAttr(attr::kFlatStateElements), slots = intAttr(attr::kShardSlots);
   const int64_t gradientBytes = gradientsFreed ? 0 : 4 * trainable;
   os << "model state per rank (" << strategy.getValue()
      << (sharded ? ", optimizer state sharded" : "")
-     << (gradientsFreed ? ", gradients freed in backward: in the arena" : "") << ")\n";
+     << (gradientsFreed ? ", gradients freed in backward: in the arena" : "")
+     << (weightsSharded ? ", weights sharded: gathered groups in the arena" : "") << ")\n";
   os << "  ranks  weights     gradients   optimizer   total       bytes/param\n";
   for (int64_t n : {1, 2, 4, 8}) {
-    int64_t optimizer = optimizerBytes;
+    int64_t optimizer = optimizerBytes, weights = weightBytes;
     if (sharded) {
       const int64_t shard = ((flat + n - 1) / n + 15) / 16 * 16;
       optimizer = slots * shard * 4;
+      if (weightsSharded)
+        weights = weightBytes - 4 * flat + 4 * shard;
     }
-    const int64_t total = weightBytes + gradientBytes + optimizer;
+    const int64_t total = weights + gradientBytes + optimizer;
     os << llvm::format("  %5lld  %-10s  %-10s  %-10s  %-10s  %.2f\n", (long long)n,
-                       megabytes(weightBytes).c_str(), megabytes(gradientBytes).c_str(),
+                       megabytes(weights).c_str(), megabytes(gradientBytes).c_str(),
                        megabytes(optimizer).c_str(), megabytes(total).c_str(),
                        double(total) / double(trainable));
   }
@@ -165,6 +170,10 @@ FailureOr<RankBytes> plannedRankBytes(ModuleOp module, int64_t ranks) {
     const int64_t slots = intAttr(attr::kShardSlots) * shard * 4;
     bytes.state += (ranks * shard - flat) * 4 + slots;
     bytes.optimizer += slots;
+    // ZeRO-3: of the flat region, only the rank's shard is backed.
+    auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
+    if (level && level.getValue() == "parameters")
+      bytes.state -= (ranks - 1) * shard * 4;
   }
   for (auto func : module.getOps<func::FuncOp>()) {
     FailureOr<MemoryPlan> plan = MemoryPlan::fromIR(func);

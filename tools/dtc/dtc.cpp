@@ -175,7 +175,9 @@ cl::opt<std::string> shard("shard",
                                     "(ZeRO-1: each rank updates and keeps the optimizer state "
                                     "of 1/N of the weights; the default) or gradients (ZeRO-2: "
                                     "also, each bucket's gradients are freed once its updates "
-                                    "ran, during backward)"),
+                                    "ran, during backward) or parameters (ZeRO-3: also, each "
+                                    "rank keeps 1/N of the weights, gathered per bucket where "
+                                    "forward and backward read them)"),
                            cl::init("optimizer"), cl::cat(dtcCategory));
 cl::opt<int64_t> stages("stages", cl::desc("model/pipeline: number of stages (one rank each), "
                                            "balanced by the cost model"),
@@ -322,9 +324,10 @@ bool checkMemoryLimit(mlir::ModuleOp module) {
     if (strategy == "ddp")
       hint = needs <= limit ? "; --strategy=fsdp would need about " + mebibytes(needs)
                             : "; even --strategy=fsdp would need about " + mebibytes(needs) +
-                                  " (try --shard=gradients, more --ranks or a smaller batch)";
+                                  " (try --shard=gradients or parameters, more --ranks or a smaller batch)";
     else
-      hint = "; try --shard=gradients, more --ranks or a smaller --batch-size";
+      hint = "; try a finer --shard (gradients, parameters), more --ranks or a smaller "
+             "--batch-size";
   }
   llvm::errs() << "dtc: error: --memory-limit=" << memoryLimit << ": the plan needs "
                << mebibytes(plan->total()) << " per rank on " << n
@@ -358,7 +361,9 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   o.classWeights = classWeights;
   o.accumulate = accumulate;
   o.bucketCapMb = bucketCapMb;
-  o.shard = shard == "gradients" ? Options::Shard::Gradients : Options::Shard::Optimizer;
+  o.shard = shard == "gradients"    ? Options::Shard::Gradients
+            : shard == "parameters" ? Options::Shard::Parameters
+                                    : Options::Shard::Optimizer;
   if (mode == Mode::Train) {
     if (!parseBetas(o.beta1, o.beta2)) {
       llvm::errs() << "dtc: error: --betas must be two numbers like 0.9,0.999, got '"
@@ -686,12 +691,15 @@ int main(int argc, char **argv) {
     llvm::errs() << "dtc: error: --shard is for --strategy=fsdp\n";
     return 1;
   }
-  if (strategy == "fsdp" && shard != "optimizer" && shard != "gradients") {
+  if (strategy == "fsdp" && shard != "optimizer" && shard != "gradients" &&
+      shard != "parameters") {
     llvm::errs() << "dtc: error: --shard=" << shard
-                 << (shard == "parameters"
-                         ? " is not supported yet (ZeRO-3); --shard=gradients shards the "
-                           "optimizer state and frees gradients early\n"
-                         : " is not a sharding level (expected optimizer or gradients)\n");
+                 << " is not a sharding level (expected optimizer, gradients or parameters)\n";
+    return 1;
+  }
+  if (strategy == "fsdp" && shard == "parameters" && accumulate != 1) {
+    llvm::errs() << "dtc: error: --accumulate is not supported with --shard=parameters yet "
+                    "(use --shard=gradients, or a larger --batch-size)\n";
     return 1;
   }
   if (strategy == "fsdp" && target == "cuda") {
