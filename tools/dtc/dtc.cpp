@@ -324,10 +324,14 @@ bool checkMemoryLimit(mlir::ModuleOp module) {
     if (strategy == "ddp")
       hint = needs <= limit ? "; --strategy=fsdp would need about " + mebibytes(needs)
                             : "; even --strategy=fsdp would need about " + mebibytes(needs) +
-                                  " (try --shard=gradients or parameters, more --ranks or a smaller batch)";
+                                  " (try --shard=gradients or parameters, more --ranks or a "
+                                  "smaller batch)";
+    else if (shard == "optimizer")
+      hint = "; try --shard=gradients or parameters, more --ranks or a smaller --batch-size";
+    else if (shard == "gradients")
+      hint = "; try --shard=parameters, more --ranks or a smaller --batch-size";
     else
-      hint = "; try a finer --shard (gradients, parameters), more --ranks or a smaller "
-             "--batch-size";
+      hint = "; try more --ranks or a smaller --batch-size";
   }
   llvm::errs() << "dtc: error: --memory-limit=" << memoryLimit << ": the plan needs "
                << mebibytes(plan->total()) << " per rank on " << n
