@@ -8,6 +8,11 @@
 //   S = ceil(flat elements / N) rounded up to 16 floats (64 bytes);
 //   rank r owns flat elements [r * S, (r + 1) * S); slot k of rank r holds
 //   optimizer state k (exp_avg, ...) of exactly those elements.
+//
+// --shard=parameters (ZeRO-3) keeps this layout, but a rank backs only its
+// own shard of the region with memory: the rest is handed back to the OS
+// (releaseOtherShards) and is gathered whole only for an evaluation or
+// --save; the train step reads whole weights from gathered arena tensors.
 #pragma once
 
 #include "runtime/Program.h"
