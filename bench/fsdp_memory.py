@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sharded data parallelism on this machine: memory per rank and speed of
-dtc --strategy=fsdp --shard=optimizer (ZeRO-1) and --shard=gradients
-(ZeRO-2) against --strategy=ddp.
+dtc --strategy=fsdp --shard=optimizer (ZeRO-1), --shard=gradients (ZeRO-2)
+and --shard=parameters (ZeRO-3) against --strategy=ddp.
 
 The model: an MLP of 53.6M parameters (784 -> 4 x 4096 -> 10), exported
 from PyTorch like the example models, trained with Adam (float32) on
@@ -11,9 +11,11 @@ and each strategy this prints, per rank, what the program planned
 OS holds of the state buffer after step 1 (mincore), and the process's
 peak resident set (getrusage); then the bytes per parameter of weights +
 optimizer state against the ZeRO paper's formula (4 + 8 for ddp,
-4 + 8/N sharded), the planned arena (activations and gradients: ddp and
-ZeRO-1 hold every gradient to the step's end, ZeRO-2 only the buckets in
-flight), and the samples/s of each against ddp (best of 3 runs, 2 ranks).
+4 + 8/N with the optimizer state sharded, 12/N with the weights too), the
+planned arena (activations and gradients: ddp and ZeRO-1 hold every
+gradient to the step's end, ZeRO-2 and ZeRO-3 only the buckets in flight;
+ZeRO-3's also holds the gathered weight groups), and the samples/s of each
+against ddp (best of 3 runs, 2 ranks).
 
 Run:  /usr/bin/python3 bench/fsdp_memory.py [--build DIR] [--out FILE.md]
 """
@@ -80,8 +82,9 @@ def main():
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     rates = {}
     flags = {"ddp": ["--strategy=ddp"], "fsdp": ["--strategy=fsdp", "--shard=optimizer"],
-             "fsdp-gradients": ["--strategy=fsdp", "--shard=gradients"]}
-    for strategy in ("ddp", "fsdp", "fsdp-gradients"):
+             "fsdp-gradients": ["--strategy=fsdp", "--shard=gradients"],
+             "fsdp-parameters": ["--strategy=fsdp", "--shard=parameters"]}
+    for strategy in ("ddp", "fsdp", "fsdp-gradients", "fsdp-parameters"):
         program = os.path.join(work, f"train-{strategy}")
         subprocess.run([os.path.join(a.build, "bin", "dtc"), onnx] + flags[strategy] +
                        ["--batch-size=32", "--optimizer=adam", "--lr=1e-4", "-o", program],
@@ -93,7 +96,8 @@ def main():
                                    os.path.join(work, f"{strategy}-{ranks}.jsonl"))
                 best = max(best, rate)
             rates[(strategy, ranks)] = best
-            formula = 4 + (8 / ranks if strategy.startswith("fsdp") else 8)
+            formula = (12 / ranks if strategy == "fsdp-parameters"
+                       else 4 + (8 / ranks if strategy.startswith("fsdp") else 8))
             for m in memory:
                 per_param = (m["weight_bytes"] + m["optimizer_bytes"]) / params
                 lines.append(
@@ -104,24 +108,29 @@ def main():
                     f"{per_param:.3f} | {formula:.3f} |")
     lines.append("")
     lines.append("| ranks | ddp samples/s | fsdp (optimizer) samples/s | fsdp / ddp | "
-                 "fsdp (gradients) samples/s | fsdp (gradients) / ddp |")
-    lines.append("|---|---|---|---|---|---|")
+                 "fsdp (gradients) samples/s | fsdp (gradients) / ddp | "
+                 "fsdp (parameters) samples/s | fsdp (parameters) / ddp |")
+    lines.append("|---|---|---|---|---|---|---|---|")
     for ranks in (2, 4):
         d, f, g = rates[("ddp", ranks)], rates[("fsdp", ranks)], rates[("fsdp-gradients", ranks)]
-        lines.append(f"| {ranks} | {d:.1f} | {f:.1f} | {f / d:.3f} | {g:.1f} | {g / d:.3f} |")
+        z = rates[("fsdp-parameters", ranks)]
+        lines.append(f"| {ranks} | {d:.1f} | {f:.1f} | {f / d:.3f} | {g:.1f} | {g / d:.3f} | "
+                     f"{z:.1f} | {z / d:.3f} |")
     lines.append("\n4 ranks share this machine's 2 cores (one run each; their speed is not a "
                  "scaling figure).")
     # --memory-limit between the fsdp and the ddp plans of 2 ranks: ddp is
     # refused, fsdp compiles (and trained above).
-    limit = "700M"
-    lines.append(f"\n`--memory-limit={limit} --ranks=2`:\n")
-    for strategy in ("ddp", "fsdp"):
-        run_ = subprocess.run([os.path.join(a.build, "bin", "dtc"), onnx] + flags[strategy] +
-                              ["--batch-size=32", "--optimizer=adam", f"--memory-limit={limit}",
-                               "--ranks=2", "-o", os.path.join(work, f"limited-{strategy}")],
-                              capture_output=True, text=True)
-        verdict = "compiles" if run_.returncode == 0 else "refused: " + run_.stderr.strip()
-        lines.append(f"- {strategy}: {verdict}")
+    # And limits that only the finer shardings meet.
+    for limit, ranks in (("700M", 2), ("470M", 2), ("350M", 4)):
+        lines.append(f"\n`--memory-limit={limit} --ranks={ranks}`:\n")
+        for strategy in ("ddp", "fsdp", "fsdp-gradients", "fsdp-parameters"):
+            run_ = subprocess.run([os.path.join(a.build, "bin", "dtc"), onnx] + flags[strategy] +
+                                  ["--batch-size=32", "--optimizer=adam",
+                                   f"--memory-limit={limit}", f"--ranks={ranks}", "-o",
+                                   os.path.join(work, f"limited-{strategy}")],
+                                  capture_output=True, text=True)
+            verdict = "compiles" if run_.returncode == 0 else "refused: " + run_.stderr.strip()
+            lines.append(f"- {strategy}: {verdict}")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
