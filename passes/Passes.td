@@ -683,10 +683,10 @@ def ShardParameters : Pass<"dtc-shard-parameters", "mlir::ModuleOp"> {
       a rank holds the whole weights of at most two groups at a time, plus
       the groups backward's readers keep alive (tied weights).
 
-    The module's `dtc.shard_level` becomes "parameters"; the runtime keeps
-    the rest of the flat region unbacked (see runtime/train/ShardedState.h).
-    Gradient accumulation (a second step function reading the weights) is
-    refused.
+    With `--accumulate`, @accumulate_step (the micro-batches before the
+    last) gathers the same groups the same way. The module's
+    `dtc.shard_level` becomes "parameters"; the runtime keeps the rest of
+    the flat region unbacked (see runtime/train/ShardedState.h).
 
     Before (one group, one bucket):
     ```mlir

@@ -7,7 +7,8 @@
 // does; the memory plan frees each gathered copy after its last reader. The
 // groups are the reduce-scattered gradient buckets (contiguous ranges of the
 // flat region), and each gather is started one gather ahead (prefetch), so
-// it can run while the previous group computes. See Passes.td.
+// it can run while the previous group computes. @accumulate_step
+// (--accumulate) gathers the same groups the same way. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -37,7 +38,7 @@ namespace {
 /// (the flat region's) order.
 struct Group {
   SmallVector<Attribute> names;
-  SmallVector<Value> refs;  // each weight's dtc.param_ref in @train_step
+  SmallVector<Type> types;
 };
 
 /// The ops of `block` reading any of `refs`, split at `boundary`: readers at
@@ -57,6 +58,89 @@ readers(Block &block, ArrayRef<Value> refs, Operation *boundary) {
   return {forward, backward};
 }
 
+/// Makes `step` (@train_step or @accumulate_step: forward, then backward
+/// from its loss, its first result) read the groups' weights only from
+/// gathered copies.
+LogicalResult gatherWhereRead(func::FuncOp step, ArrayRef<Group> groups) {
+  Block &block = step.front();
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  Operation *boundary = ret.getNumOperands() ? ret.getOperand(0).getDefiningOp() : nullptr;
+  if (!boundary || boundary->getBlock() != &block)
+    return step.emitOpError("--shard=parameters: the step's loss is not computed in its body");
+  llvm::StringMap<SmallVector<Value>> refsOf;
+  for (auto ref : step.getOps<ParamRefOp>())
+    refsOf[ref.getName()].push_back(ref.getResult());
+
+  // Each group's gathers: one before forward's first reader, one before
+  // backward's, except for the group forward gathers last, whose copy
+  // backward reads at once (freeing it would only gather it again).
+  struct Gather {
+    size_t group;
+    SmallVector<Operation *> readers;
+  };
+  SmallVector<Gather> gathers;
+  Operation *lastForwardFirst = nullptr;
+  size_t lastForwardGroup = 0;
+  SmallVector<std::pair<SmallVector<Operation *>, SmallVector<Operation *>>> split;
+  for (auto [g, group] : llvm::enumerate(groups)) {
+    SmallVector<Value> refs;
+    for (Attribute name : group.names)
+      llvm::append_range(refs, refsOf.lookup(cast<FlatSymbolRefAttr>(name).getValue()));
+    split.push_back(readers(block, refs, boundary));
+    auto &forward = split.back().first;
+    if (!forward.empty() &&
+        (!lastForwardFirst || lastForwardFirst->isBeforeInBlock(forward.front()))) {
+      lastForwardFirst = forward.front();
+      lastForwardGroup = g;
+    }
+  }
+  for (auto [g, parts] : llvm::enumerate(split)) {
+    auto [forward, backward] = parts;
+    if (lastForwardFirst && g == lastForwardGroup) {
+      forward.append(backward);
+      backward.clear();
+    }
+    if (!forward.empty())
+      gathers.push_back({g, forward});
+    if (!backward.empty())
+      gathers.push_back({g, backward});
+  }
+  llvm::sort(gathers, [](const Gather &a, const Gather &b) {
+    return a.readers.front()->isBeforeInBlock(b.readers.front());
+  });
+
+  Builder b(step);
+  Operation *previousWait = nullptr;
+  for (auto [number, gather] : llvm::enumerate(gathers)) {
+    const Group &group = groups[gather.group];
+    OpBuilder at(gather.readers.front());
+    auto start = at.create<GatherParamsStartOp>(
+        step.getLoc(), group.types, TokenType::get(step.getContext()),
+        b.getArrayAttr(group.names), b.getI64IntegerAttr(int64_t(number)));
+    auto wait =
+        at.create<GatherParamsWaitOp>(step.getLoc(), start.getToken(), start.getGathered());
+    // Prefetch: start as soon as the previous gather has arrived.
+    if (previousWait)
+      start->moveAfter(previousWait);
+    previousWait = wait;
+    llvm::SmallPtrSet<Operation *, 16> mine(gather.readers.begin(), gather.readers.end());
+    for (auto [name, whole] : llvm::zip(group.names, wait.getWeights()))
+      for (Value ref : refsOf.lookup(cast<FlatSymbolRefAttr>(name).getValue()))
+        ref.replaceUsesWithIf(whole, [&](OpOperand &use) {
+          Operation *op = block.findAncestorOpInBlock(*use.getOwner());
+          return op && mine.contains(op);
+        });
+  }
+  // The whole weights are read through the gathers only.
+  for (auto ref : llvm::make_early_inc_range(step.getOps<ParamRefOp>()))
+    if (ref->use_empty() &&
+        llvm::any_of(groups, [&](const Group &group) {
+          return llvm::is_contained(group.names, ref.getNameAttr());
+        }))
+      ref->erase();
+  return success();
+}
+
 struct ShardParametersPass : dtc::impl::ShardParametersBase<ShardParametersPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -67,10 +151,6 @@ struct ShardParametersPass : dtc::impl::ShardParametersBase<ShardParametersPass>
                        "dtc-shard-optimizer-state with gradients");
       return signalPassFailure();
     }
-    Block &block = train.front();
-    llvm::StringMap<Value> refOf;
-    for (auto ref : train.getOps<ParamRefOp>())
-      refOf[ref.getName()] = ref.getResult();
 
     // The groups: each reduce-scattered bucket's weights.
     SmallVector<Group> groups;
@@ -90,104 +170,23 @@ struct ShardParametersPass : dtc::impl::ShardParametersBase<ShardParametersPass>
             continue;
           grouped.insert(name.getValue());
           group.names.push_back(name);
-          if (Value ref = refOf.lookup(name.getValue()))
-            group.refs.push_back(ref);
-          else
-            group.refs.push_back(Value());
+          group.types.push_back(module.lookupSymbol<ParamOp>(name.getValue()).getType());
         }
       if (!group.names.empty())
         groups.push_back(std::move(group));
     }
-    for (Operation &op : block)
+    for (Operation &op : train.front())
       if (isa<SgdUpdateOp, AdamUpdateOp>(op) && op.hasAttr(attr::kSharded) &&
           !grouped.contains(op.getAttrOfType<FlatSymbolRefAttr>("param").getValue())) {
         op.emitOpError("--shard=parameters: the weight's gradient is in no bucket");
         return signalPassFailure();
       }
-
-    // Forward ends with the loss (the step's first result).
-    auto ret = cast<func::ReturnOp>(block.getTerminator());
-    Operation *boundary = ret.getNumOperands() ? ret.getOperand(0).getDefiningOp() : nullptr;
-    if (!boundary || boundary->getBlock() != &block) {
-      train.emitOpError("--shard=parameters: @train_step's loss is not computed in its body");
-      return signalPassFailure();
-    }
-
-    // Each group's gathers: one before forward's first reader, one before
-    // backward's, except for the group forward gathers last, whose copy
-    // backward reads at once (freeing it would only gather it again).
-    struct Gather {
-      size_t group;
-      SmallVector<Operation *> readers;
-    };
-    SmallVector<Gather> gathers;
-    Operation *lastForwardFirst = nullptr;
-    size_t lastForwardGroup = 0;
-    SmallVector<std::pair<SmallVector<Operation *>, SmallVector<Operation *>>> split;
-    for (auto [g, group] : llvm::enumerate(groups)) {
-      SmallVector<Value> refs;
-      for (Value ref : group.refs)
-        if (ref)
-          refs.push_back(ref);
-      split.push_back(readers(block, refs, boundary));
-      auto &forward = split.back().first;
-      if (!forward.empty() &&
-          (!lastForwardFirst || lastForwardFirst->isBeforeInBlock(forward.front()))) {
-        lastForwardFirst = forward.front();
-        lastForwardGroup = g;
-      }
-    }
-    for (auto [g, parts] : llvm::enumerate(split)) {
-      auto [forward, backward] = parts;
-      if (lastForwardFirst && g == lastForwardGroup) {
-        forward.append(backward);
-        backward.clear();
-      }
-      if (!forward.empty())
-        gathers.push_back({g, forward});
-      if (!backward.empty())
-        gathers.push_back({g, backward});
-    }
-    llvm::sort(gathers, [](const Gather &a, const Gather &b) {
-      return a.readers.front()->isBeforeInBlock(b.readers.front());
-    });
-
-    Builder b(module);
-    Operation *previousWait = nullptr;
-    for (auto [number, gather] : llvm::enumerate(gathers)) {
-      const Group &group = groups[gather.group];
-      SmallVector<Type> types;
-      for (auto [name, ref] : llvm::zip(group.names, group.refs)) {
-        if (!ref) {  // a weight nothing reads (still updated): its type from the param
-          auto param = module.lookupSymbol<ParamOp>(cast<FlatSymbolRefAttr>(name).getValue());
-          types.push_back(param.getType());
-        } else {
-          types.push_back(ref.getType());
-        }
-      }
-      OpBuilder at(gather.readers.front());
-      auto start = at.create<GatherParamsStartOp>(
-          train.getLoc(), types, TokenType::get(module.getContext()),
-          b.getArrayAttr(group.names), b.getI64IntegerAttr(int64_t(number)));
-      auto wait = at.create<GatherParamsWaitOp>(train.getLoc(), start.getToken(),
-                                                start.getGathered());
-      // Prefetch: start as soon as the previous gather has arrived.
-      if (previousWait)
-        start->moveAfter(previousWait);
-      previousWait = wait;
-      llvm::SmallPtrSet<Operation *, 16> mine(gather.readers.begin(), gather.readers.end());
-      for (auto [groupRef, whole] : llvm::zip(group.refs, wait.getWeights()))
-        if (Value ref = groupRef)
-          ref.replaceUsesWithIf(whole, [&](OpOperand &use) {
-            Operation *op = block.findAncestorOpInBlock(*use.getOwner());
-            return op && mine.contains(op);
-          });
-    }
-    // The whole weights are read through the gathers only.
-    for (auto ref : llvm::make_early_inc_range(train.getOps<ParamRefOp>()))
-      if (grouped.contains(ref.getName()) && ref->use_empty())
-        ref->erase();
-    module->setAttr(attr::kShardLevel, b.getStringAttr("parameters"));
+    // --accumulate: the micro-batches before the last run @accumulate_step.
+    for (StringRef name : {"accumulate_step", "train_step"})
+      if (auto step = module.lookupSymbol<func::FuncOp>(name))
+        if (failed(gatherWhereRead(step, groups)))
+          return signalPassFailure();
+    module->setAttr(attr::kShardLevel, Builder(module).getStringAttr("parameters"));
   }
 };
 

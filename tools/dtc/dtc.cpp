@@ -701,11 +701,6 @@ int main(int argc, char **argv) {
                  << " is not a sharding level (expected optimizer, gradients or parameters)\n";
     return 1;
   }
-  if (strategy == "fsdp" && shard == "parameters" && accumulate != 1) {
-    llvm::errs() << "dtc: error: --accumulate is not supported with --shard=parameters yet "
-                    "(use --shard=gradients, or a larger --batch-size)\n";
-    return 1;
-  }
   if (strategy == "fsdp" && target == "cuda") {
     llvm::errs() << "dtc: error: --strategy=fsdp is not supported with --target=cuda yet "
                     "(use --strategy=ddp on GPUs)\n";
