@@ -23,7 +23,8 @@ double elements(Value v) {
 bool isFree(Operation *op) {
   return MemoryPlan::isView(op) ||
          isa<ParamRefOp, ConstantOp, SchedulePhaseOp, SendStartOp, SendWaitOp, RecvOp,
-             AllReduceStartOp, AllReduceWaitOp, GradientOp>(op);
+             AllReduceStartOp, AllReduceWaitOp, GatherParamsStartOp, GatherParamsWaitOp,
+             GatherWeightShardsOp, GradientOp>(op);
 }
 
 /// 2 * output elements * reduction length, for a convolution-like op whose
