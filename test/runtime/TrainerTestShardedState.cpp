@@ -1,11 +1,16 @@
 // ZeRO-1's split of the flat weight region (runtime/train/ShardedState.h and
 // StateShard in runtime/Program.h): the layout a job of N ranks gets, and
 // that the ranks' shards cover every element of every weight exactly once,
-// each at its own place in the shard slots.
+// each at its own place in the shard slots; and ZeRO-3's use of it: the
+// block a rank contributes to a group's gather, the memory it plans, and
+// the pages it hands back.
 #include "runtime/train/ShardedState.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <numeric>
 #include <vector>
 
 namespace dtcrt {
@@ -105,6 +110,89 @@ TEST(ShardedState, ShardsCoverEveryElementOnce) {
         EXPECT_EQ(owners[static_cast<size_t>(offsets[w] + i)], 1)
             << "world " << world << " weight " << w << " element " << i;
   }
+}
+
+// A ZeRO-3 gather of the flat range [offset, offset + n): the blocks
+// counts() gives add up to n, in rank order, and each rank's block starts
+// at mineOf() in its shard of the region, exactly where the range crosses
+// into it.
+TEST(ShardedState, GatherBlocksTileTheGroupRange) {
+  const ProgramSpec spec = shardedSpec(0, 1000, 2);
+  for (int world = 1; world <= 4; ++world) {
+    const ShardLayout layout = shardLayout(spec, world);
+    std::vector<char> state(layout.stateBytes);
+    for (auto [offset, n] : {std::pair<int64_t, int64_t>{0, 1000}, {16, 5}, {300, 400}, {992, 8}}) {
+      int64_t at = offset;
+      for (int rank = 0; rank < world; ++rank) {
+        const StateShard shard = stateShard(spec, layout, state.data(), rank);
+        const std::vector<size_t> counts = shard.counts(offset, n);
+        ASSERT_EQ(counts.size(), static_cast<size_t>(world));
+        EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), int64_t{0}), n);
+        const int64_t mine = static_cast<int64_t>(counts[static_cast<size_t>(rank)]);
+        if (mine == 0) continue;
+        EXPECT_EQ(shard.mineOf(offset, n), shard.region + at) << "world " << world << " rank " << rank;
+        at += mine;
+      }
+      EXPECT_EQ(at, offset + n);
+    }
+  }
+}
+
+// --shard=parameters plans the rank's shard of the flat weights, not all of
+// them: 1000 floats over 4 ranks, shards of 256 floats.
+TEST(ShardedState, ZeroThreePlansOneShardOfTheWeights) {
+  ProgramSpec spec = shardedSpec(64, 1000, 2);
+  ParamSpec params[2] = {};
+  params[0].kind = ParamKind::Weight;  // a weight before the region: kept whole
+  params[0].shardSlot = -1;
+  params[0].offset = 0;
+  params[0].tensor.dtype = DType::F32;
+  params[0].tensor.rank = 1;
+  params[0].tensor.dims[0] = 16;
+  params[1].kind = ParamKind::Weight;  // the region's one weight
+  params[1].shardSlot = -1;
+  params[1].offset = 64;
+  params[1].tensor.dtype = DType::F32;
+  params[1].tensor.rank = 1;
+  params[1].tensor.dims[0] = 1000;
+  spec.params = params;
+  spec.numParams = 2;
+  const ShardLayout layout = shardLayout(spec, 4);
+  ASSERT_EQ(layout.elements, 256);
+  const RankMemory zero1 = plannedRankMemory(spec, layout, 0);
+  EXPECT_EQ(zero1.weightBytes, (16 + 1000) * 4);
+  spec.shardParameters = true;
+  const RankMemory zero3 = plannedRankMemory(spec, layout, 0);
+  EXPECT_EQ(zero3.weightBytes, (16 + 256) * 4);
+  EXPECT_EQ(zero3.optimizerBytes, zero1.optimizerBytes);
+  EXPECT_EQ(zero3.stateBytes, zero1.stateBytes - 3 * 256 * 4);
+}
+
+// The pages of the other ranks' shards go back to the OS (read as zeros);
+// this rank's shard and everything around the region keep their values.
+TEST(ShardedState, ReleasingOtherShardsKeepsOwnAndSurroundings) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const int64_t perPage = static_cast<int64_t>(page / 4);
+  // 4 ranks of 3 pages each after one page of other params.
+  const ProgramSpec spec = shardedSpec(page, 4 * 3 * perPage, 1);
+  const ShardLayout layout = shardLayout(spec, 4);
+  ASSERT_EQ(layout.elements, 3 * perPage);
+  void* memory = mmap(nullptr, layout.stateBytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(memory, MAP_FAILED);
+  char* state = static_cast<char*>(memory);
+  std::fill(state, state + layout.stateBytes, char(1));
+  const StateShard shard = stateShard(spec, layout, state, 2);
+  releaseOtherShards(shard);
+  auto byteAt = [&](int64_t flatElement) { return reinterpret_cast<char*>(shard.region + flatElement)[0]; };
+  EXPECT_EQ(state[0], 1);                           // the params before the region
+  EXPECT_EQ(byteAt(0), 0);                          // rank 0's shard
+  EXPECT_EQ(byteAt(shard.begin - 1), 0);            // rank 1's last element
+  EXPECT_EQ(byteAt(shard.begin), 1);                // this rank's shard
+  EXPECT_EQ(byteAt(shard.begin + shard.elements - 1), 1);
+  EXPECT_EQ(byteAt(shard.begin + shard.elements), 0);  // rank 3's
+  EXPECT_EQ(reinterpret_cast<char*>(shard.slot(0))[0], 1);  // the optimizer-state slots
+  munmap(memory, layout.stateBytes);
 }
 
 } // namespace
