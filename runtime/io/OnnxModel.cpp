@@ -50,12 +50,19 @@ void OnnxModel::loadParam(const ParamSpec& p, char* dst, size_t room) const {
   copyInitializer(p, initializer(p.tensor.name), dst, room);
 }
 
-void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room) {
+namespace {
+void checkInitializer(const ParamSpec& p, const HostTensor& h) {
   const TensorSpec& t = p.tensor;
   if (h.dtype != t.dtype || h.dims != dimsOf(t))
     fail("parameter '", t.name, "': the program expects ", dtypeName(t.dtype), " ",
          shapeString(dimsOf(t)), " but the ONNX initializer is ", dtypeName(h.dtype), " ",
          shapeString(h.dims));
+}
+} // namespace
+
+void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room) {
+  const TensorSpec& t = p.tensor;
+  checkInitializer(p, h);
   if (h.data.size() > room)
     fail("parameter '", t.name, "': ", h.data.size(), " bytes do not fit the ", room,
          " bytes left in the state buffer");
@@ -71,6 +78,33 @@ void OnnxModel::loadState(const ProgramSpec& spec, char* state) const {
       fail("parameter '", p.tensor.name, "': offset ", p.offset,
            " is outside the state buffer (", spec.stateBytes, " bytes)");
     loadParam(p, state + p.offset, spec.stateBytes - p.offset);
+  }
+}
+
+void OnnxModel::loadStateShard(const ProgramSpec& spec, char* state,
+                               const StateShard& shard) const {
+  std::memset(state, 0, spec.flatStateOffset);
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec& p = spec.params[i];
+    if (p.kind == ParamKind::OptimizerState) continue;
+    if (p.offset > spec.stateBytes)
+      fail("parameter '", p.tensor.name, "': offset ", p.offset,
+           " is outside the state buffer (", spec.stateBytes, " bytes)");
+    if (p.kind != ParamKind::Weight || p.offset < spec.flatStateOffset) {
+      loadParam(p, state + p.offset, spec.stateBytes - p.offset);
+      continue;
+    }
+    // A weight of the flat region: only the elements of this rank's shard.
+    if (!hasInitializer(p.tensor.name))
+      fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
+    const HostTensor h = initializer(p.tensor.name);
+    checkInitializer(p, h);
+    const int64_t flat = static_cast<int64_t>((p.offset - spec.flatStateOffset) / sizeof(float));
+    const ShardRange r = shard.of(flat, numElements(p.tensor));
+    if (r.count == 0) continue;
+    std::memcpy(state + p.offset + static_cast<size_t>(r.begin) * sizeof(float),
+                h.data.data() + static_cast<size_t>(r.begin) * sizeof(float),
+                static_cast<size_t>(r.count) * sizeof(float));
   }
 }
 
@@ -112,6 +146,14 @@ void loadInitialState(const ProgramSpec& spec, char* state) {
     return;
   }
   OnnxModel(spec.onnxBytes, spec.onnxSize).loadState(spec, state);
+}
+
+void loadInitialShard(const ProgramSpec& spec, char* state, const StateShard& shard) {
+  if (!spec.onnxBytes || spec.onnxSize == 0) {
+    std::memset(state, 0, spec.flatStateOffset);
+    return;
+  }
+  OnnxModel(spec.onnxBytes, spec.onnxSize).loadStateShard(spec, state, shard);
 }
 
 void saveTrainedModel(const ProgramSpec& spec, const char* state, const std::string& path) {

@@ -31,6 +31,10 @@ public:
   // its initializer (dtype and dims must equal the ParamSpec's, else Error),
   // optimizer state with zeros.
   void loadState(const ProgramSpec& spec, char* state) const;
+  // ZeRO-3 (--shard=parameters): the same, except that of the flat weight
+  // region only `shard`'s elements are written (the rest is not touched, so
+  // it takes no memory).
+  void loadStateShard(const ProgramSpec& spec, char* state, const StateShard& shard) const;
   // One param's initializer, copied to `dst` (`room` bytes; Error when it
   // does not fit or does not match the ParamSpec).
   void loadParam(const ParamSpec& p, char* dst, size_t room) const;
@@ -54,6 +58,9 @@ void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t 
 // Initial state of a program: OnnxModel(spec.onnxBytes).loadState, or all
 // zeros when the program embeds no model (onnxSize == 0, hand-written specs).
 void loadInitialState(const ProgramSpec& spec, char* state);
+// The same for a ZeRO-3 rank: its shard of the flat weight region only
+// (OnnxModel::loadStateShard).
+void loadInitialShard(const ProgramSpec& spec, char* state, const StateShard& shard);
 // Writes the embedded model with the trained Weight/Buffer values to `path`
 // atomically (a unique temporary file, then rename). Error when the program embeds no model.
 void saveTrainedModel(const ProgramSpec& spec, const char* state, const std::string& path);

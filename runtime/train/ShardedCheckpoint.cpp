@@ -51,11 +51,13 @@ std::vector<CheckpointState::Slice> ShardedCheckpointState::loadedSlices() const
   for (int32_t i = 0; i < spec_.numParams; ++i) {
     const ParamSpec& p = spec_.params[i];
     if (p.kind == ParamKind::Constant) continue;
-    if (p.shardSlot >= 0) {
+    // ZeRO-3 ranks hold their shard of the weights too, ZeRO-1/2 ranks
+    // the whole weights.
+    if (p.shardSlot >= 0 || (spec_.shardParameters && flatOffset(i) >= 0)) {
       const Slice s = shardSlice(i);
       if (s.end > s.begin) slices.push_back(s);
     } else {
-      slices.push_back({i, 0, elementCount(p.tensor)});  // every rank holds the whole weights
+      slices.push_back({i, 0, elementCount(p.tensor)});
     }
   }
   return slices;

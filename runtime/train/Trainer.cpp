@@ -172,6 +172,8 @@ std::unique_ptr<CheckpointState> Trainer::checkpointState() {
 void Trainer::loadRankState() {
   if (isStageOwned(spec_))
     loadStageState(spec_, place_.stage, state_.data());
+  else if (spec_.shardParameters)
+    loadInitialShard(spec_, state_.data(), shard_);  // never the whole weights
   else
     loadInitialState(spec_, state_.data());
 }
@@ -441,8 +443,11 @@ TrainResult Trainer::run() {
   agreeOnSchedule(train.size(), pos);
   // Every rank starts from rank 0's state (weights and optimizer state);
   // stage-owned pipelines: from replica 0's, below.
+  // ZeRO-3: the params before the flat region (each rank loaded its own
+  // shard of the weights).
   if (comm_ && comm_->size() > 1 && !isStageOwned(spec_))
-    comm_->broadcast(state_.data(), spec_.stateBytes, 0)->wait();
+    comm_->broadcast(state_.data(), spec_.shardParameters ? spec_.flatStateOffset : spec_.stateBytes,
+                     0)->wait();
   // ZeRO-3: from here on a rank holds only its shard of the weights.
   if (spec_.shardParameters) releaseOtherShards(shard_);
   // GPU programs: the host state is final; the device state is its copy from
