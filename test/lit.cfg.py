@@ -3,6 +3,7 @@
 #   %models   examples/models (the exported ONNX files)
 #   %python   /usr/bin/python3 (Debian's, with torch and onnx: references only)
 #   %gen      a scratch folder shared by tests for large generated models
+#   %srcroot, %buildroot  the source tree and the build directory
 import os
 import lit.formats
 
@@ -37,6 +38,7 @@ config.substitutions.append(("%models", os.path.join(config.dtc_source_root, "ex
 config.substitutions.append(("%python", config.python_reference))
 config.substitutions.append(("%gen", gen_dir))
 config.substitutions.append(("%srcroot", config.dtc_source_root))
+config.substitutions.append(("%buildroot", config.dtc_binary_root))
 # A free loopback port, for tests that start ranks without dtcrun (dtcrun
 # takes --master-port=0): use as $(%free_port) inside `sh -c`.
 config.substitutions.append(
