@@ -40,6 +40,21 @@ public:
   virtual void waitOnStream(CUstream_st* stream) { wait(); }
 };
 
+// An operation that completed when it was issued (identity collectives of
+// one rank, copies), or that failed then: wait() throws its error.
+class DoneWork : public Work {
+public:
+  void wait() override {}
+};
+class FailedWork : public Work {
+public:
+  explicit FailedWork(std::string error) : error_(std::move(error)) {}
+  void wait() override { throw CommError(error_); }
+
+private:
+  std::string error_;
+};
+
 enum class ReduceOp { Sum, Mean };
 
 class Communicator {

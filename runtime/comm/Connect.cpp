@@ -14,11 +14,6 @@ namespace dtcrt {
 
 namespace {
 
-class DoneWork : public Work {
-public:
-  void wait() override {}
-};
-
 // worldSize == 1: every collective is the identity.
 class SingleRankCommunicator : public Communicator {
 public:

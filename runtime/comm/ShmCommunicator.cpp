@@ -164,17 +164,6 @@ private:
   std::string error_;
 };
 
-class FailedWork : public Work {
-public:
-  explicit FailedWork(std::string error) : error_(std::move(error)) {}
-  void wait() override {
-    if (!error_.empty()) throw CommError(error_);
-  }
-
-private:
-  std::string error_;
-};
-
 }  // namespace
 
 struct ShmCommunicator::Impl {

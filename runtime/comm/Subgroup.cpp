@@ -22,11 +22,6 @@ std::string listOf(const std::vector<int>& ranks) {
   return s;
 }
 
-class DoneWork : public Work {
-public:
-  void wait() override {}
-};
-
 class WorkState {
 public:
   void finish(std::string error) {
