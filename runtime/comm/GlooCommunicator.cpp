@@ -4,6 +4,7 @@
 #include "runtime/comm/Reduction.h"
 
 #include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
@@ -15,6 +16,7 @@
 #include <arpa/inet.h>
 #include <condition_variable>
 #include <csignal>
+#include <numeric>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -512,6 +514,28 @@ std::unique_ptr<Work> GlooCommunicator::allGather(const void* in, void* out, siz
     opts.setTag(impl->nextTag++);
     opts.setTimeout(impl->timeout);
     gloo::allgather(opts);
+  });
+}
+
+// gloo::allgatherv: each block crosses the network once (the default would
+// all-reduce the whole buffer). In place, Gloo is not given the input.
+std::unique_ptr<Work> GlooCommunicator::allGatherBlocks(const float* mine, float* out,
+                                                        std::vector<size_t> counts) {
+  if (counts.size() != size_t(size_))
+    throw CommError("all-gather: " + std::to_string(counts.size()) + " block sizes for " +
+                    std::to_string(size_) + " ranks");
+  auto impl = impl_.get();
+  int hint = size_ == 2 ? 1 - rank_ : -1;
+  return impl_->enqueue("all-gather", hint, [impl, mine, out, counts] {
+    const size_t before = std::accumulate(counts.begin(), counts.begin() + impl->rank, size_t{0});
+    if (std::accumulate(counts.begin(), counts.end(), size_t{0}) == 0) return;
+    gloo::AllgathervOptions opts(impl->context);
+    const size_t own = counts[size_t(impl->rank)];
+    if (own > 0 && mine != out + before) opts.setInput(const_cast<float*>(mine), own);
+    opts.setOutput(out, counts);
+    opts.setTag(impl->nextTag++);
+    opts.setTimeout(impl->timeout);
+    gloo::allgatherv(opts);
   });
 }
 

@@ -36,6 +36,8 @@ public:
   std::unique_ptr<Work> allReduce(float* data, size_t count, ReduceOp op) override;
   std::unique_ptr<Work> broadcast(void* data, size_t bytes, int root) override;
   std::unique_ptr<Work> allGather(const void* in, void* out, size_t bytes) override;
+  std::unique_ptr<Work> allGatherBlocks(const float* mine, float* out,
+                                        std::vector<size_t> counts) override;
   std::unique_ptr<Work> reduceScatter(const float* in, float* out, size_t countPerRank,
                                       ReduceOp op) override;
   std::unique_ptr<Work> send(const void* data, size_t bytes, int peer, int tag) override;
