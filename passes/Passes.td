@@ -684,7 +684,8 @@ def ShardParameters : Pass<"dtc-shard-parameters", "mlir::ModuleOp"> {
       the groups backward's readers keep alive (tied weights).
 
     With `--accumulate`, @accumulate_step (the micro-batches before the
-    last) gathers the same groups the same way. The module's
+    last) gathers the same groups the same way, and so does @eval_step
+    (forward only: each group once), so no rank ever holds the whole model. The module's
     `dtc.shard_level` becomes "parameters"; the runtime keeps the rest of
     the flat region unbacked (see runtime/train/ShardedState.h).
 

@@ -8,7 +8,8 @@
 // groups are the reduce-scattered gradient buckets (contiguous ranges of the
 // flat region), and each gather is started one gather ahead (prefetch), so
 // it can run while the previous group computes. @accumulate_step
-// (--accumulate) gathers the same groups the same way. See Passes.td.
+// (--accumulate) and @eval_step gather the same groups the same way. See
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -181,8 +182,9 @@ struct ShardParametersPass : dtc::impl::ShardParametersBase<ShardParametersPass>
         op.emitOpError("--shard=parameters: the weight's gradient is in no bucket");
         return signalPassFailure();
       }
-    // --accumulate: the micro-batches before the last run @accumulate_step.
-    for (StringRef name : {"accumulate_step", "train_step"})
+    // --accumulate: the micro-batches before the last run @accumulate_step;
+    // evaluation (@eval_step) gathers too, never the whole model at once.
+    for (StringRef name : {"accumulate_step", "train_step", "eval_step"})
       if (auto step = module.lookupSymbol<func::FuncOp>(name))
         if (failed(gatherWhereRead(step, groups)))
           return signalPassFailure();

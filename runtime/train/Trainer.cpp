@@ -554,11 +554,9 @@ TrainResult Trainer::run() {
                       ") for the evaluation and frees it after"));
       gatherNoted = true;
     }
-    // ZeRO-3: the evaluation step reads whole weights, gathered for it.
-    if (spec_.shardParameters && comm_) gatherWholeRegion(*comm_, shard_);
+    // (ZeRO-3: the evaluation step gathers each group where it reads it.)
     EvalResult e = evaluate(test, epoch1);
     evalState_ = nullptr;
-    if (spec_.shardParameters) releaseOtherShards(shard_);
     log.eval(e.epoch, e.loss, e.accuracy, e.hasAccuracy, e.hasPerplexity);
     result.evals.push_back(e);
     lastEvalStep = pos.step;
