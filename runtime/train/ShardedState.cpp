@@ -3,6 +3,8 @@
 #include "runtime/train/ShardedState.h"
 
 #include "runtime/comm/Communicator.h"
+#include "runtime/io/OnnxModel.h"
+#include "runtime/support/Files.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/TensorInfo.h"
 #include "runtime/train/Device.h"
@@ -63,8 +65,29 @@ void releaseOtherShards(const StateShard& shard) {
           shard.region + static_cast<int64_t>(shard.ranks) * shard.elements);
 }
 
-void gatherWholeRegion(Communicator& comm, const StateShard& shard) {
-  comm.allGather(shard.mine(), shard.region, shard.bytes())->wait();
+void saveShardedModel(Communicator& comm, const ProgramSpec& spec, const char* state,
+                      const StateShard& shard, const std::string& path) {
+  if (!spec.onnxBytes || spec.onnxSize == 0)
+    fail("--save=", path, ": this program embeds no ONNX model to write back");
+  // One weight at a time, gathered by every rank in the param table's order
+  // (the order serializeWith asks for them).
+  std::vector<float> whole;
+  auto valueOf = [&](int32_t i) -> const char* {
+    const ParamSpec& p = spec.params[i];
+    if (p.kind != ParamKind::Weight || p.offset < spec.flatStateOffset) return state + p.offset;
+    const int64_t flat = static_cast<int64_t>((p.offset - spec.flatStateOffset) / sizeof(float));
+    const int64_t n = numElements(p.tensor);
+    whole.resize(static_cast<size_t>(n));
+    comm.allGatherBlocks(shard.mineOf(flat, n), whole.data(), shard.counts(flat, n))->wait();
+    return reinterpret_cast<const char*>(whole.data());
+  };
+  if (comm.rank() != 0) {
+    for (int32_t i = 0; i < spec.numParams; ++i)
+      if (spec.params[i].kind == ParamKind::Weight || spec.params[i].kind == ParamKind::Buffer)
+        valueOf(i);
+    return;
+  }
+  writeFileAtomic(path, OnnxModel(spec.onnxBytes, spec.onnxSize).serializeWith(spec, valueOf));
 }
 
 } // namespace dtcrt

@@ -10,9 +10,9 @@
 //   optimizer state k (exp_avg, ...) of exactly those elements.
 //
 // --shard=parameters (ZeRO-3) keeps this layout, but a rank backs only its
-// own shard of the region with memory: the rest is handed back to the OS
-// (releaseOtherShards) and is gathered whole only for an evaluation or
-// --save; the train step reads whole weights from gathered arena tensors.
+// own shard of the region with memory: it loads only that shard, and its
+// step functions read whole weights from gathered arena tensors, one group
+// at a time; --save gathers one weight at a time (saveShardedModel).
 #pragma once
 
 #include "runtime/Program.h"
@@ -43,12 +43,14 @@ class Communicator;
 
 // --shard=parameters (ZeRO-3): hands the pages of the flat region outside
 // this rank's shard back to the OS (they read as zeros until written
-// again). Called once the whole region was needed (start-up, evaluation,
-// --save) and is not any more.
+// again). A rank loads only its shard and never gathers the whole region,
+// so after start-up this only makes sure.
 void releaseOtherShards(const StateShard& shard);
-// Every rank's shard, in place: the whole flat region on every rank
-// (collective).
-void gatherWholeRegion(Communicator& comm, const StateShard& shard);
+// --save of a ZeRO-3 program (collective): every rank gathers the flat
+// weights one at a time, rank 0 writes them into the embedded model and
+// the model to `path`; no rank holds the whole region.
+void saveShardedModel(Communicator& comm, const ProgramSpec& spec, const char* state,
+                      const StateShard& shard, const std::string& path);
 
 } // namespace dtcrt
 

@@ -448,7 +448,8 @@ TrainResult Trainer::run() {
   if (comm_ && comm_->size() > 1 && !isStageOwned(spec_))
     comm_->broadcast(state_.data(), spec_.shardParameters ? spec_.flatStateOffset : spec_.stateBytes,
                      0)->wait();
-  // ZeRO-3: from here on a rank holds only its shard of the weights.
+  // ZeRO-3: a rank holds only its shard of the weights (it loaded no
+  // other part; this makes sure).
   if (spec_.shardParameters) releaseOtherShards(shard_);
   // GPU programs: the host state is final; the device state is its copy from
   // here on, and the host copy is refreshed (downloadState) when read.
@@ -775,12 +776,12 @@ TrainResult Trainer::run() {
   result.prefetchedBatches = prefetchCount_;
 
   downloadState();  // GPU programs: state() and --save see the trained weights
-  // ZeRO-3: state() and --save see the whole trained weights.
-  if (spec_.shardParameters && comm_) gatherWholeRegion(*comm_, shard_);
   if (!opts_.save.empty() && !stoppedBySignal) {
     syncStagesIfNeeded();
     if (isStageOwned(spec_))
       saveStagedModel(*comm_, spec_, place_, state_.data(), opts_.save);
+    else if (spec_.shardParameters && comm_)
+      saveShardedModel(*comm_, spec_, state_.data(), shard_, opts_.save);
     else if (isLogRank())
       saveTrainedModel(spec_, state_.data(), opts_.save);
     if (isLogRank()) log.line("saved the trained model to " + opts_.save);

@@ -102,7 +102,8 @@ public:
 
   // The state buffer (ProgramSpec::stateBytes), e.g. to inspect weights
   // (GPU programs: the host copy, current after run()). Pipelines with
-  // stage-owned state: this rank's stage buffer (StageState.h).
+  // stage-owned state: this rank's stage buffer (StageState.h). ZeRO-3:
+  // of the flat weight region, only this rank's shard holds values.
   const char* state() const { return state_.data(); }
 
 private:
