@@ -144,6 +144,24 @@ static void printDataParallelMemory(ModuleOp module, int64_t trainable, int64_t 
                        megabytes(optimizer).c_str(), megabytes(total).c_str(),
                        double(total) / double(trainable));
   }
+  // ZeRO-3: what the step gathers (dtc-shard-parameters' gather ops).
+  if (!weightsSharded)
+    return;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    int64_t gathers = 0, gatheredBytes = 0, largest = 0;
+    func.walk([&](GatherParamsStartOp start) {
+      ++gathers;
+      int64_t bytes = 0;
+      for (Value gathered : start.getGathered())
+        bytes += tensorBytes(gathered.getType());
+      gatheredBytes += bytes;
+      largest = std::max(largest, bytes);
+    });
+    if (gathers)
+      os << llvm::format("  @%-13s %lld weight gathers, %s in all, the largest %s\n",
+                         func.getSymName().str().c_str(), (long long)gathers,
+                         megabytes(gatheredBytes).c_str(), megabytes(largest).c_str());
+  }
 }
 
 FailureOr<RankBytes> plannedRankBytes(ModuleOp module, int64_t ranks) {
