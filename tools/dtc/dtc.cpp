@@ -177,7 +177,8 @@ cl::opt<std::string> shard("shard",
                                     "also, each bucket's gradients are freed once its updates "
                                     "ran, during backward) or parameters (ZeRO-3: also, each "
                                     "rank keeps 1/N of the weights, gathered per bucket where "
-                                    "forward and backward read them)"),
+                                    "forward and backward read them); with --memory-limit and "
+                                    "no --shard, the coarsest level that fits"),
                            cl::init("optimizer"), cl::cat(dtcCategory));
 cl::opt<int64_t> stages("stages", cl::desc("model/pipeline: number of stages (one rank each), "
                                            "balanced by the cost model"),
@@ -299,7 +300,7 @@ std::string mebibytes(int64_t bytes) {
 /// saying by how much and, for ddp and fsdp, what the finer sharding levels
 /// would need (state: the ZeRO arithmetic; ZeRO-2's arena: not predicted
 /// here, compile with it and --report to see).
-bool checkMemoryLimit(mlir::ModuleOp module) {
+bool checkMemoryLimit(mlir::ModuleOp module, bool quiet = false) {
   if (ranks < 0) {
     llvm::errs() << "dtc: error: --ranks must be positive, got " << ranks << "\n";
     return false;
@@ -316,6 +317,8 @@ bool checkMemoryLimit(mlir::ModuleOp module) {
     return false;
   if (plan->total() <= limit)
     return true;
+  if (quiet)
+    return false;
   std::string hint;
   if ((strategy == "ddp" || (strategy == "fsdp" && plan->optimizer > 0)) && n > 1) {
     // Sharding the optimizer state keeps 1/N of it (as fsdp would lay it out).
@@ -776,6 +779,23 @@ int main(int argc, char **argv) {
     return 1;
   if (!emitSchedule.empty() && mlir::failed(writeSchedule(*module)))
     return 1;
+  // fsdp without --shard under --memory-limit: the coarsest sharding level
+  // whose plan fits (the finer ones move more data per step).
+  if (!memoryLimit.empty() && emit != Emit::Imported && strategy == "fsdp" &&
+      !shard.getNumOccurrences() && parseSize(memoryLimit) > 0 && ranks >= 0) {
+    for (const char *level : {"gradients", "parameters"}) {
+      if (checkMemoryLimit(*module, /*quiet=*/true))
+        break;
+      shard.setValue(level);
+      module = dtc::importOnnxFile(context, inputPath, options);
+      if (!module || mlir::failed(runPipeline(*module)))
+        return 1;
+      if (checkMemoryLimit(*module, /*quiet=*/true))
+        llvm::errs() << "dtc: note: --memory-limit=" << memoryLimit << ": sharding "
+                     << (shard == "gradients" ? "gradients (ZeRO-2)" : "parameters (ZeRO-3)")
+                     << " to fit (--shard=" << shard << ")\n";
+    }
+  }
   if (!memoryLimit.empty() && emit != Emit::Imported && !checkMemoryLimit(*module))
     return 1;
   if (report) {
