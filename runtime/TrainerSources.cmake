@@ -15,6 +15,7 @@ find_library(DTCRT_ONNX_PROTO_LIBRARY onnx_proto REQUIRED)
 
 add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/support/Files.cpp
+  ${DTCRT_RUNTIME_DIR}/support/MappedFile.cpp
   ${DTCRT_RUNTIME_DIR}/support/Rank.cpp
   ${DTCRT_RUNTIME_DIR}/data/Column.cpp
   ${DTCRT_RUNTIME_DIR}/data/Idx.cpp

@@ -60,6 +60,61 @@ Column Column::synthetic(int64_t count, std::vector<int64_t> rowDims, DType dtyp
   return c;
 }
 
+Column Column::mapped(std::shared_ptr<const MappedFile> file, size_t offset, Storage storage,
+                      int64_t count, std::vector<int64_t> rowDims, DType dtype,
+                      int64_t tokenLimit) {
+  Column c;
+  c.storage_ = storage;
+  c.dtype_ = dtype;
+  c.count_ = count;
+  c.rowElems_ = numElements(rowDims);
+  c.rowDims_ = std::move(rowDims);
+  c.file_ = std::move(file);
+  c.offset_ = offset;
+  c.tokenLimit_ = tokenLimit;
+  const bool known = storage == Storage::MappedF32 || storage == Storage::MappedI64 ||
+                     storage == Storage::MappedU16 || storage == Storage::MappedU32;
+  if (!known) fail("internal: Column::mapped needs a Mapped* storage");
+  if ((storage == Storage::MappedF32) != (dtype == DType::F32) ||
+      (dtype != DType::F32 && dtype != DType::I64))
+    fail("internal: mapped ", dtypeName(dtype), " column of the wrong stored type");
+  if (offset + static_cast<size_t>(count * c.rowElems_) * c.storedSize() > c.file_->size())
+    fail("internal: mapped column past the end of ", c.file_->path());
+  return c;
+}
+
+size_t Column::storedSize() const {
+  switch (storage_) {
+  case Storage::MappedF32: return 4;
+  case Storage::MappedI64: return 8;
+  case Storage::MappedU16: return 2;
+  case Storage::MappedU32: return 4;
+  default: return 0;
+  }
+}
+
+const char* Column::storedAt(int64_t k) const {
+  return file_->data() + offset_ + static_cast<size_t>(k) * storedSize();
+}
+
+int64_t Column::tokenAt(int64_t k) const {
+  const char* p = storedAt(k);
+  int64_t v;
+  if (storage_ == Storage::MappedU16) {
+    uint16_t u;
+    std::memcpy(&u, p, 2);
+    v = u;
+  } else {
+    uint32_t u;
+    std::memcpy(&u, p, 4);
+    v = u;
+  }
+  if (tokenLimit_ > 0 && v >= tokenLimit_)
+    fail(file_->path(), ": token id ", v, " at byte offset ", p - file_->data(),
+         " is outside the vocabulary [0, ", tokenLimit_, ") (the model's output classes)");
+  return v;
+}
+
 void Column::copyRow(int64_t index, void* dst) const {
   const int64_t n = rowElems_;
   const int64_t base = index * n;
@@ -103,6 +158,16 @@ void Column::copyRow(int64_t index, void* dst) const {
     for (int64_t j = 0; j < n; ++j) out[j] = intValue(index, j);
     return;
   }
+  case Storage::MappedF32:
+  case Storage::MappedI64:
+    std::memcpy(dst, storedAt(base), static_cast<size_t>(n) * storedSize());
+    return;
+  case Storage::MappedU16:
+  case Storage::MappedU32: {
+    int64_t* out = static_cast<int64_t*>(dst);
+    for (int64_t j = 0; j < n; ++j) out[j] = tokenAt(base + j);
+    return;
+  }
   }
 }
 
@@ -139,6 +204,18 @@ int64_t Column::intValue(int64_t index, int64_t j) const {
     return static_cast<int64_t>(hash2(s, static_cast<uint64_t>(j)) %
                                 static_cast<uint64_t>(intRange_));
   }
+  case Storage::MappedF32: {
+    float v;
+    std::memcpy(&v, storedAt(k), 4);
+    return static_cast<int64_t>(v);
+  }
+  case Storage::MappedI64: {
+    int64_t v;
+    std::memcpy(&v, storedAt(k), 8);
+    return v;
+  }
+  case Storage::MappedU16:
+  case Storage::MappedU32: return tokenAt(k);
   }
   return 0;
 }

@@ -3,12 +3,15 @@
 // (float32 or int64). The storage keeps what the file had, so MNIST stays
 // bytes in memory and is scaled to [0,1] only when a batch is filled;
 // synthetic columns have no storage at all and compute each value from
-// (seed, sample index, element index).
+// (seed, sample index, element index); mapped columns read a memory-mapped
+// file in place (npy arrays already in the model's dtype, token files).
 #pragma once
 
 #include "runtime/Program.h"
+#include "runtime/support/MappedFile.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,10 @@ public:
     I64,          // int64 values
     SyntheticF32, // uniform [0, 1), from the seed
     SyntheticI64, // uniform integers in [0, range), from the seed
+    MappedF32,    // float32 values in a mapped file
+    MappedI64,    // int64 values in a mapped file
+    MappedU16,    // uint16 token ids in a mapped file, delivered as int64
+    MappedU32,    // uint32 token ids in a mapped file, delivered as int64
   };
 
   Column() = default;
@@ -37,6 +44,15 @@ public:
   // For `synthetic`: float32 uniform [0,1) or, for int64, integers in [0, intRange).
   static Column synthetic(int64_t count, std::vector<int64_t> rowDims, DType dtype,
                           uint64_t seed, int64_t intRange);
+  // `count` rows of `file`, read in place: row i is the numElements(rowDims)
+  // values of `storage`'s type (a Mapped* kind) starting `offset` bytes into
+  // the file plus i rows. MappedF32 feeds float32, the others int64. With
+  // `tokenLimit` > 0, a value >= tokenLimit fails when its row is read, with
+  // the file and the value's byte offset (token files are checked batch by
+  // batch, not scanned up front). The caller checks the file is big enough.
+  static Column mapped(std::shared_ptr<const MappedFile> file, size_t offset, Storage storage,
+                       int64_t count, std::vector<int64_t> rowDims, DType dtype,
+                       int64_t tokenLimit = 0);
 
   int64_t count() const { return count_; }
   const std::vector<int64_t>& rowDims() const { return rowDims_; }
@@ -68,6 +84,15 @@ private:
   std::vector<int64_t> i64_;
   uint64_t seed_ = 0;
   int64_t intRange_ = 2;
+  std::shared_ptr<const MappedFile> file_;  // Mapped*: the file
+  size_t offset_ = 0;                       //   where row 0 starts
+  int64_t tokenLimit_ = 0;                  //   MappedU16/U32: ids must be below (0: any)
+
+  // Mapped*: bytes per stored value, and element k's address.
+  size_t storedSize() const;
+  const char* storedAt(int64_t k) const;
+  // MappedU16/U32: element k as an id, checked against tokenLimit_.
+  int64_t tokenAt(int64_t k) const;
 };
 
 } // namespace dtcrt
