@@ -90,6 +90,11 @@ Column npyColumn(NpyArray&& a, const std::string& file, const std::string& what,
     fail(what, " has dtype ", dtypeName(dtype), "; npy data feeds float32 or int64 only");
   const int64_t n = a.shape[0];
   checkRowShape(file, rowDimsOf(a.shape), what, rowDims);
+  // Already the model's dtype: read in place from the mapping.
+  if (a.mapped && dtype == DType::F32 && a.kind == 'f' && a.itemSize == 4)
+    return Column::mapped(a.mapped, a.dataOffset, Column::Storage::MappedF32, n, rowDims, dtype);
+  if (a.mapped && dtype == DType::I64 && a.kind == 'i' && a.itemSize == 8)
+    return Column::mapped(a.mapped, a.dataOffset, Column::Storage::MappedI64, n, rowDims, dtype);
   if (dtype == DType::F32) return Column::fromF32(a.toF32(), n, rowDims, dtype);
   return Column::fromI64(a.toI64(), n, rowDims, dtype);
 }

@@ -5,6 +5,8 @@
 //   synthetic   deterministic random data from the seed (see Synthetic.cpp);
 //   DIR         IDX files (train-images-idx3-ubyte[.gz], ...) or npy pairs
 //               (train_x.npy, train_y.npy; test_x.npy, test_y.npy for eval).
+// npy arrays in the model's dtype are memory-mapped and read in place; the
+// rest is converted into memory.
 // Every check happens here, up front, with errors naming the file: count
 // mismatch between samples and labels, sample shape mismatch, labels outside
 // [0, C) for cross-entropy.

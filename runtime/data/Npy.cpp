@@ -49,7 +49,7 @@ int64_t NpyArray::numElements() const {
 
 std::vector<float> NpyArray::toF32() const {
   std::vector<float> out(static_cast<size_t>(numElements()));
-  const char* p = data.data();
+  const char* p = bytes();
   for (size_t i = 0; i < out.size(); ++i, p += itemSize) {
     if (kind == 'f' && itemSize == 4) { std::memcpy(&out[i], p, 4); }
     else if (kind == 'f' && itemSize == 8) { double d; std::memcpy(&d, p, 8); out[i] = static_cast<float>(d); }
@@ -63,7 +63,7 @@ std::vector<float> NpyArray::toF32() const {
 
 std::vector<int64_t> NpyArray::toI64() const {
   std::vector<int64_t> out(static_cast<size_t>(numElements()));
-  const char* p = data.data();
+  const char* p = bytes();
   for (size_t i = 0; i < out.size(); ++i, p += itemSize) {
     if (kind == 'i' && itemSize == 8) { std::memcpy(&out[i], p, 8); }
     else if (kind == 'i' && itemSize == 4) { int32_t v; std::memcpy(&v, p, 4); out[i] = v; }
@@ -77,9 +77,13 @@ std::vector<int64_t> NpyArray::toI64() const {
   return out;
 }
 
-NpyArray parseNpy(const std::string& bytes, const std::string& name) {
+namespace {
+
+// Parses the header of the `size` bytes at `bytes` into `a` (kind, itemSize,
+// shape) and checks that the data is all there; returns where it starts.
+size_t parseHeader(const char* bytes, size_t size, const std::string& name, NpyArray& a) {
   static const char kMagic[] = "\x93NUMPY";
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0)
+  if (size < 10 || std::memcmp(bytes, kMagic, 6) != 0)
     fail(name, ": bad magic (not a .npy file)");
   const unsigned char major = static_cast<unsigned char>(bytes[6]);
   size_t headerLen, headerStart;
@@ -87,17 +91,16 @@ NpyArray parseNpy(const std::string& bytes, const std::string& name) {
     headerLen = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
     headerStart = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) fail(name, ": truncated file: the header ends early");
+    if (size < 12) fail(name, ": truncated file: the header ends early");
     headerLen = 0;
     for (int i = 3; i >= 0; --i) headerLen = (headerLen << 8) | static_cast<unsigned char>(bytes[8 + i]);
     headerStart = 12;
   } else {
     fail(name, ": unsupported .npy version ", int(major));
   }
-  if (bytes.size() < headerStart + headerLen) fail(name, ": truncated file: the header ends early");
-  const std::string header = bytes.substr(headerStart, headerLen);
+  if (size < headerStart + headerLen) fail(name, ": truncated file: the header ends early");
+  const std::string header(bytes + headerStart, headerLen);
 
-  NpyArray a;
   // descr: '<f4', '|u1', '<i8', ...
   size_t p = skipSpace(header, findKey(header, "descr", name));
   if (p >= header.size() || (header[p] != '\'' && header[p] != '"'))
@@ -146,19 +149,31 @@ NpyArray parseNpy(const std::string& bytes, const std::string& name) {
     fail(name, ": bad .npy header: shape (", shape, ") of ", a.dtypeString(),
          " overflows a 64-bit size");
   const size_t want = static_cast<size_t>(wantBytes);
-  if (bytes.size() - dataStart < want)
+  if (size - dataStart < want)
     fail(name, ": truncated file: shape ", [&] {
       std::string s = "(";
       for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
       return s + ")";
-    }(), " of ", a.dtypeString(), " needs ", want, " data bytes, the file has ", bytes.size() - dataStart);
-  a.data = bytes.substr(dataStart, want);
+    }(), " of ", a.dtypeString(), " needs ", want, " data bytes, the file has ", size - dataStart);
+  return dataStart;
+}
+
+} // namespace
+
+NpyArray parseNpy(const std::string& bytes, const std::string& name) {
+  NpyArray a;
+  const size_t dataStart = parseHeader(bytes.data(), bytes.size(), name, a);
+  a.data = bytes.substr(dataStart, static_cast<size_t>(a.numElements()) * a.itemSize);
   return a;
 }
 
 NpyArray readNpy(const std::string& path) {
   if (!fileExists(path)) fail(path, ": no such file");
-  return parseNpy(readFile(path), path);
+  NpyArray a;
+  std::shared_ptr<const MappedFile> file = MappedFile::open(path);
+  a.dataOffset = parseHeader(file->data(), file->size(), path, a);
+  a.mapped = std::move(file);
+  return a;
 }
 
 } // namespace dtcrt

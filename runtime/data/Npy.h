@@ -2,9 +2,14 @@
 // "\x93NUMPY", a version, a header length, then a Python dict literal
 // {'descr': '<f4', 'fortran_order': False, 'shape': (N, ...), } and the raw
 // C-order data. Little-endian (or byte-order-free) numeric dtypes only.
+// readNpy maps the file (MappedFile) rather than reading it, so an array
+// that feeds the model in its own dtype is used in place, never copied.
 #pragma once
 
+#include "runtime/support/MappedFile.h"
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,8 +19,13 @@ struct NpyArray {
   char kind = 'f';             // 'f' float, 'i' signed int, 'u' unsigned int, 'b' bool
   int itemSize = 4;            // bytes per element
   std::vector<int64_t> shape;  // shape[0] = number of samples
-  std::string data;            // raw little-endian bytes, C order
+  // The raw little-endian bytes, C order: `data` (parseNpy), or
+  // numElements() * itemSize bytes at `dataOffset` of `mapped` (readNpy).
+  std::string data;
+  std::shared_ptr<const MappedFile> mapped;
+  size_t dataOffset = 0;
 
+  const char* bytes() const { return mapped ? mapped->data() + dataOffset : data.data(); }
   std::string dtypeString() const;  // e.g. "float32", "int64"
   int64_t numElements() const;
   // Elements converted (exactly, or with the usual C++ conversion for
@@ -26,7 +36,8 @@ struct NpyArray {
 
 // Parses the bytes of a .npy file; `name` is used in error messages.
 NpyArray parseNpy(const std::string& bytes, const std::string& name);
-// Reads and parses `path`; throws Error naming the file.
+// Maps and parses `path` (the data stays in the mapping); throws Error
+// naming the file, with the same messages as parseNpy.
 NpyArray readNpy(const std::string& path);
 
 } // namespace dtcrt

@@ -1,5 +1,6 @@
-// Data layer: IDX (raw and gzipped) and .npy readers, dataset checks (counts,
-// shapes, label range), synthetic data, and the distributed sampler.
+// Data layer: IDX (raw and gzipped) and .npy readers (npy arrays in the
+// model's dtype mapped, not copied), dataset checks (counts, shapes, label
+// range), synthetic data, and the distributed sampler.
 #include "runtime/data/Dataset.h"
 #include "runtime/data/Idx.h"
 #include "runtime/data/Npy.h"
@@ -9,8 +10,10 @@
 #include "TrainerTestUtil.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <set>
+#include <unistd.h>
 
 using namespace dtcrt;
 using namespace dtcrt_test;
@@ -207,6 +210,71 @@ TEST(TrainerNpy, DatasetAndChecks) {
   // Eval split files missing.
   err = errorOf([&] { loadDataset(s.spec, dir.path(), Split::Test, 0); });
   EXPECT_TRUE(contains(err, "found neither test_x.npy")) << err;
+}
+
+// --- npy arrays in the model's dtype are mapped ---------------------------
+
+namespace {
+
+// Resident memory now (not the peak): mapped pages count only once read.
+int64_t residentBytes() {
+  long pages = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  std::fclose(f);
+  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
+}
+
+} // namespace
+
+TEST(TrainerNpyMapped, SamplesAreReadInPlace) {
+  TempDir dir;
+  constexpr int64_t kRows = 1 << 14, kCols = 1024;  // 64 MiB of float32
+  {
+    std::vector<float> x(static_cast<size_t>(kRows * kCols));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 1000);
+    writeNpy<float>(dir.file("train_x.npy"), "<f4", {kRows, kCols}, x);
+    writeNpy<int64_t>(dir.file("train_y.npy"), "<i8", {kRows}, std::vector<int64_t>(kRows, 1));
+  }
+  SpecBuilder s(tensor("x", DType::F32, {4, kCols}), tensor("labels", DType::I64, {4}),
+                tensor("logits", DType::F32, {4, 3}), "cross-entropy");
+  const int64_t before = residentBytes();
+  Dataset d = loadDataset(s.spec, dir.path(), Split::Train, 0);
+  const int64_t grown = residentBytes() - before;
+  ASSERT_EQ(d.size(), kRows);
+  EXPECT_EQ(d.inputs[0].storage(), Column::Storage::MappedF32);
+  EXPECT_EQ(d.labels.storage(), Column::Storage::MappedI64);
+  // Only the labels (128 KiB, read by the range check) are touched.
+  EXPECT_LT(grown, int64_t(8) << 20) << "loading grew resident memory by " << grown << " bytes";
+  std::vector<float> r(kCols);
+  d.inputs[0].copyRow(kRows - 1, r.data());
+  EXPECT_EQ(r[5], static_cast<float>(((kRows - 1) * kCols + 5) % 1000));
+}
+
+TEST(TrainerNpyMapped, OtherDtypesAreStillConverted) {
+  TempDir dir;
+  SpecBuilder s(tensor("x", DType::F32, {2, 2}), tensor("labels", DType::I64, {2}),
+                tensor("logits", DType::F32, {2, 3}), "cross-entropy");
+  writeNpy<double>(dir.file("train_x.npy"), "<f8", {2, 2}, {0.5, 1, 2, 3});
+  writeNpy<int32_t>(dir.file("train_y.npy"), "<i4", {2}, {2, 1});
+  Dataset d = loadDataset(s.spec, dir.path(), Split::Train, 0);
+  EXPECT_EQ(d.inputs[0].storage(), Column::Storage::F32);
+  EXPECT_EQ(d.labels.storage(), Column::Storage::I64);
+  float x[2];
+  d.inputs[0].copyRow(0, x);
+  EXPECT_EQ(x[0], 0.5f);
+  int64_t y;
+  d.labels.copyRow(0, &y);
+  EXPECT_EQ(y, 2);
+  // Bad files fail as before, naming the file.
+  writeBytes(dir.file("train_x.npy"), "");
+  EXPECT_EQ(errorOf([&] { loadDataset(s.spec, dir.path(), Split::Train, 0); }),
+            dir.file("train_x.npy") + ": bad magic (not a .npy file)");
+  writeBytes(dir.file("train_x.npy"), npyBytes("<f4", {2, 2}, std::string(15, '\0').data(), 15));
+  EXPECT_TRUE(contains(errorOf([&] { loadDataset(s.spec, dir.path(), Split::Train, 0); }),
+                       dir.file("train_x.npy") + ": truncated file: shape (2,2) of float32 needs "
+                                                 "16 data bytes, the file has 15"));
 }
 
 TEST(TrainerSynthetic, DeterministicAndInRange) {
