@@ -23,6 +23,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/data/Sampler.cpp
   ${DTCRT_RUNTIME_DIR}/data/Dataset.cpp
   ${DTCRT_RUNTIME_DIR}/data/Synthetic.cpp
+  ${DTCRT_RUNTIME_DIR}/data/Tokens.cpp
   ${DTCRT_RUNTIME_DIR}/io/TensorProto.cpp
   ${DTCRT_RUNTIME_DIR}/io/OnnxModel.cpp
   ${DTCRT_RUNTIME_DIR}/io/OnnxInitializers.cpp

@@ -5,6 +5,7 @@
 #include "runtime/data/Idx.h"
 #include "runtime/cpu/Kernels.h"  // kIgnoreIndex
 #include "runtime/data/Npy.h"
+#include "runtime/data/Tokens.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
 #include "runtime/support/TensorInfo.h"
@@ -141,19 +142,57 @@ void checkLabelRange(const ProgramSpec& spec, const Column& labels, const std::s
     }
 }
 
+namespace {
+
+// --tokens only makes sense for token files.
+void checkNoTokenType(const std::string& data, int tokenBytes, const char* kind) {
+  if (tokenBytes != 0)
+    fail("--tokens=", tokenTypeName(tokenBytes), ": --data=", data, " is ", kind,
+         ", not a token file (train.bin)");
+}
+
+Dataset loadTokens(const ProgramSpec& spec, const std::string& file, int tokenBytes) {
+  return loadTokenFile(spec, file, tokenBytes ? tokenBytes : kDefaultTokenBytes);
+}
+
+} // namespace
+
 Dataset loadDataset(const ProgramSpec& spec, const std::string& data, Split split, uint64_t seed,
-                    int worldSize) {
-  if (data == "synthetic") return syntheticDataset(spec, split, seed, worldSize);
-  if (!dirExists(data)) fail("--data=", data, ": no such directory (or use --data=synthetic)");
+                    int worldSize, int tokenBytes) {
+  if (data == "synthetic") {
+    checkNoTokenType(data, tokenBytes, "random data");
+    return syntheticDataset(spec, split, seed, worldSize);
+  }
+  if (fileExists(data)) {
+    if (split == Split::Test)
+      fail("--data=", data, ": --eval needs validation tokens too: give the directory holding "
+           "train.bin and val.bin");
+    return loadTokens(spec, data, tokenBytes);
+  }
+  if (!dirExists(data))
+    fail("--data=", data, ": no such directory or token file (or use --data=synthetic)");
   const std::string pn = splitPrefixNpy(split);
-  if (fileExists(joinPath(data, pn + "_x.npy")) || fileExists(joinPath(data, pn + "_y.npy")))
+  if (fileExists(joinPath(data, pn + "_x.npy")) || fileExists(joinPath(data, pn + "_y.npy"))) {
+    checkNoTokenType(data, tokenBytes, "a directory of npy files");
     return loadNpy(spec, data, split);
+  }
   const std::string pi = splitPrefixIdx(split);
   if (!findIdxFile(data, pi + "-images-idx3-ubyte").empty() ||
-      !findIdxFile(data, pi + "-labels-idx1-ubyte").empty())
+      !findIdxFile(data, pi + "-labels-idx1-ubyte").empty()) {
+    checkNoTokenType(data, tokenBytes, "a directory of IDX files");
     return loadIdx(spec, data, split);
+  }
+  const std::string trainBin = joinPath(data, "train.bin"), valBin = joinPath(data, "val.bin");
+  if (fileExists(trainBin) || fileExists(valBin)) {
+    const std::string& file = split == Split::Train ? trainBin : valBin;
+    if (!fileExists(file))
+      fail(file, ": no such file (", split == Split::Train ? "training" : "--eval reads the validation",
+           " tokens)");
+    return loadTokens(spec, file, tokenBytes);
+  }
   fail("--data=", data, ": found neither ", pn, "_x.npy/", pn, "_y.npy nor ", pi,
-       "-images-idx3-ubyte[.gz]/", pi, "-labels-idx1-ubyte[.gz]");
+       "-images-idx3-ubyte[.gz]/", pi, "-labels-idx1-ubyte[.gz] nor ",
+       split == Split::Train ? "train.bin" : "val.bin");
 }
 
 } // namespace dtcrt

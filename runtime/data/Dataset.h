@@ -3,13 +3,15 @@
 // dtype and per-sample shape, and one Column of labels), from the value of
 // --data:
 //   synthetic   deterministic random data from the seed (see Synthetic.cpp);
-//   DIR         IDX files (train-images-idx3-ubyte[.gz], ...) or npy pairs
-//               (train_x.npy, train_y.npy; test_x.npy, test_y.npy for eval).
-// npy arrays in the model's dtype are memory-mapped and read in place; the
-// rest is converted into memory.
+//   DIR         IDX files (train-images-idx3-ubyte[.gz], ...), npy pairs
+//               (train_x.npy, train_y.npy; test_x.npy, test_y.npy for eval)
+//               or token files (train.bin; val.bin for eval; see Tokens.h);
+//   FILE        a token file (training only).
+// npy arrays in the model's dtype and token files are memory-mapped and
+// read in place; the rest is converted into memory.
 // Every check happens here, up front, with errors naming the file: count
 // mismatch between samples and labels, sample shape mismatch, labels outside
-// [0, C) for cross-entropy.
+// [0, C) for cross-entropy; except token ids, checked batch by batch.
 #pragma once
 
 #include "runtime/Program.h"
@@ -33,9 +35,11 @@ struct Dataset {
 constexpr int64_t kSyntheticTrainBatches = 100;
 constexpr int64_t kSyntheticTestBatches = 10;
 
-// Loads `split` of --data=`data` for `spec`. Throws Error naming the file.
+// Loads `split` of --data=`data` for `spec`. `tokenBytes` is --tokens (2
+// for uint16, 4 for uint32, 0 when not given: uint16, and any other kind of
+// data is accepted). Throws Error naming the file.
 Dataset loadDataset(const ProgramSpec& spec, const std::string& data, Split split,
-                    uint64_t seed, int worldSize = 1);
+                    uint64_t seed, int worldSize = 1, int tokenBytes = 0);
 
 // C for a cross-entropy program with int64 labels (the last dim of output 0),
 // else 0 (no range check).

@@ -72,6 +72,10 @@ struct Flag {
 const std::map<std::string, Flag>& flagTable() {
   static const std::map<std::string, Flag> table = {
       {"--data", {false, true, false, [](Options& o, auto&, auto& v) { o.data = v; }}},
+      {"--tokens", {false, true, false, [](Options& o, auto& f, auto& v) {
+         if (v != "uint16" && v != "uint32") fail(f, ": expected uint16 or uint32, got '", v, "'");
+         o.tokenBytes = v == "uint16" ? 2 : 4;
+       }}},
       {"--epochs", {false, true, false, [](Options& o, auto& f, auto& v) { o.epochs = parseInt(f, v, 1); }}},
       {"--max-steps", {false, true, false, [](Options& o, auto& f, auto& v) { o.maxSteps = parseInt(f, v, 1); }}},
       {"--lr", {false, true, false, [](Options& o, auto& f, auto& v) {
@@ -165,7 +169,8 @@ Options parseOptions(int argc, const char* const* argv, ProgramMode mode,
   }
   if (o.help) return o;
   if (mode == ProgramMode::Train) {
-    if (o.data.empty()) fail("--data: required (a directory of IDX or npy files, or 'synthetic')");
+    if (o.data.empty()) fail("--data: required (a directory of IDX, npy or token files, a token file, "
+                              "or 'synthetic')");
     if (o.resume && o.checkpointDir.empty()) fail("--resume: needs --checkpoint-dir=DIR");
     if (o.checkpointEvery > 0 && o.checkpointDir.empty())
       fail("--checkpoint-every: needs --checkpoint-dir=DIR");
@@ -188,11 +193,15 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
                "  --quiet              print nothing but errors\n",
                "  --help               this text\n");
   return str(
-      "usage: ", program, " --data=DIR|synthetic [flags]\n", "Trains ", modelName,
+      "usage: ", program, " --data=DIR|FILE|synthetic [flags]\n", "Trains ", modelName,
       " (compiled by dtc).\n\n",
-      "  --data=DIR|synthetic   IDX files (train-images-idx3-ubyte[.gz], ...) or npy pairs\n",
-      "                         (train_x.npy, train_y.npy; test_x.npy, test_y.npy), or\n",
-      "                         deterministic random data\n",
+      "  --data=DIR|FILE|synthetic  IDX files (train-images-idx3-ubyte[.gz], ...), npy\n",
+      "                         pairs (train_x.npy, train_y.npy; test_x.npy, test_y.npy),\n",
+      "                         token files (train.bin; val.bin for --eval) or one token\n",
+      "                         file, or deterministic random data\n",
+      "  --tokens=uint16|uint32 the id type of token files (default uint16, nanoGPT's);\n",
+      "                         a model [batch, T] -> [batch, T] trains on windows of T\n",
+      "                         tokens, the labels the next T (see docs/user-guide.md)\n",
       "  --epochs=N             passes over the training set (default 1)\n",
       "  --max-steps=N          stop after N optimizer steps in total\n",
       "  --lr=X                 learning rate (default: the compiled one)\n",

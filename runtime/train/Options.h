@@ -21,7 +21,8 @@ enum class ProgramMode { Train, Inference };
 
 struct Options {
   // Training.
-  std::string data;            // --data=DIR|synthetic (required)
+  std::string data;            // --data=DIR|FILE|synthetic (required)
+  int tokenBytes = 0;          // --tokens=uint16|uint32: 2 or 4, 0 = not given (uint16)
   int64_t epochs = 1;          // --epochs=N
   int64_t maxSteps = 0;        // --max-steps=N, 0 = no limit (counts resumed steps too)
   bool lrSet = false;          // --lr=X given

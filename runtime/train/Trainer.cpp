@@ -412,9 +412,11 @@ TrainResult Trainer::run() {
   const int shard = pipeline_ ? place_.replica : rank;
   const int64_t batchesPerStep = stepRows_ / spec_.batchSize;
   Dataset train = loadDataset(spec_, opts_.data, Split::Train, opts_.seed,
-                              pipeline_ ? static_cast<int>(shards * batchesPerStep) : world);
+                              pipeline_ ? static_cast<int>(shards * batchesPerStep) : world,
+                              opts_.tokenBytes);
   Dataset test;
-  if (opts_.eval) test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, world);
+  if (opts_.eval)
+    test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, world, opts_.tokenBytes);
 
   Logger log(opts_.quiet, opts_.metrics, /*appendMetrics=*/opts_.resume, forceTty_,
              opts_.resume ? pos.metricsBytes : TrainPosition::kNoMetricsBytes);

@@ -114,6 +114,15 @@ TEST(TrainerOptions, Errors) {
             std::string::npos);
 }
 
+TEST(TrainerOptions, TokenType) {
+  EXPECT_EQ(parse({"--data=t.bin"}).tokenBytes, 0);  // not given: uint16, any data
+  EXPECT_EQ(parse({"--data=t.bin", "--tokens=uint16"}).tokenBytes, 2);
+  EXPECT_EQ(parse({"--data=t.bin", "--tokens", "uint32"}).tokenBytes, 4);
+  EXPECT_EQ(parseError({"--data=t.bin", "--tokens=int32"}),
+            "--tokens: expected uint16 or uint32, got 'int32'");
+  EXPECT_EQ(parseError({"--data=t.bin", "--tokens="}), "--tokens: missing value");
+}
+
 TEST(TrainerOptions, InferenceMode) {
   Options o = parse({"--input=a.pb", "--input", "b.pb", "--output-dir=out", "--threads=3"},
                     ProgramMode::Inference);
@@ -135,7 +144,8 @@ TEST(TrainerOptions, UsageMentionsFlags) {
   for (const char* flag : {"--data", "--epochs", "--max-steps", "--lr", "--seed", "--shuffle",
                            "--log-every", "--metrics", "--eval", "--save", "--checkpoint-dir",
                            "--resume", "--threads", "--quiet", "--help", "--trace=FILE.json",
-                           "--checkpoint-every=N", "--keep-checkpoints=N"})
+                           "--checkpoint-every=N", "--keep-checkpoints=N", "--tokens=uint16|uint32",
+                           "--data=DIR|FILE|synthetic"})
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   EXPECT_NE(usage("./f", ProgramMode::Inference, "m").find("--output-dir"), std::string::npos);
 }

@@ -18,6 +18,7 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestOptions.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestLrSchedule.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestData.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestTokens.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestIo.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpoint.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpointShards.cpp
@@ -42,7 +43,7 @@ add_executable(dtcrt_fake_program ${DTCRT_TRAINER_TEST_DIR}/TrainerFakeProgram.c
 target_link_libraries(dtcrt_fake_program PRIVATE dtcrt_main dtcrt_trainer)
 add_test(NAME runtime.trainer.cli.help COMMAND dtcrt_fake_program --help)
 set_tests_properties(runtime.trainer.cli.help PROPERTIES
-  PASS_REGULAR_EXPRESSION "usage: .* --data=DIR\\|synthetic")
+  PASS_REGULAR_EXPRESSION "usage: .* --data=DIR\\|FILE\\|synthetic")
 add_test(NAME runtime.trainer.cli.bad-number COMMAND dtcrt_fake_program --data=synthetic --lr=abc)
 set_tests_properties(runtime.trainer.cli.bad-number PROPERTIES
   PASS_REGULAR_EXPRESSION "^error: --lr: expected a number, got 'abc'\n$")
