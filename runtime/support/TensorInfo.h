@@ -21,7 +21,13 @@ inline int64_t numElements(const std::vector<int64_t>& dims) {
   return n;
 }
 
-inline int64_t numElements(const TensorSpec& t) { return numElements(dimsOf(t)); }
+// No vector: GCC 12 misreads the inlined temporary's delete
+// (-Wfree-nonheap-object) where this is called from long functions.
+inline int64_t numElements(const TensorSpec& t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t.rank; ++i) n *= t.dims[i];
+  return n;
+}
 
 inline size_t byteSize(const TensorSpec& t) {
   return static_cast<size_t>(numElements(t)) * dtypeSize(t.dtype);
