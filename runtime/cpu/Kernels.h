@@ -153,6 +153,17 @@ void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
            const int64_t* xShape, int xRank, const T* z, const int64_t* zShape, int zRank,
            T* y, const int64_t* yShape, int yRank);
 
+// y = a KIND b with numpy broadcasting (Arith.cpp), for T = int64_t and
+// int32_t (every kind; integer results wrap, Div truncates toward 0, a
+// division or remainder by 0 gives 0, a negative Pow exponent gives 0 unless
+// a = +-1) and float (used for Mod and Fmod). Mod takes the divisor's sign
+// (Python's %), Fmod the dividend's (C's fmod).
+enum class Arith : int { Add = 0, Sub = 1, Mul = 2, Div = 3, Max = 4, Min = 5, Pow = 6,
+                         Mod = 7, Fmod = 8 };
+template <typename T>
+void arith(const T* a, const int64_t* aShape, int aRank, const T* b, const int64_t* bShape,
+           int bRank, T* y, const int64_t* yShape, int yRank, Arith kind);
+
 void fill(float* y, int64_t n, float value);                // y[i] = value
 void copy(const float* x, float* y, int64_t n);             // y[i] = x[i] (no overlap)
 void scale(const float* x, float* y, int64_t n, float a);   // y[i] = a*x[i]; y may alias x

@@ -1,0 +1,107 @@
+// Arithmetic the float32 kernels of Elementwise.cpp do not cover: every kind
+// on int64 and int32 values (shape and index computations on run-time
+// inputs), and Mod on float32. Broadcasting as the other binary kernels do.
+// Integer results wrap on overflow; a division or remainder by 0 gives 0.
+#include "runtime/cpu/Internal.h"
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+namespace dtcrt::cpu {
+using namespace detail;
+
+namespace {
+
+template <typename T>
+T wrapping(Arith kind, T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  const U p = static_cast<U>(a), q = static_cast<U>(b);
+  switch (kind) {
+    case Arith::Add: return static_cast<T>(p + q);
+    case Arith::Sub: return static_cast<T>(p - q);
+    default: return static_cast<T>(p * q);
+  }
+}
+
+// a ** b by squaring (wrapping); a negative exponent leaves only 1 / a for
+// a = +-1 (numpy raises instead).
+template <typename T>
+T integerPow(T a, T b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  T result = 1;
+  while (b > 0) {
+    if (b & 1) result = wrapping(Arith::Mul, result, a);
+    a = wrapping(Arith::Mul, a, a);
+    b >>= 1;
+  }
+  return result;
+}
+
+template <typename T>
+T integerArith(Arith kind, T a, T b) {
+  switch (kind) {
+    case Arith::Add:
+    case Arith::Sub:
+    case Arith::Mul: return wrapping(kind, a, b);
+    case Arith::Max: return a > b ? a : b;
+    case Arith::Min: return a < b ? a : b;
+    case Arith::Pow: return integerPow(a, b);
+    default: break;
+  }
+  if (b == 0) return 0;
+  if (b == -1)  // the lowest value / -1 overflows: wrap
+    return kind == Arith::Div ? wrapping(Arith::Sub, T(0), a) : T(0);
+  if (kind == Arith::Div) return a / b;  // truncates toward 0, as C and ONNX's reference
+  T r = a % b;                           // the dividend's sign (fmod)
+  if (kind == Arith::Mod && r != 0 && ((r < 0) != (b < 0))) r += b;  // the divisor's
+  return r;
+}
+
+float floatArith(Arith kind, float a, float b) {
+  switch (kind) {
+    case Arith::Add: return a + b;
+    case Arith::Sub: return a - b;
+    case Arith::Mul: return a * b;
+    case Arith::Div: return a / b;
+    case Arith::Max: return std::isnan(a) || a > b ? a : b;
+    case Arith::Min: return std::isnan(a) || a < b ? a : b;
+    case Arith::Pow: return std::pow(a, b);
+    case Arith::Fmod: return std::fmod(a, b);
+    case Arith::Mod: break;
+  }
+  float r = std::fmod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+}  // namespace
+
+template <typename T>
+void arith(const T* a, const int64_t* aShape, int aRank, const T* b, const int64_t* bShape,
+           int bRank, T* y, const int64_t* yShape, int yRank, Arith kind) {
+  const int64_t* shapes[2] = {aShape, bShape};
+  int ranks[2] = {aRank, bRank};
+  BroadcastPlan plan;
+  if (!makeBroadcastPlan("arith", yShape, yRank, 2, shapes, ranks, plan)) return;
+  const int last = plan.rank - 1;
+  const int64_t sa = plan.strides[0][last], sb = plan.strides[1][last];
+  forEachRun(plan, 2, [&](const int64_t* off, int64_t out, int64_t len) {
+    const T* pa = a + off[0];
+    const T* pb = b + off[1];
+    T* py = y + out;
+    for (int64_t i = 0; i < len; ++i) {
+      if constexpr (std::is_floating_point_v<T>)
+        py[i] = floatArith(kind, pa[i * sa], pb[i * sb]);
+      else
+        py[i] = integerArith(kind, pa[i * sa], pb[i * sb]);
+    }
+  });
+}
+template void arith(const float*, const int64_t*, int, const float*, const int64_t*, int,
+                    float*, const int64_t*, int, Arith);
+template void arith(const int64_t*, const int64_t*, int, const int64_t*, const int64_t*, int,
+                    int64_t*, const int64_t*, int, Arith);
+template void arith(const int32_t*, const int64_t*, int, const int32_t*, const int64_t*, int,
+                    int32_t*, const int64_t*, int, Arith);
+
+}  // namespace dtcrt::cpu

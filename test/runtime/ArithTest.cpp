@@ -1,0 +1,60 @@
+// Tests of the arith kernel: int64 and int32 arithmetic (wrapping, division
+// and remainder toward 0 or the divisor's sign, by 0, powers) and float Mod,
+// broadcasting a row and a column. Exact against values worked out by hand.
+#include "TestUtil.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace dtcrt_test;
+namespace k = dtcrt::cpu;
+using dtcrt::cpu::Arith;
+
+namespace {
+
+// y = a KIND b for a [2, 3] and a row b [3].
+template <typename T>
+std::vector<T> rowOp(const std::vector<T>& a, const std::vector<T>& b, Arith kind) {
+  const Shape as = {2, 3}, bs = {3};
+  std::vector<T> y(6, T(99));
+  k::arith(a.data(), as.data(), 2, b.data(), bs.data(), 1, y.data(), as.data(), 2, kind);
+  return y;
+}
+
+}  // namespace
+
+TEST(Arith, Int64EveryKind) {
+  const std::vector<int64_t> a = {7, -7, 9, 7, -7, 0}, b = {2, 2, 0};
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(rowOp(a, b, Arith::Add), (V{9, -5, 9, 9, -5, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Sub), (V{5, -9, 9, 5, -9, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Mul), (V{14, -14, 0, 14, -14, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Div), (V{3, -3, 0, 3, -3, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Max), (V{7, 2, 9, 7, 2, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Min), (V{2, -7, 0, 2, -7, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Pow), (V{49, 49, 1, 49, 49, 1}));
+  EXPECT_EQ(rowOp(a, b, Arith::Fmod), (V{1, -1, 0, 1, -1, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Mod), (V{1, 1, 0, 1, 1, 0}));
+}
+
+TEST(Arith, Int32SignsOverflowAndNegativePowers) {
+  const int32_t lowest = std::numeric_limits<int32_t>::min();
+  const std::vector<int32_t> a = {-7, 7, lowest, 1, -1, 2}, b = {-3, -1, -1};
+  using V = std::vector<int32_t>;
+  EXPECT_EQ(rowOp(a, b, Arith::Mod), (V{-1, 0, 0, -2, 0, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Fmod), (V{-1, 0, 0, 1, 0, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Div), (V{2, -7, lowest, 0, 1, -2}));
+  EXPECT_EQ(rowOp(a, b, Arith::Pow), (V{0, 0, 0, 1, -1, 0}));
+  EXPECT_EQ(rowOp(a, b, Arith::Sub), (V{-4, 8, lowest + 1, 4, 0, 3}));
+}
+
+TEST(Arith, ColumnBroadcastAndFloatMod) {
+  const Shape as = {2, 3}, cs = {2, 1};
+  const std::vector<float> a = {5.5f, -5.5f, 3.0f, 5.5f, -5.5f, 3.0f}, c = {2.0f, -2.0f};
+  std::vector<float> mod(6), fmod(6);
+  k::arith(a.data(), as.data(), 2, c.data(), cs.data(), 2, mod.data(), as.data(), 2, Arith::Mod);
+  k::arith(a.data(), as.data(), 2, c.data(), cs.data(), 2, fmod.data(), as.data(), 2,
+           Arith::Fmod);
+  EXPECT_EQ(mod, (std::vector<float>{1.5f, 0.5f, 1.0f, -0.5f, -1.5f, -1.0f}));
+  EXPECT_EQ(fmod, (std::vector<float>{1.5f, -1.5f, 1.0f, 1.5f, -1.5f, 1.0f}));
+}
