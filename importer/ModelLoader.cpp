@@ -148,6 +148,31 @@ static LogicalResult loadExternalData(Location loc, const std::string &dir,
   return success();
 }
 
+/// The first default-domain op of `graph` (subgraphs included) whose
+/// definition at `opset` differs from the one at kMinOpset, or "" if none.
+static std::string opChangedSince(const onnx::GraphProto &graph, int64_t opset) {
+  for (const auto &node : graph.node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      continue;
+    const onnx::OpSchema *old = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
+    const onnx::OpSchema *current = onnx::OpSchemaRegistry::Schema(node.op_type(), kMinOpset);
+    if (!old || !current || old->SinceVersion() != current->SinceVersion())
+      return node.op_type();
+    for (const auto &attr : node.attribute()) {
+      std::string changed = attr.has_g() ? opChangedSince(attr.g(), opset) : "";
+      for (const auto &g : attr.graphs())
+        if (changed.empty())
+          changed = opChangedSince(g, opset);
+      if (!changed.empty())
+        return changed;
+    }
+  }
+  return "";
+}
+
+/// The default-domain opset. One older than kMinOpset is accepted when every
+/// op the model uses is defined there as at kMinOpset (And-7, Elu-6, ...):
+/// the model then imports as a kMinOpset one.
 static LogicalResult findOpset(Location loc, const onnx::ModelProto &model,
                                int64_t &opset) {
   opset = -1;
@@ -156,9 +181,22 @@ static LogicalResult findOpset(Location loc, const onnx::ModelProto &model,
       opset = entry.version();
   if (opset < 0)
     return emitError(loc) << "the model imports no default-domain (ai.onnx) opset";
-  if (opset < kMinOpset || opset > kMaxOpset)
-    return emitError(loc) << "ONNX opset " << opset << " is not supported; dtc supports "
-                          << "default-domain opsets " << kMinOpset << " to " << kMaxOpset;
+  std::string changed;
+  if (opset >= 1 && opset < kMinOpset) {
+    changed = opChangedSince(model.graph(), opset);
+    if (changed.empty()) {
+      opset = kMinOpset;
+      return success();
+    }
+  }
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    auto diag = emitError(loc) << "ONNX opset " << opset << " is not supported; dtc supports "
+                               << "default-domain opsets " << kMinOpset << " to " << kMaxOpset;
+    if (!changed.empty())
+      diag << " (older ones when their ops are defined as at opset " << kMinOpset
+           << "; " << changed << " is not)";
+    return diag;
+  }
   return success();
 }
 
