@@ -612,6 +612,12 @@ FoldStatus Folder::run() {
       v = !v;
     return done(std::move(out));
   }
+  if (op == "Neg" && !in[0]->isFloat()) {  // a negated shape entry or axis
+    HostTensor out = *in[0];
+    for (int64_t &v : out.ints)
+      v = -v;
+    return done(std::move(out));
+  }
   if (op == "Expand") {
     HostTensor target;
     target.shape = intsOf(*in[1]);
