@@ -77,8 +77,8 @@ LogicalResult buildHardSigmoid(NodeContext &nc) {
                          attrFloat(nc.node, "beta", 0.5f));
 }
 
-/// One bound of Clip-11+: an absent input is no bound; a present one must
-/// be a compile-time scalar.
+/// One constant bound of Clip-11+: an absent input is no bound; a present
+/// one must be a scalar.
 LogicalResult clipBound(NodeContext &nc, int i, const char *what, double &bound) {
   if (!nc.hasInput(i))
     return success();
@@ -91,9 +91,32 @@ LogicalResult clipBound(NodeContext &nc, int i, const char *what, double &bound)
   return success();
 }
 
+/// Clip with a bound known only at run time (a graph input): max(x, min),
+/// then min(that, max); a constant bound among them is materialized too.
+LogicalResult buildClipRunTime(NodeContext &nc) {
+  Value y = floatInput(nc, 0);
+  for (int i = 1; y && i <= 2; ++i) {
+    if (!nc.hasInput(i))
+      continue;
+    Value bound = nc.inputMatching(i, y);
+    if (!bound)
+      return failure();
+    Operation *op = i == 1 ? nc.create<MaximumOp>(1, y, bound).getOperation()
+                           : nc.create<MinimumOp>(1, y, bound).getOperation();
+    y = op ? op->getResult(0) : Value();
+  }
+  if (!y)
+    return failure();
+  nc.setOutput(0, y);
+  return success();
+}
+
 /// Clip (ReLU6, Hardtanh): the bounds are inputs (dtc's opsets start at 11,
 /// where Clip's attributes became inputs); either may be absent.
 LogicalResult buildClip(NodeContext &nc) {
+  for (int i = 1; i <= 2; ++i)
+    if (nc.hasInput(i) && !nc.host(i))
+      return buildClipRunTime(nc);
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
   if (failed(clipBound(nc, 1, "min", lo)) || failed(clipBound(nc, 2, "max", hi)))
