@@ -14,18 +14,42 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-/// y = KERNEL(a, aShape, aRank, b, bShape, bRank, y, yShape, yRank)
+/// The operands and result of a broadcasting op, as the kernels take them:
+/// a, aShape, aRank, b, bShape, bRank, y, yShape, yRank.
+std::string broadcastArgs(FunctionEmitter &fn, Value a, Value b, Value y) {
+  return fn.ptr(a) + ", " + fn.shape(a) + ", " + num(fn.rank(a)) + ", " + fn.ptr(b) + ", " +
+         fn.shape(b) + ", " + num(fn.rank(b)) + ", " + fn.ptr(y) + ", " + fn.shape(y) + ", " +
+         num(fn.rank(y));
+}
+
+/// The runtime's Arith enumerator of a broadcasting binary op.
+std::string arithKind(Operation *op) {
+  if (auto mod = dyn_cast<ModOp>(op))
+    return mod.getFmod() ? "Fmod" : "Mod";
+  return llvm::StringSwitch<std::string>(op->getName().stripDialect())
+      .Case("add", "Add").Case("sub", "Sub").Case("mul", "Mul").Case("div", "Div")
+      .Case("maximum", "Max").Case("minimum", "Min").Default("Pow");
+}
+
+/// y = KERNEL(a, aShape, aRank, b, bShape, bRank, y, yShape, yRank) on
+/// float32; int64/int32 operands and Mod go to the CPU's arith kernel.
 template <typename OpT>
 LogicalResult emitBroadcastBinary(Operation *op, FunctionEmitter &fn) {
   auto binary = cast<OpT>(op);
   Value a = binary.getLhs(), b = binary.getRhs(), y = binary.getOutput();
-  if (cppElementType(a.getType()) != "float")
-    return codegenError(op) << "the CPU kernels support only float32 operands, got "
+  StringRef type = cppElementType(a.getType());
+  bool mod = isa<ModOp>(op);
+  if (type == "float" && !mod) {
+    fn.kernel(op->getName().stripDialect(), broadcastArgs(fn, a, b, y));
+    return success();
+  }
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels support only float32 operands"
+                            << (mod ? " and no Mod" : "") << ", got " << a.getType();
+  if (type != "float" && type != "int64_t" && type != "int32_t")
+    return codegenError(op) << "the CPU kernels support float32, int64 and int32 operands, got "
                             << a.getType();
-  fn.kernel(op->getName().stripDialect(),
-            fn.ptr(a) + ", " + fn.shape(a) + ", " + num(fn.rank(a)) + ", " + fn.ptr(b) + ", " +
-                fn.shape(b) + ", " + num(fn.rank(b)) + ", " + fn.ptr(y) + ", " + fn.shape(y) +
-                ", " + num(fn.rank(y)));
+  fn.kernel("arith", broadcastArgs(fn, a, b, y) + ", dtcrt::cpu::Arith::" + arithKind(op));
   return success();
 }
 
@@ -146,14 +170,6 @@ LogicalResult emitCast(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
-/// The operands and result of a broadcasting op, as the kernels take them:
-/// a, aShape, aRank, b, bShape, bRank, y, yShape, yRank.
-std::string broadcastArgs(FunctionEmitter &fn, Value a, Value b, Value y) {
-  return fn.ptr(a) + ", " + fn.shape(a) + ", " + num(fn.rank(a)) + ", " + fn.ptr(b) + ", " +
-         fn.shape(b) + ", " + num(fn.rank(b)) + ", " + fn.ptr(y) + ", " + fn.shape(y) + ", " +
-         num(fn.rank(y));
-}
-
 /// y = compare(a, ..., b, ..., y, ..., PREDICATE), on any element type.
 LogicalResult emitCompare(Operation *op, FunctionEmitter &fn) {
   auto compare = cast<CompareOp>(op);
@@ -267,6 +283,7 @@ void populateMathEmitters(OpEmitterTable &table) {
   table["dtc.pow"] = emitBroadcastBinary<PowOp>;
   table["dtc.maximum"] = emitBroadcastBinary<MaximumOp>;
   table["dtc.minimum"] = emitBroadcastBinary<MinimumOp>;
+  table["dtc.mod"] = emitBroadcastBinary<ModOp>;
   table["dtc.activation"] = emitActivation;
   table["dtc.activation_grad"] = emitActivationGrad;
   table["dtc.extremum_grad"] = emitExtremumGrad;

@@ -9,8 +9,17 @@ def Dtc_AddOp : Dtc_BroadcastBinaryOp<"add", "elementwise sum, broadcasting">;
 def Dtc_SubOp : Dtc_BroadcastBinaryOp<"sub", "elementwise difference, broadcasting">;
 def Dtc_MulOp : Dtc_BroadcastBinaryOp<"mul", "elementwise product, broadcasting">;
 def Dtc_DivOp : Dtc_BroadcastBinaryOp<"div", "elementwise quotient, broadcasting">;
-def Dtc_PowOp : Dtc_BroadcastBinaryOp<"pow", "elementwise power, broadcasting",
-                                      Dtc_FloatTensor>;
+def Dtc_PowOp : Dtc_BroadcastBinaryOp<"pow", "elementwise power, broadcasting">;
+
+def Dtc_ModOp : Dtc_BroadcastBinaryOp<"mod", "elementwise remainder, broadcasting"> {
+  let description = [{
+    ONNX's Mod on values known only at run time (on constants it folds while
+    importing): with `fmod` the remainder has the dividend's sign (C's
+    fmod), without it the divisor's (Python's %, integers only in ONNX). An
+    integer remainder by 0 is 0. Not differentiable.
+  }];
+  let arguments = (ins Dtc_NumericTensor:$lhs, Dtc_NumericTensor:$rhs, BoolAttr:$fmod);
+}
 
 def Dtc_SqrtOp : Dtc_UnaryFloatOp<"sqrt", "square root">;
 def Dtc_NegOp : Dtc_UnaryFloatOp<"neg", "negation">;
@@ -65,10 +74,8 @@ def Dtc_ActivationOp : Dtc_SameTypeOp<"activation"> {
   let assemblyFormat = "$kind $input attr-dict `:` type($input)";
 }
 
-def Dtc_MaximumOp : Dtc_BroadcastBinaryOp<"maximum", "elementwise max, broadcasting",
-                                          Dtc_FloatTensor>;
-def Dtc_MinimumOp : Dtc_BroadcastBinaryOp<"minimum", "elementwise min, broadcasting",
-                                          Dtc_FloatTensor>;
+def Dtc_MaximumOp : Dtc_BroadcastBinaryOp<"maximum", "elementwise max, broadcasting">;
+def Dtc_MinimumOp : Dtc_BroadcastBinaryOp<"minimum", "elementwise min, broadcasting">;
 
 def Dtc_IdentityOp : Dtc_SameTypeOp<"identity"> {
   let summary = "returns its operand";

@@ -43,6 +43,7 @@ DTC_BROADCAST_BINARY(DivOp, "div")
 DTC_BROADCAST_BINARY(PowOp, "pow")
 DTC_BROADCAST_BINARY(MaximumOp, "maximum")
 DTC_BROADCAST_BINARY(MinimumOp, "minimum")
+DTC_BROADCAST_BINARY(ModOp, "mod")
 #undef DTC_BROADCAST_BINARY
 
 LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,

@@ -151,7 +151,9 @@ LogicalResult buildPRelu(NodeContext &nc) {
 template <typename OpTy>
 LogicalResult buildVariadic(NodeContext &nc) {
   const int n = nc.node.input_size();
-  Value acc = n > 0 ? floatInput(nc, 0) : Value();
+  // Max, Min and Sum take integers too; Mean divides.
+  bool mean = nc.node.op_type() == "Mean";
+  Value acc = n > 0 ? (mean ? floatInput(nc, 0) : nc.input(0)) : Value();
   if (!acc)
     return n > 0 ? failure() : (nc.error() << "needs at least one input", failure());
   for (int i = 1; i < n; ++i) {
@@ -161,7 +163,7 @@ LogicalResult buildVariadic(NodeContext &nc) {
       return failure();
     acc = op;
   }
-  if (nc.node.op_type() == "Mean" && n > 1) {
+  if (mean && n > 1) {
     auto op = nc.create<DivOp>(1, acc, scalarConstant(nc.b, nc.loc, acc, double(n)));
     if (!op)
       return failure();

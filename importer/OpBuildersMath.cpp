@@ -2,8 +2,8 @@
 //
 // Binary arithmetic (a host-constant operand takes the other operand's
 // element type), unary activations, Gelu, Where, Cast, Identity, Dropout, and
-// comparisons and logic (on constants they fold), the ops dtc evaluates only
-// at compile time (Shape, Range, Mod, ...).
+// comparisons and logic (on constants they fold), Mod, the ops dtc evaluates
+// only at compile time (Shape, Range, ...).
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -65,25 +65,47 @@ static LogicalResult buildUnary(NodeContext &nc) {
 }
 
 /// Pow's exponent may have another type than its base (the result has the
-/// base's): an integer exponent of a float base is cast to the base's type.
+/// base's): an exponent of another type is cast to the base's, except a
+/// float exponent of an integer base, where the power is taken in the
+/// exponent's type and truncated back (as ONNX's reference does).
 static LogicalResult buildPow(NodeContext &nc) {
   Value base, exponent;
   if (failed(binaryOperands(nc, 0, 1, base, exponent)))
     return failure();
   Type baseType = elementOf(base), exponentType = elementOf(exponent);
-  if (!llvm::isa<FloatType>(baseType))
-    return nc.error() << "needs a float base, got " << base.getType(), failure();
-  if (baseType != exponentType) {
-    if (llvm::isa<FloatType>(exponentType))
-      return nc.error() << "a " << baseType << " base with a " << exponentType
-                        << " exponent is not supported",
-             failure();
-    auto cast = nc.create<CastOp>(1, exponent, TypeAttr::get(baseType));
-    if (!cast)
-      return failure();
-    exponent = cast;
-  }
-  auto op = nc.create<PowOp>(1, base, exponent);
+  bool floatBase = llvm::isa<FloatType>(baseType);
+  bool floatExponent = llvm::isa<FloatType>(exponentType);
+  if (baseType != exponentType && floatBase && floatExponent)
+    return nc.error() << "a " << baseType << " base with a " << exponentType
+                      << " exponent is not supported",
+           failure();
+  Type powType = !floatBase && floatExponent ? exponentType : baseType;
+  auto castTo = [&](Value v, Type element) -> Value {
+    if (elementOf(v) == element)
+      return v;
+    auto cast = nc.create<CastOp>(1, v, TypeAttr::get(element));
+    return cast ? Value(cast) : Value();
+  };
+  base = castTo(base, powType);
+  exponent = base ? castTo(exponent, powType) : Value();
+  auto op = exponent ? nc.create<PowOp>(1, base, exponent) : PowOp();
+  Value result = op ? castTo(op, baseType) : Value();
+  if (!result)
+    return failure();
+  nc.setOutput(0, result);
+  return success();
+}
+
+/// Mod on run-time values: fmod=1 (C's fmod, the only one ONNX allows on
+/// floats) or the divisor's sign (Python's %).
+static LogicalResult buildMod(NodeContext &nc) {
+  Value a, b;
+  if (failed(binaryOperands(nc, 0, 1, a, b)))
+    return failure();
+  bool fmod = attrInt(nc.node, "fmod", 0) != 0;
+  if (llvm::isa<FloatType>(elementOf(a)) && !fmod)
+    return nc.error() << "float operands need fmod=1", failure();
+  auto op = nc.create<ModOp>(1, a, b, nc.b.getBoolAttr(fmod));
   if (!op)
     return failure();
   nc.setOutput(0, op);
@@ -252,6 +274,7 @@ void populateMathBuilders(BuilderTable &table) {
   table["Mul"] = buildBinary<MulOp>;
   table["Div"] = buildBinary<DivOp>;
   table["Pow"] = buildPow;
+  table["Mod"] = buildMod;
   table["Sqrt"] = buildUnary<SqrtOp>;
   table["Neg"] = buildUnary<NegOp>;
   table["Exp"] = buildUnary<ExpOp>;
@@ -274,7 +297,7 @@ void populateMathBuilders(BuilderTable &table) {
   table["Or"] = buildLogical<LogicalKind::or_>;
   table["Xor"] = buildLogical<LogicalKind::xor_>;
   table["Not"] = buildNot;
-  for (const char *op : {"Shape", "Size", "Range", "ConstantOfShape", "Mod", "ScatterND"})
+  for (const char *op : {"Shape", "Size", "Range", "ConstantOfShape", "ScatterND"})
     table[op] = buildHostOnly;
 }
 
