@@ -1,4 +1,4 @@
-//===- EmitShape.cpp - C++ for the data-movement ops --------------------===//
+//===- EmitShape.cpp - C++ for the data-movement ops and ArgMax/ArgMin ---===//
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
@@ -151,9 +151,34 @@ LogicalResult emitGatherGrad(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// ArgMax/ArgMin: the input as [outer, n, inner] around the axis (CPU only).
+LogicalResult emitArgExtremum(Operation *op, FunctionEmitter &fn) {
+  auto arg = cast<ArgExtremumOp>(op);
+  Value x = arg.getInput();
+  StringRef type = cppElementType(x.getType());
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no ArgMax/ArgMin";
+  if (type != "float" && type != "int64_t" && type != "int32_t")
+    return codegenError(op) << "the kernels find extrema of float32, int64 or int32 values, got "
+                            << x.getType();
+  ArrayRef<int64_t> dims = fn.dims(x);
+  int64_t axis = *normalizeAxis(arg.getAxis(), dims.size());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= dims[i];
+  for (int64_t i = axis + 1; i < static_cast<int64_t>(dims.size()); ++i)
+    inner *= dims[i];
+  fn.kernel("arg_extremum", fn.ptr(x) + ", " + num(outer) + ", " + num(dims[axis]) + ", " +
+                                num(inner) + ", " + fn.ptr(arg.getOutput()) + ", " +
+                                (arg.getIsMax() ? "true" : "false") + ", " +
+                                (arg.getSelectLast() ? "true" : "false"));
+  return success();
+}
+
 } // namespace
 
 void populateShapeEmitters(OpEmitterTable &table) {
+  table["dtc.arg_extremum"] = emitArgExtremum;
   table["dtc.transpose"] = emitTranspose;
   table["dtc.expand"] = emitExpand;
   table["dtc.concat"] = emitConcat;

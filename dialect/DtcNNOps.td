@@ -135,4 +135,17 @@ def Dtc_ReduceSumOp : Dtc_InferredOp<"reduce_sum"> {
   let results = (outs Dtc_NumericTensor:$output);
 }
 
+def Dtc_ArgExtremumOp : Dtc_InferredOp<"arg_extremum"> {
+  let summary = "int64 index of the max or min along one axis (ONNX ArgMax/ArgMin)";
+  let description = [{
+    The first index of the extremum along `axis`, or the last with
+    `select_last`; the axis is kept as a dimension of 1 with `keepdims`.
+    NaN is not special (it never compares greater or less). Not
+    differentiable (the result is an index).
+  }];
+  let arguments = (ins Dtc_NumericTensor:$input, I64Attr:$axis, BoolAttr:$keepdims,
+                       BoolAttr:$is_max, BoolAttr:$select_last);
+  let results = (outs Dtc_Tensor:$output);
+}
+
 #endif // DTC_NN_OPS_TD

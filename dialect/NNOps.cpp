@@ -317,3 +317,14 @@ LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return inferReduce(loc, "reduce_sum", adaptor.getInput(), adaptor.getAxes(),
                      adaptor.getKeepdims(), types);
 }
+
+LogicalResult ArgExtremumOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  int64_t axis = adaptor.getAxis();
+  if (failed(inferReduce(loc, "arg_extremum", adaptor.getInput(), ArrayRef<int64_t>(axis),
+                         adaptor.getKeepdims(), types)))
+    return failure();
+  types[0] = llvm::cast<RankedTensorType>(types[0]).clone(IntegerType::get(ctx, 64));
+  return success();
+}

@@ -4,8 +4,8 @@
 // OpBuildersWindow1D.cpp), GlobalAveragePool,
 // BatchNormalization (training and inference), LayerNormalization,
 // Softmax/LogSoftmax (with the coerce-to-2-D semantics before opset 13),
-// ReduceMean and ReduceSum. ONNX defaults and auto_pad are resolved here so
-// the dtc ops carry explicit attributes.
+// ReduceMean, ReduceSum, ArgMax and ArgMin. ONNX defaults and auto_pad are
+// resolved here so the dtc ops carry explicit attributes.
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -312,7 +312,29 @@ static LogicalResult buildReduce(NodeContext &nc) {
   return success();
 }
 
+/// ArgMax/ArgMin: int64 indices along `axis` (not differentiable).
+template <bool IsMax>
+static LogicalResult buildArgExtremum(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  int64_t rank = typeOfValue(x).getRank();
+  int64_t axis = attrInt(nc.node, "axis", 0);
+  std::optional<int64_t> n = normalizeAxis(axis, rank);
+  if (!n)
+    return nc.error() << "axis " << axis << " is out of range for rank " << rank, failure();
+  auto op = nc.create<ArgExtremumOp>(
+      1, x, nc.b.getI64IntegerAttr(*n), nc.b.getBoolAttr(attrInt(nc.node, "keepdims", 1) != 0),
+      nc.b.getBoolAttr(IsMax), nc.b.getBoolAttr(attrInt(nc.node, "select_last_index", 0) != 0));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
 void populateNNBuilders(BuilderTable &table) {
+  table["ArgMax"] = buildArgExtremum<true>;
+  table["ArgMin"] = buildArgExtremum<false>;
   table["Gemm"] = buildGemm;
   table["MatMul"] = buildMatMul;
   table["Conv"] = buildConv;

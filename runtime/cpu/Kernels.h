@@ -164,6 +164,13 @@ template <typename T>
 void arith(const T* a, const int64_t* aShape, int aRank, const T* b, const int64_t* bShape,
            int bRank, T* y, const int64_t* yShape, int yRank, Arith kind);
 
+// ArgMax (isMax) / ArgMin of x viewed as [outer, n, inner] along n
+// (ArgExtremum.cpp): y [outer, inner] is the first index of the extremum, or
+// the last with selectLast. T = float, int64_t, int32_t.
+template <typename T>
+void arg_extremum(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t* y,
+                  bool isMax, bool selectLast);
+
 void fill(float* y, int64_t n, float value);                // y[i] = value
 void copy(const float* x, float* y, int64_t n);             // y[i] = x[i] (no overlap)
 void scale(const float* x, float* y, int64_t n, float a);   // y[i] = a*x[i]; y may alias x

@@ -1,6 +1,7 @@
 // Tests of the arith kernel: int64 and int32 arithmetic (wrapping, division
 // and remainder toward 0 or the divisor's sign, by 0, powers) and float Mod,
-// broadcasting a row and a column. Exact against values worked out by hand.
+// broadcasting a row and a column; arg_extremum (ArgMax/ArgMin) at ties.
+// Exact against values worked out by hand.
 #include "TestUtil.h"
 
 #include <cmath>
@@ -57,4 +58,20 @@ TEST(Arith, ColumnBroadcastAndFloatMod) {
            Arith::Fmod);
   EXPECT_EQ(mod, (std::vector<float>{1.5f, 0.5f, 1.0f, -0.5f, -1.5f, -1.0f}));
   EXPECT_EQ(fmod, (std::vector<float>{1.5f, -1.5f, 1.0f, 1.5f, -1.5f, 1.0f}));
+}
+
+TEST(Arith, ArgExtremumFirstAndLastAtTies) {
+  // x [2, 3, 2] reduced along the middle axis.
+  const std::vector<float> x = {1, 5, 3, 5, 3, 0,  // o = 0
+                                2, 2, 2, 1, 0, 2};  // o = 1
+  std::vector<int64_t> y(4, 9);
+  k::arg_extremum(x.data(), 2, 3, 2, y.data(), /*isMax=*/true, /*selectLast=*/false);
+  EXPECT_EQ(y, (std::vector<int64_t>{1, 0, 0, 0}));
+  k::arg_extremum(x.data(), 2, 3, 2, y.data(), true, true);
+  EXPECT_EQ(y, (std::vector<int64_t>{2, 1, 1, 2}));
+  k::arg_extremum(x.data(), 2, 3, 2, y.data(), false, false);
+  EXPECT_EQ(y, (std::vector<int64_t>{0, 2, 2, 1}));
+  const std::vector<int32_t> ints = {4, -1, 4};
+  k::arg_extremum(ints.data(), 1, 3, 1, y.data(), true, true);
+  EXPECT_EQ(y[0], 2);
 }
