@@ -8,7 +8,7 @@
 //   Tile                   reshape, expand, reshape
 //   ReduceSumSquare, ReduceL2, ReduceL1
 //                          x*x / sqrt / abs around reduce_sum
-//   Trilu                  a constant mask through where
+//   Trilu                  a mask (constant, or from a run-time k) through where
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -144,31 +144,52 @@ static LogicalResult buildNormReduce(NodeContext &nc) {
 }
 
 /// Trilu on a run-time matrix (batch): where(mask, x, 0) with the constant
-/// mask of the kept triangle.
+/// mask of the kept triangle; with a k known only at run time, the mask is
+/// compare(j - i, k) against a constant matrix of diagonal offsets.
 static LogicalResult buildTrilu(NodeContext &nc) {
   Value x = nc.input(0);
   if (!x)
     return failure();
-  int64_t k = 0;
-  if (nc.hasInput(1)) {
-    FailureOr<SmallVector<int64_t>> ks = nc.constInts(1, "k");
-    if (failed(ks))
-      return failure();
-    if (ks->size() != 1)
-      return nc.error() << "k must be one integer", failure();
-    k = (*ks)[0];
-  }
   ArrayRef<int64_t> dims = typeOf(x).getShape();
   if (dims.size() < 2)
     return nc.error() << "needs a matrix (rank >= 2), got " << x.getType(), failure();
   const bool upper = attrInt(nc.node, "upper", 1) != 0;
   const int64_t rows = dims[dims.size() - 2], cols = dims.back();
-  SmallVector<bool> keep;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      keep.push_back(upper ? j - i >= k : j - i <= k);
-  auto maskType = RankedTensorType::get({rows, cols}, nc.b.getI1Type());
-  Value mask = nc.b.create<ConstantOp>(nc.loc, DenseElementsAttr::get(maskType, keep));
+  Value mask;
+  if (nc.hasInput(1) && !nc.host(1)) {
+    Value k = nc.input(1, nc.b.getI64Type());
+    if (!k)
+      return failure();
+    SmallVector<int64_t> offsets;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        offsets.push_back(j - i);
+    auto offsetType = RankedTensorType::get({rows, cols}, nc.b.getI64Type());
+    Value diagonal = nc.b.create<ConstantOp>(
+        nc.loc, DenseElementsAttr::get(offsetType, ArrayRef<int64_t>(offsets)));
+    mask = make<CompareOp>(nc, diagonal, k,
+                           ComparePredicateAttr::get(nc.b.getContext(),
+                                                     upper ? ComparePredicate::ge
+                                                           : ComparePredicate::le));
+    if (!mask)
+      return failure();
+  } else {
+    int64_t k = 0;
+    if (nc.hasInput(1)) {
+      FailureOr<SmallVector<int64_t>> ks = nc.constInts(1, "k");
+      if (failed(ks))
+        return failure();
+      if (ks->size() != 1)
+        return nc.error() << "k must be one integer", failure();
+      k = (*ks)[0];
+    }
+    SmallVector<bool> keep;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        keep.push_back(upper ? j - i >= k : j - i <= k);
+    auto maskType = RankedTensorType::get({rows, cols}, nc.b.getI1Type());
+    mask = nc.b.create<ConstantOp>(nc.loc, DenseElementsAttr::get(maskType, keep));
+  }
   auto zeroType = RankedTensorType::get({}, typeOf(x).getElementType());
   Attribute zeroValue = llvm::isa<FloatType>(zeroType.getElementType())
                             ? Attribute(nc.b.getFloatAttr(zeroType.getElementType(), 0.0))
