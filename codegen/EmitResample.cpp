@@ -69,7 +69,7 @@ std::string resizeParams(FunctionEmitter &fn, ArrayRef<int64_t> x, ArrayRef<int6
                      num(x[r - 1]) + ", " + num(y[r - 2]) + ", " + num(y[r - 1]) + ", " +
                      floatLiteral(scales[r - 2]) + ", " + floatLiteral(scales[r - 1]) +
                      ", dtcrt::cpu::ResizeMode::" +
-                     (mode == "linear" ? "Linear" : "Nearest") +
+                     (mode == "linear" ? "Linear" : mode == "cubic" ? "Cubic" : "Nearest") +
                      ", dtcrt::cpu::ResizeCoordinate::" + coord +
                      ", dtcrt::cpu::ResizeRounding::" + round + "}";
   return fn.program.declareStatic("dtcrt::cpu::Resize2dParams", "kResize", init);
@@ -80,6 +80,8 @@ LogicalResult emitResize(Operation *op, FunctionEmitter &fn) {
   Value x = resize.getInput(), y = resize.getOutput();
   if (failed(requireFloat32(op, x)))
     return failure();
+  if (fn.cuda() && resize.getMode() == "cubic")
+    return codegenError(op) << "the CUDA kernels have no cubic resize";
   std::string p = resizeParams(fn, fn.dims(x), fn.dims(y), resize.getScales(),
                                resize.getMode(), resize.getCoordinateMode(),
                                resize.getNearestMode());
@@ -90,6 +92,8 @@ LogicalResult emitResize(Operation *op, FunctionEmitter &fn) {
 LogicalResult emitResizeGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<ResizeGradOp>(op);
   Value dy = grad.getGrad(), dx = grad.getOutput();
+  if (fn.cuda() && grad.getMode() == "cubic")
+    return codegenError(op) << "the CUDA kernels have no cubic resize";
   std::string p = resizeParams(fn, fn.dims(dx), fn.dims(dy), grad.getScales(), grad.getMode(),
                                grad.getCoordinateMode(), grad.getNearestMode());
   fn.kernel("resize2d_backward", p + ", " + fn.ptr(dy) + ", " + fn.ptr(dx));

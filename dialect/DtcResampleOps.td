@@ -45,7 +45,8 @@ def Dtc_ResizeOp : Dtc_InferredOp<"resize"> {
     half_pixel, pytorch_half_pixel, align_corners or asymmetric;
     `nearest_mode` (nearest only) is round_prefer_floor, round_prefer_ceil,
     floor or ceil. Linear resizing clamps source coordinates to the input
-    (ONNX's and PyTorch's border rule).
+    (ONNX's and PyTorch's border rule); `mode` "cubic" is bicubic (Keys,
+    A = -0.75) with the input's edge values repeated beyond it.
   }];
   let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$sizes,
                        DenseF32ArrayAttr:$scales,

@@ -80,8 +80,8 @@ static LogicalResult checkResize(std::optional<Location> loc, StringRef op,
                                  ArrayRef<float> scales, StringRef mode,
                                  StringRef coordinateMode, StringRef nearestMode) {
   std::string prefix = ("dtc." + op + ": ").str();
-  if (mode != "nearest" && mode != "linear")
-    return inferenceError(loc, Twine(prefix) + "mode must be nearest or linear, got \"" + mode +
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return inferenceError(loc, Twine(prefix) + "mode must be nearest, linear or cubic, got \"" + mode +
                                    "\"");
   if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
                            "asymmetric"},

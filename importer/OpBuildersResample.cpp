@@ -3,13 +3,14 @@
 // The ops that change spatial extent. Pads, scales and sizes must be
 // compile-time constants; an all-zero Pad (PyTorch exports one before every
 // nn.AvgPool2d from opset 11 on) imports as nothing. Refused, with one line
-// naming the node: negative pads (cropping), Pad's wrap mode, cubic and
-// antialiased resizing, tf_crop_and_resize, and resizing anything but the
-// last two dimensions. ConvTranspose is 2-D (1-D runs as 2-D with a unit
+// naming the node: negative pads (cropping), Pad's wrap mode, antialiased
+// resizing, cubic with another A than -0.75, tf_crop_and_resize, and
+// resizing anything but the last two dimensions. ConvTranspose is 2-D (1-D runs as 2-D with a unit
 // height); its bias is a broadcast dtc.add.
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -115,8 +116,8 @@ static LogicalResult buildResizeOp(NodeContext &nc, Value x, SmallVector<float> 
                                    SmallVector<int64_t> sizes, StringRef mode,
                                    StringRef coordinate, StringRef nearest) {
   ArrayRef<int64_t> in = typeOfValue(x).getShape();
-  if (mode != "nearest" && mode != "linear")
-    return nc.error() << "mode \"" << mode << "\" is not supported (nearest, linear)",
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return nc.error() << "mode \"" << mode << "\" is not supported (nearest, linear, cubic)",
            failure();
   if (!scales.empty() && !sizes.empty())
     return nc.error() << "expects scales or sizes, not both", failure();
@@ -163,6 +164,11 @@ static LogicalResult buildResize(NodeContext &nc) {
     return nc.error() << "antialias=1 is not supported", failure();
   if (attrInt(nc.node, "exclude_outside", 0) != 0)
     return nc.error() << "exclude_outside=1 is not supported", failure();
+  float cubicA = attrFloat(nc.node, "cubic_coeff_a", -0.75f);
+  if (mode == "cubic" && cubicA != -0.75f)
+    return nc.error() << "cubic_coeff_a " << llvm::formatv("{0}", cubicA).str()
+                      << " is not supported (only -0.75, PyTorch's)",
+           failure();
   if (attrInts(nc.node, "axes"))
     return nc.error() << "the axes attribute is not supported", failure();
   std::string policy = attrString(nc.node, "keep_aspect_ratio_policy", "stretch");

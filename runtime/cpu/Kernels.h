@@ -553,7 +553,9 @@ void pad(const float* x, const int64_t* xShape, int rank, const int64_t* pads, P
 void pad_backward(const float* dy, const int64_t* xShape, int rank, const int64_t* pads,
                   PadMode mode, float* dx);
 
-enum class ResizeMode : int { Nearest = 0, Linear = 1 };
+// Cubic: Keys' bicubic with A = -0.75 over 4 x 4 taps, the source coordinate
+// unclamped and the input's edge values repeated beyond it (CPU only).
+enum class ResizeMode : int { Nearest = 0, Linear = 1, Cubic = 2 };
 // How an output coordinate maps to an input one (ONNX coordinate_transformation_mode).
 enum class ResizeCoordinate : int {
   HalfPixel = 0,         // (x + 0.5) / scale - 0.5
@@ -572,8 +574,8 @@ struct Resize2dParams {
   ResizeRounding rounding;
 };
 // y = x resized over its last two dimensions: nearest (the rounded source
-// coordinate, clamped to the input) or bilinear (source coordinates clamped
-// to [0, in - 1], as ONNX and PyTorch).
+// coordinate, clamped to the input), bilinear (source coordinates clamped
+// to [0, in - 1], as ONNX and PyTorch) or bicubic.
 void resize2d(const Resize2dParams& p, const float* x, float* y);
 // dx (overwritten) = gradient of sum(dy * resize2d(x)) w.r.t. x: each dy
 // element scatter-added to its source taps with the forward's weights.

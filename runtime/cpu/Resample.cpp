@@ -1,5 +1,5 @@
 // Padding and resizing: pad (constant, reflect, edge) and its backward, and
-// nearest/bilinear resize of the last two dimensions and its backward. The
+// nearest/bilinear/bicubic resize of the last two dimensions and its backward. The
 // backward passes scatter-add each dy element into the x element(s) it was
 // read from, in a fixed order per slab (an independent range of leading
 // dimensions), so results do not depend on the thread count.
@@ -126,15 +126,27 @@ inline float resizeSource(int64_t o, int64_t in, int64_t out, float scale,
   return 0.0f;
 }
 
-// Up to two input taps and their weights along one dimension.
+// Up to four input taps and their weights along one dimension.
 struct Taps1d {
-  int64_t i0, i1;
-  float w0, w1;
+  int n;
+  int64_t i[4];
+  float w[4];
 };
+
+// Keys' cubic convolution weight of a tap at distance s (ONNX's and
+// PyTorch's bicubic, A = -0.75).
+inline float cubicWeight(float s) {
+  constexpr float A = -0.75f;
+  s = std::fabs(s);
+  if (s <= 1.0f) return ((A + 2.0f) * s - (A + 3.0f)) * s * s + 1.0f;
+  if (s < 2.0f) return ((A * s - 5.0f * A) * s + 8.0f * A) * s - 4.0f * A;
+  return 0.0f;
+}
 
 inline Taps1d resizeTaps(const Resize2dParams& p, int64_t o, int64_t in, int64_t out,
                          float scale) {
   float src = resizeSource(o, in, out, scale, p.coordinate);
+  auto clampIndex = [in](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
   if (p.mode == ResizeMode::Nearest) {
     float r;
     switch (p.rounding) {
@@ -143,14 +155,25 @@ inline Taps1d resizeTaps(const Resize2dParams& p, int64_t o, int64_t in, int64_t
       case ResizeRounding::Floor: r = std::floor(src); break;
       default: r = std::ceil(src); break;
     }
-    int64_t i = std::min<int64_t>(std::max<int64_t>(int64_t(r), 0), in - 1);
-    return {i, i, 1.0f, 0.0f};
+    return {1, {clampIndex(int64_t(r))}, {1.0f}};
+  }
+  if (p.mode == ResizeMode::Cubic) {
+    // Taps floor(src) - 1 .. floor(src) + 2, unclamped coordinate, edge
+    // values repeated beyond the input.
+    float f = std::floor(src), t = src - f;
+    int64_t base = int64_t(f) - 1;
+    Taps1d taps{4, {}, {}};
+    for (int k = 0; k < 4; ++k) {
+      taps.i[k] = clampIndex(base + k);
+      taps.w[k] = cubicWeight(t + 1.0f - float(k));
+    }
+    return taps;
   }
   src = std::max(src, 0.0f);
   int64_t i0 = std::min<int64_t>(int64_t(src), in - 1);
   int64_t i1 = std::min<int64_t>(i0 + 1, in - 1);
   float w1 = std::min(src - float(i0), 1.0f);
-  return {i0, i1, 1.0f - w1, w1};
+  return {2, {i0, i1}, {1.0f - w1, w1}};
 }
 
 }  // namespace
@@ -163,12 +186,14 @@ void resize2d(const Resize2dParams& p, const float* x, float* y) {
       Taps1d h = resizeTaps(p, oh, p.H, p.OH, p.scaleH);
       for (int64_t ow = 0; ow < p.OW; ++ow) {
         Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW);
-        const float* r0 = xp + h.i0 * p.W;
-        const float* r1 = xp + h.i1 * p.W;
-        yp[oh * p.OW + ow] = p.mode == ResizeMode::Nearest
-                                 ? r0[w.i0]
-                                 : h.w0 * (w.w0 * r0[w.i0] + w.w1 * r0[w.i1]) +
-                                       h.w1 * (w.w0 * r1[w.i0] + w.w1 * r1[w.i1]);
+        float sum = 0.0f;
+        for (int a = 0; a < h.n; ++a) {
+          const float* row = xp + h.i[a] * p.W;
+          float across = 0.0f;
+          for (int b = 0; b < w.n; ++b) across += w.w[b] * row[w.i[b]];
+          sum += h.w[a] * across;
+        }
+        yp[oh * p.OW + ow] = sum;
       }
     }
   });
@@ -184,14 +209,8 @@ void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx) {
       for (int64_t ow = 0; ow < p.OW; ++ow) {
         Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW);
         float g = dyp[oh * p.OW + ow];
-        if (p.mode == ResizeMode::Nearest) {
-          dxp[h.i0 * p.W + w.i0] += g;
-          continue;
-        }
-        dxp[h.i0 * p.W + w.i0] += h.w0 * w.w0 * g;
-        dxp[h.i0 * p.W + w.i1] += h.w0 * w.w1 * g;
-        dxp[h.i1 * p.W + w.i0] += h.w1 * w.w0 * g;
-        dxp[h.i1 * p.W + w.i1] += h.w1 * w.w1 * g;
+        for (int a = 0; a < h.n; ++a)
+          for (int b = 0; b < w.n; ++b) dxp[h.i[a] * p.W + w.i[b]] += h.w[a] * w.w[b] * g;
       }
     }
   });

@@ -328,9 +328,9 @@ func.func @resize_channels(%x: tensor<1x3x4x4xf32>) {
 // -----
 
 func.func @resize_mode(%x: tensor<1x3x4x4xf32>) {
-  // expected-error@+2 {{dtc.resize: mode must be nearest or linear, got "cubic"}}
+  // expected-error@+2 {{dtc.resize: mode must be nearest, linear or cubic, got "area"}}
   // expected-error@+1 {{failed to infer returned types}}
-  %0 = dtc.resize %x {sizes = array<i64: 1, 3, 8, 8>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, mode = "cubic"} : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+  %0 = dtc.resize %x {sizes = array<i64: 1, 3, 8, 8>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, mode = "area"} : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
   return
 }
 

@@ -149,11 +149,47 @@ TEST(Resize, NearestMatchesPyTorch) {
   expectClose(half, Vec{11, 13}, 0, 0, "nearest round_prefer_ceil");
 }
 
+TEST(Resize, BicubicMatchesPyTorch) {
+  const Vec x = resizeInput();
+  Vec y(35);
+  // F.interpolate(x, size=(5, 7), mode="bicubic", align_corners=False): the
+  // source coordinate goes below 0 and past the end (edge values repeat).
+  k::resize2d(resizeParams(1, 3, 4, 5, 7, k::ResizeMode::Cubic,
+                           k::ResizeCoordinate::PytorchHalfPixel),
+              x.data(), y.data());
+  expectClose(y,
+              Vec{-1.241609f, -1.052377f, -0.743704f, -0.442000f, -0.140296f, 0.168377f,
+                  0.357608f, -0.417607f, -0.228376f, 0.080297f, 0.382001f, 0.683704f,
+                  0.992378f, 1.181609f, 0.950392f, 1.139623f, 1.448296f, 1.750000f,
+                  2.051703f, 2.360377f, 2.549608f, 2.318393f, 2.507622f, 2.816296f,
+                  3.118000f, 3.419703f, 3.728377f, 3.917608f, 3.142394f, 3.331623f,
+                  3.640296f, 3.942000f, 4.243704f, 4.552377f, 4.741609f},
+              1e-5, 0, "bicubic half_pixel");
+  // align_corners=True
+  k::resize2d(resizeParams(1, 3, 4, 5, 7, k::ResizeMode::Cubic,
+                           k::ResizeCoordinate::AlignCorners),
+              x.data(), y.data());
+  expectClose(y,
+              Vec{-1.0f, -0.796875f, -0.5f, -0.25f, 0.0f, 0.296875f, 0.5f, -0.1875f, 0.015625f,
+                  0.3125f, 0.5625f, 0.8125f, 1.109375f, 1.3125f, 1.0f, 1.203125f, 1.5f, 1.75f,
+                  2.0f, 2.296875f, 2.5f, 2.1875f, 2.390625f, 2.6875f, 2.9375f, 3.1875f,
+                  3.484375f, 3.6875f, 3.0f, 3.203125f, 3.5f, 3.75f, 4.0f, 4.296875f, 4.5f},
+              1e-5, 0, "bicubic align_corners");
+  // Downsampling a row 6 -> 4 (no antialiasing).
+  const Vec row = {0, 3, 1, 4, 1, 5};
+  Vec down(4);
+  k::resize2d(resizeParams(1, 1, 6, 1, 4, k::ResizeMode::Cubic,
+                           k::ResizeCoordinate::PytorchHalfPixel),
+              row.data(), down.data());
+  expectClose(down, Vec{0.75f, 1.2421875f, 3.49609375f, 3.98828125f}, 4e-6, 0,
+              "bicubic downsample");
+}
+
 TEST(Resize, BackwardIsTheAdjoint) {
   Rng rng(9);
   using C = k::ResizeCoordinate;
   const C coords[] = {C::HalfPixel, C::PytorchHalfPixel, C::AlignCorners, C::Asymmetric};
-  for (k::ResizeMode mode : {k::ResizeMode::Nearest, k::ResizeMode::Linear})
+  for (k::ResizeMode mode : {k::ResizeMode::Nearest, k::ResizeMode::Linear, k::ResizeMode::Cubic})
     for (C c : coords)
       for (auto [oh, ow] : {std::pair<int64_t, int64_t>{7, 10}, {2, 3}}) {
         const k::Resize2dParams p = resizeParams(2, 3, 5, oh, ow, mode, c,
