@@ -1,4 +1,9 @@
 //===- EmitShape.cpp - C++ for the data-movement ops and ArgMax/ArgMin ---===//
+//
+// Transpose, Expand, Concat, Split, Slice, Gather, GatherElements (the last
+// CPU only), their gradients, and ArgMax/ArgMin.
+//
+//===----------------------------------------------------------------------===//
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
@@ -151,6 +156,41 @@ LogicalResult emitGatherGrad(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// GatherElements and its backward (CPU only; int64 indices).
+LogicalResult emitGatherElements(Operation *op, FunctionEmitter &fn) {
+  auto gather = cast<GatherElementsOp>(op);
+  Value data = gather.getData(), indices = gather.getIndices();
+  StringRef type = cppElementType(data.getType());
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no GatherElements";
+  if (cppElementType(indices.getType()) != "int64_t")
+    return codegenError(op) << "gather_elements indices must be int64";
+  if (type != "float" && type != "int64_t" && type != "int32_t")
+    return codegenError(op) << "the kernels gather float32, int64 or int32 values, got "
+                            << data.getType();
+  int64_t axis = *normalizeAxis(gather.getAxis(), fn.rank(data));
+  fn.kernel("gather_elements", fn.ptr(data) + ", " + fn.shape(data) + ", " + fn.ptr(indices) +
+                                   ", " + fn.shape(indices) + ", " + num(fn.rank(data)) + ", " +
+                                   num(axis) + ", " + fn.ptr(gather.getOutput()));
+  return success();
+}
+
+LogicalResult emitGatherElementsGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<GatherElementsGradOp>(op);
+  Value indices = grad.getIndices();
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no GatherElements";
+  if (cppElementType(indices.getType()) != "int64_t")
+    return codegenError(op) << "gather_elements indices must be int64";
+  ArrayRef<int64_t> dataShape = grad.getDataShape();
+  int64_t axis = *normalizeAxis(grad.getAxis(), dataShape.size());
+  fn.kernel("gather_elements_backward",
+            fn.ptr(grad.getGrad()) + ", " + fn.ptr(indices) + ", " + fn.shape(indices) + ", " +
+                fn.shape(dataShape) + ", " + num(dataShape.size()) + ", " + num(axis) + ", " +
+                fn.ptr(grad.getOutput()));
+  return success();
+}
+
 /// ArgMax/ArgMin: the input as [outer, n, inner] around the axis (CPU only).
 LogicalResult emitArgExtremum(Operation *op, FunctionEmitter &fn) {
   auto arg = cast<ArgExtremumOp>(op);
@@ -179,6 +219,8 @@ LogicalResult emitArgExtremum(Operation *op, FunctionEmitter &fn) {
 
 void populateShapeEmitters(OpEmitterTable &table) {
   table["dtc.arg_extremum"] = emitArgExtremum;
+  table["dtc.gather_elements"] = emitGatherElements;
+  table["dtc.gather_elements_grad"] = emitGatherElementsGrad;
   table["dtc.transpose"] = emitTranspose;
   table["dtc.expand"] = emitExpand;
   table["dtc.concat"] = emitConcat;

@@ -159,6 +159,13 @@ def Dtc_GatherGradOp : Dtc_InferredOp<"gather_grad"> {
   let results = (outs Dtc_FloatTensor:$output);
 }
 
+def Dtc_GatherElementsGradOp : Dtc_InferredOp<"gather_elements_grad"> {
+  let summary = "scatter-adds dy into zeros of data's shape (GatherElements backward)";
+  let arguments = (ins Dtc_FloatTensor:$grad, Dtc_IndexTensor:$indices,
+                       DenseI64ArrayAttr:$data_shape, I64Attr:$axis);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
 def Dtc_ConvColumnsOp : Dtc_InferredOp<"conv_columns"> {
   let summary = "the im2col column matrix of a convolution's input, kept for backward";
   let description = [{

@@ -74,6 +74,18 @@ def Dtc_GatherOp : Dtc_InferredOp<"gather"> {
   let results = (outs Dtc_Tensor:$output);
 }
 
+def Dtc_GatherElementsOp : Dtc_InferredOp<"gather_elements"> {
+  let summary = "picks data elements along `axis` at `indices` (ONNX GatherElements)";
+  let description = [{
+    The output has the indices' shape: output[i..., j, k...] =
+    data[i..., indices[i..., j, k...], k...] with j at `axis` (a negative
+    index counts from the end). The other dimensions of indices may not
+    exceed data's.
+  }];
+  let arguments = (ins Dtc_Tensor:$data, Dtc_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Dtc_Tensor:$output);
+}
+
 def Dtc_ExpandOp : Dtc_InferredOp<"expand"> {
   let summary = "broadcasts to a static shape (ONNX Expand)";
   let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$shape);

@@ -140,6 +140,13 @@ LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   return success();
 }
 
+LogicalResult GatherElementsGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type> &types) {
+  pushShaped(types, adaptor.getGrad(), adaptor.getDataShape());
+  return success();
+}
+
 /// Floats of the kept column matrix: C*R*S*N*OH*OW (the runtime's
 /// conv2d_columns_floats), none for a 1x1, stride-1, unpadded convolution.
 int64_t dtc::convColumnsFloats(ArrayRef<int64_t> input, ArrayRef<int64_t> weight,

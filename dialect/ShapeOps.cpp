@@ -200,6 +200,27 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  RankedTensorType data = tensorOf(adaptor.getData());
+  RankedTensorType indices = tensorOf(adaptor.getIndices());
+  std::optional<int64_t> axis = normalizeAxis(adaptor.getAxis(), data.getRank());
+  if (!axis)
+    return inferenceError(loc, "dtc.gather_elements: axis out of range");
+  if (indices.getRank() != data.getRank())
+    return inferenceError(loc, "dtc.gather_elements: indices " +
+                                   formatShape(indices.getShape()) + " and data " +
+                                   formatShape(data.getShape()) + " differ in rank");
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != *axis && indices.getDimSize(d) > data.getDimSize(d))
+      return inferenceError(loc, "dtc.gather_elements: indices " +
+                                     formatShape(indices.getShape()) + " exceed data " +
+                                     formatShape(data.getShape()) + " off the axis");
+  types.push_back(data.clone(indices.getShape()));
+  return success();
+}
+
 LogicalResult ExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType input = tensorOf(adaptor.getInput());

@@ -92,9 +92,20 @@ LogicalResult vjp(GatherOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Val
   return success();
 }
 
+/// GatherElements: dy scatter-added back to the picked elements; none for
+/// the indices.
+LogicalResult vjp(GatherElementsOp op, OpBuilder &b, ValueRange dys,
+                  SmallVectorImpl<Value> &dxs) {
+  dxs.assign({b.create<GatherElementsGradOp>(
+                  op.getLoc(), dys[0], op.getIndices(),
+                  b.getDenseI64ArrayAttr(tensorOf(op.getData()).getShape()), op.getAxisAttr()),
+              Value()});
+  return success();
+}
+
 void attachShapeVJPs(MLIRContext *context) {
   attachVJPs<FlattenOp, ReshapeOp, SqueezeOp, UnsqueezeOp, TransposeOp, ExpandOp,
-             ConcatOp, SplitOp, SliceOp, GatherOp>(context);
+             ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp>(context);
 }
 
 } // namespace dtc

@@ -1,7 +1,7 @@
 //===- OpBuildersShape.cpp - data-movement ONNX ops -> dtc -----------------===//
 //
-// Constant, Flatten, Reshape, Transpose, Concat, Slice, Gather, Squeeze,
-// Unsqueeze, Split and Expand. Their shape operands (Reshape's shape, Slice's
+// Constant, Flatten, Reshape, Transpose, Concat, Slice, Gather,
+// GatherElements, Squeeze, Unsqueeze, Split and Expand. Their shape operands (Reshape's shape, Slice's
 // starts, the axes inputs of opset 13+) must be compile-time constants; they
 // become attributes of the dtc ops.
 //
@@ -171,6 +171,26 @@ static LogicalResult buildGather(NodeContext &nc) {
   return finish(nc, nc.create<GatherOp>(1, data, indices, nc.b.getI64IntegerAttr(*normalized)));
 }
 
+/// GatherElements: int64 indices (int32 ones are cast) of data's rank.
+static LogicalResult buildGatherElements(NodeContext &nc) {
+  Value data = nc.input(0);
+  Value indices = data ? nc.input(1, nc.b.getI64Type()) : Value();
+  if (!indices)
+    return failure();
+  if (!typeOfValue(indices).getElementType().isInteger(64)) {
+    auto cast = nc.create<CastOp>(1, indices, TypeAttr::get(nc.b.getI64Type()));
+    if (!cast)
+      return failure();
+    indices = cast;
+  }
+  int64_t axis = attrInt(nc.node, "axis", 0);
+  std::optional<int64_t> normalized = normalizeAxis(axis, typeOfValue(data).getRank());
+  if (!normalized)
+    return nc.error() << "axis " << axis << " is out of range for " << data.getType(), failure();
+  return finish(nc, nc.create<GatherElementsOp>(1, data, indices,
+                                                nc.b.getI64IntegerAttr(*normalized)));
+}
+
 static LogicalResult buildSqueeze(NodeContext &nc) {
   Value x = nc.input(0);
   if (!x)
@@ -265,6 +285,7 @@ void populateShapeBuilders(BuilderTable &table) {
   table["Concat"] = buildConcat;
   table["Slice"] = buildSlice;
   table["Gather"] = buildGather;
+  table["GatherElements"] = buildGatherElements;
   table["Squeeze"] = buildSqueeze;
   table["Unsqueeze"] = buildUnsqueeze;
   table["Split"] = buildSplit;

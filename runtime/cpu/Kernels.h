@@ -432,6 +432,15 @@ void gather(const T* data, const int64_t* dataShape, int rank, int axis,
 // dData (overwritten, zeroed first) of dataShape: scatter-add of dy (gather's output shape).
 void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices,
                      const int64_t* dataShape, int rank, int axis, float* dData);
+// GatherElements: y (idxShape, same rank as data) picks data at the index's
+// position with its `axis` coordinate replaced by the index (negative counts
+// from the end; out of range throws). T = float, int64_t, int32_t.
+template <typename T>
+void gather_elements(const T* data, const int64_t* dataShape, const int64_t* indices,
+                     const int64_t* idxShape, int rank, int axis, T* y);
+// dData (overwritten, zeroed first): dy scatter-added to the picked elements.
+void gather_elements_backward(const float* dy, const int64_t* indices, const int64_t* idxShape,
+                              const int64_t* dataShape, int rank, int axis, float* dData);
 // y = broadcast of x (xShape) to yShape (numpy rules).
 template <typename T>
 void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,

@@ -264,6 +264,54 @@ void gather_backward(const float* dy, const int64_t* indices, int64_t numIndices
   }
 }
 
+namespace {
+
+// Calls fn(flat index into indices, flat index into data) for every index of
+// GatherElements: the index's position with its axis coordinate replaced.
+template <typename Fn>
+void forEachElementIndex(const char* kernel, const int64_t* indices, const int64_t* idxShape,
+                         const int64_t* dataShape, int rank, int axis, Fn&& fn) {
+  if (axis < 0 || axis >= rank) fail(kernel, "axis %d out of range for rank %d", axis, rank);
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d) count *= idxShape[d];
+  int64_t pos[kMaxRank] = {};
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t src = 0;
+    for (int d = 0; d < rank; ++d)
+      src = src * dataShape[d] +
+            (d == axis ? wrapIndex(kernel, indices[i], dataShape[d]) : pos[d]);
+    fn(i, src);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++pos[d] < idxShape[d]) break;
+      pos[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void gather_elements(const T* data, const int64_t* dataShape, const int64_t* indices,
+                     const int64_t* idxShape, int rank, int axis, T* y) {
+  forEachElementIndex("gather_elements", indices, idxShape, dataShape, rank, axis,
+                      [&](int64_t i, int64_t src) { y[i] = data[src]; });
+}
+template void gather_elements(const float*, const int64_t*, const int64_t*, const int64_t*,
+                              int, int, float*);
+template void gather_elements(const int64_t*, const int64_t*, const int64_t*, const int64_t*,
+                              int, int, int64_t*);
+template void gather_elements(const int32_t*, const int64_t*, const int64_t*, const int64_t*,
+                              int, int, int32_t*);
+
+void gather_elements_backward(const float* dy, const int64_t* indices, const int64_t* idxShape,
+                              const int64_t* dataShape, int rank, int axis, float* dData) {
+  int64_t size = 1;
+  for (int d = 0; d < rank; ++d) size *= dataShape[d];
+  fill(dData, size, 0.0f);
+  forEachElementIndex("gather_elements_backward", indices, idxShape, dataShape, rank, axis,
+                      [&](int64_t i, int64_t src) { dData[src] += dy[i]; });
+}
+
 template <typename T>
 void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,
             int yRank) {

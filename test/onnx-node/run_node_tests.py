@@ -55,7 +55,7 @@ SUPPORTED_OPS = {
     "Floor", "Ceil", "Round", "Reciprocal", "Max", "Min", "Sum", "Mean",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
     "SoftmaxCrossEntropyLoss", "InstanceNormalization", "Tile", "ReduceSumSquare", "ReduceL2",
-    "ReduceL1", "Trilu", "ArgMax", "ArgMin",
+    "ReduceL1", "Trilu", "ArgMax", "ArgMin", "GatherElements",
     "Pad", "Resize", "ConvTranspose",
     "LSTM", "GRU", "RNN",
     # folded at compile time (shapes are static)

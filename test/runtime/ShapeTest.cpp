@@ -193,3 +193,25 @@ TEST(Expand, Broadcasts) {
       ASSERT_EQ(y[(size_t)o], x[(size_t)broadcastIndex(unravel(o, ys), xs)]);
   }
 }
+
+TEST(GatherElements, ForwardAndBackward) {
+  // data [3, 3] = 1..9; ONNX's example along axis 0, a negative index, and
+  // axis 1 picking one element twice.
+  const std::vector<float> data = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const Shape ds = {3, 3}, is = {2, 3};
+  const std::vector<int64_t> rows = {1, 2, 0, 2, 0, -3};
+  std::vector<float> y(6);
+  k::gather_elements(data.data(), ds.data(), rows.data(), is.data(), 2, 0, y.data());
+  EXPECT_EQ(y, (std::vector<float>{4, 8, 3, 7, 2, 3}));
+  const std::vector<int64_t> cols = {2, 2, 0, 1, 0, 1};
+  k::gather_elements(data.data(), ds.data(), cols.data(), is.data(), 2, 1, y.data());
+  EXPECT_EQ(y, (std::vector<float>{3, 3, 1, 5, 4, 5}));
+  const std::vector<float> dy = {1, 2, 3, 4, 5, 6};
+  std::vector<float> dx(9, 99.0f);
+  k::gather_elements_backward(dy.data(), cols.data(), is.data(), ds.data(), 2, 1, dx.data());
+  EXPECT_EQ(dx, (std::vector<float>{3, 0, 3, 5, 10, 0, 0, 0, 0}));
+  const std::vector<int32_t> ints = {10, 20, 30, 40, 50, 60, 70, 80, 90};
+  std::vector<int32_t> yi(6);
+  k::gather_elements(ints.data(), ds.data(), rows.data(), is.data(), 2, 0, yi.data());
+  EXPECT_EQ(yi, (std::vector<int32_t>{40, 80, 30, 70, 20, 30}));
+}
