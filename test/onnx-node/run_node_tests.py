@@ -13,8 +13,9 @@ every output with the expected one. Each test is classified as
 
 A test dtc refuses because a graph input is not a compile-time constant (a
 shape, axes, a ratio) is run again as `NAME@const`, with those inputs turned
-into initializers from the test data; one written at an opset older than dtc
-supports is run again as `NAME@opset11`, upgraded by ONNX's version converter.
+into initializers from the test data; one dtc refuses for its opset (older than
+11, with an op defined there otherwise than at 11) is run again as
+`NAME@opset11`, upgraded by ONNX's version converter.
 
 Writes a Markdown report (per op: passed/total and a one-line reason for every
 case that does not pass) and prints `N passed, N refused, N wrong, N crashed`.
@@ -400,8 +401,9 @@ def write_report(path, results, counts, data_dir):
         "because it compiles for static shapes. For each such test, `NAME@const` is the "
         "same test with those inputs turned into initializers holding the test's values "
         "(as PyTorch exports them); it counts as a test of its own. Likewise a test "
-        "written at an opset older than %d, the first dtc supports, runs again as "
-        "`NAME@opset%d`, upgraded by ONNX's version converter." % (MIN_OPSET, MIN_OPSET),
+        "dtc refuses for its opset (older than %d, with an op defined there otherwise "
+        "than at %d) runs again as `NAME@opset%d`, upgraded by ONNX's version "
+        "converter." % (MIN_OPSET, MIN_OPSET, MIN_OPSET),
         "",
         "| op | passed | total | not passing |",
         "|---|---|---|---|",
