@@ -25,9 +25,10 @@ std::unique_ptr<Work> Communicator::allGatherBlocks(const float* mine, float* ou
   const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
   const size_t before = std::accumulate(counts.begin(), counts.begin() + rank(), size_t{0});
   const size_t own = counts[static_cast<size_t>(rank())];
-  if (out + before != mine) std::memmove(out + before, mine, own * sizeof(float));
-  std::memset(out, 0, before * sizeof(float));
-  std::memset(out + before + own, 0, (total - before - own) * sizeof(float));
+  // (An empty block may come as a null pointer: no memmove/memset from it.)
+  if (own > 0 && out + before != mine) std::memmove(out + before, mine, own * sizeof(float));
+  if (before > 0) std::memset(out, 0, before * sizeof(float));
+  if (total > before + own) std::memset(out + before + own, 0, (total - before - own) * sizeof(float));
   return allReduce(out, total, ReduceOp::Sum);
 }
 
