@@ -117,4 +117,46 @@ def Dtc_GatherParamsWaitOp : Dtc_Op<"gather_params_wait",
   }];
 }
 
+// Tensor parallelism (dtc --tp=K, `dtc-tensor-parallel`). The K ranks of a
+// tensor-parallel group run the same step on the same batch; a split layer
+// pair (column-parallel, then row-parallel) computes a slice of its hidden
+// features on each rank. These two ops are Megatron-LM's f and g: they are
+// each other's vector-Jacobian product.
+
+def Dtc_TpCopyOp : Dtc_SameTypeOp<"tp_copy"> {
+  let summary = "enters a tensor-parallel region: identity forward, all-reduce backward";
+  let description = [{
+    The value every rank of the tensor-parallel group holds whole, read by a
+    column-parallel layer (whose weight each rank holds a column slice of).
+    Forward it is the identity; its gradient is the sum over the group of
+    each rank's partial gradient (a `dtc.tp_reduce`).
+
+    ```mlir
+    %x1 = dtc.tp_copy %x : tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Dtc_TpReduceOp : Dtc_SameTypeOp<"tp_reduce"> {
+  let summary = "leaves a tensor-parallel region: sum over the group forward, identity backward";
+  let description = [{
+    The output of a row-parallel layer is a partial sum on each rank (its
+    slice of the hidden features times its row slice of the weight); this
+    op all-reduces it (sum) over the tensor-parallel group, blocking, so
+    every rank holds the whole result. Its gradient is the identity (a
+    `dtc.tp_copy`). Every rank issues the same reductions in the same order
+    (`dtc-verify-collectives` lists them in the step's collective schedule).
+
+    ```mlir
+    %y = dtc.tp_reduce %partial : tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 #endif // DTC_COLLECTIVE_OPS_TD

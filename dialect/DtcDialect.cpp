@@ -31,6 +31,7 @@ void DtcDialect::initialize() {
   attachNNVJPs(getContext());
   attachShapeVJPs(getContext());
   attachResampleVJPs(getContext());
+  attachCollectiveVJPs(getContext());
 }
 
 Operation *DtcDialect::materializeConstant(OpBuilder &builder, Attribute value,

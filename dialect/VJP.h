@@ -2,7 +2,8 @@
 //
 // Each forward op implements DifferentiableOpInterface through an external
 // model attached when the dialect loads; the models live in VJPMath.cpp,
-// VJPNN.cpp and VJPShape.cpp, one `vjp` overload per op.
+// VJPNN.cpp, VJPShape.cpp, VJPResample.cpp and VJPCollective.cpp, one `vjp`
+// overload per op.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_DIALECT_VJP_H
@@ -48,6 +49,7 @@ void attachMathVJPs(mlir::MLIRContext *context);
 void attachNNVJPs(mlir::MLIRContext *context);
 void attachShapeVJPs(mlir::MLIRContext *context);
 void attachResampleVJPs(mlir::MLIRContext *context);
+void attachCollectiveVJPs(mlir::MLIRContext *context);
 
 } // namespace dtc
 
