@@ -58,6 +58,13 @@ inline constexpr char kFlatOffset[] = "dtc.flat_offset";
 inline constexpr char kFlatStateOffset[] = "dtc.flat_state_offset";
 inline constexpr char kFlatStateElements[] = "dtc.flat_state_elements";
 
+/// dtc --tp=K (dtc-tensor-parallel). On the module: K, the ranks of a
+/// tensor-parallel group (I64). On a split weight: the dimension along which
+/// each rank holds 1/K of it, rank r the r-th slice; the param's type is the
+/// slice's (I64).
+inline constexpr char kTensorParallel[] = "dtc.tensor_parallel";
+inline constexpr char kTpSplitDim[] = "dtc.tp_split_dim";
+
 } // namespace dtc::attr
 
 #endif // DTC_DIALECT_PLANATTRIBUTES_H

@@ -284,6 +284,57 @@ def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   ];
 }
 
+def TensorParallel : Pass<"dtc-tensor-parallel", "mlir::ModuleOp"> {
+  let summary = "Splits each linear layer pair over a tensor-parallel group (Megatron)";
+  let description = [{
+    The `--tp=K` pass, on @forward before the loss and autodiff. It finds
+    each column/row layer pair: a `dtc.gemm` reading a weight that nothing
+    else reads, then only ops that work feature by feature on its output
+    (reshapes that keep the features last, bias adds, activations), then a
+    second `dtc.gemm` reading that value alone with its own weight. A
+    transformer's MLP and a classifier's hidden layer are such pairs.
+
+    * the first weight (and its bias) is split by output features: each of
+      the K ranks holds and updates 1/K of them (the param's type becomes
+      the slice, `dtc.tp_split_dim` says which dimension; the runtime loads
+      rank r's slice of the initializer);
+    * the second weight is split by input features (rows), so each rank's
+      product is a partial sum;
+    * `dtc.tp_copy` marks the region's input and `dtc.tp_reduce` sums the
+      partial products (Megatron-LM's f and g); the second layer's bias is
+      added once, after the sum. Autodiff turns f into the backward
+      all-reduce of the input's gradient, and g into the identity.
+
+    The activations between the layers, their gradients and the split
+    weights' gradients and optimizer state shrink to 1/K per rank; the rest
+    of the model is replicated and computed identically on every rank of the
+    group (every rank reads the same batch). The module's
+    `dtc.tensor_parallel` records K. A pair whose hidden size K does not
+    divide is an error; finding no pair is an error.
+
+    Before (`fc1`: 128 hidden features):
+    ```mlir
+    %h = dtc.gemm %x, %w1, %b1 {transB = true} : ... -> tensor<8x128xf32>
+    %a = dtc.relu %h : tensor<8x128xf32>
+    %y = dtc.gemm %a, %w2, %b2 {transB = true} : ... -> tensor<8x10xf32>
+    ```
+    After, with K = 2:
+    ```mlir
+    %xc = dtc.tp_copy %x : tensor<8x784xf32>
+    %h = dtc.gemm %xc, %w1, %b1 {transB = true} : ... -> tensor<8x64xf32>
+    %a = dtc.relu %h : tensor<8x64xf32>
+    %p = dtc.gemm %a, %w2 {transB = true} : ... -> tensor<8x10xf32>
+    %s = dtc.tp_reduce %p : tensor<8x10xf32>
+    %y = dtc.add %s, %b2 : ...
+    ```
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "ranks of a tensor-parallel group (1: nothing is split)">
+  ];
+}
+
 def PartitionStages : Pass<"dtc-partition-stages", "mlir::ModuleOp"> {
   let summary = "Assigns each forward op of @train_step to a pipeline stage";
   let description = [{

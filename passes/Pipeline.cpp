@@ -33,6 +33,10 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
   pm.addNestedPass<func::FuncOp>(createMatMulTransposeToGemm());
   pm.addPass(createCanonicalizerPass());
   if (train) {
+    // --tp: layer pairs split over the group, before everything derives
+    // from @forward.
+    if (o.tensorParallel > 1)
+      pm.addPass(createTensorParallel({o.tensorParallel}));
     pm.addPass(createFreezeParams({o.freeze}));
     pm.addPass(createAddLoss({o.loss, o.labelSmoothing, o.classWeights}));
     if (o.isPipeline()) {
@@ -150,6 +154,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
       llvm::cl::values(clEnumValN(Options::Schedule::OneFOneB, "1f1b", ""),
                        clEnumValN(Options::Schedule::GPipe, "gpipe", ""))};
   Option<int64_t> dataParallel{*this, "dp", llvm::cl::init(1)};
+  Option<int64_t> tensorParallel{*this, "tp", llvm::cl::init(1)};
   Option<bool> sendEarly{*this, "send-early", llvm::cl::init(true)};
 
   Options toOptions() const {
@@ -185,6 +190,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
     o.microBatches = microBatches;
     o.schedule = schedule;
     o.dataParallel = dataParallel;
+    o.tensorParallel = tensorParallel;
     o.sendEarly = sendEarly;
     return o;
   }

@@ -58,6 +58,7 @@ struct TrainingPipelineOptions {
   int64_t microBatches = 1;
   Schedule schedule = Schedule::OneFOneB;
   int64_t dataParallel = 1; // replicas of the pipeline
+  int64_t tensorParallel = 1; // --tp: ranks of a tensor-parallel group
   bool sendEarly = true;
 
   bool isPipeline() const {

@@ -3,6 +3,7 @@
 #include "passes/Passes.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -21,6 +22,12 @@ namespace {
 LogicalResult verifyFunction(func::FuncOp func, std::string &schedule) {
   int64_t lastBucket = -1;
   for (Operation &op : func.front()) {
+    // Tensor parallelism's blocking sums (--tp) run in program order.
+    if (auto reduce = dyn_cast<TpReduceOp>(op)) {
+      schedule += (schedule.empty() ? "" : ",") + std::string("tp_all_reduce:") +
+                  std::to_string(tensorOf(reduce.getOutput()).getNumElements());
+      continue;
+    }
     auto start = dyn_cast<AllReduceStartOp>(op);
     if (!start)
       continue;
@@ -49,7 +56,7 @@ LogicalResult verifyFunction(func::FuncOp func, std::string &schedule) {
   // Collectives nested in regions could run a different number of times on
   // different ranks.
   WalkResult nested = func.walk([&](Operation *op) {
-    if (isa<AllReduceStartOp, AllReduceWaitOp>(op) && op->getParentOp() != func) {
+    if (isa<AllReduceStartOp, AllReduceWaitOp, TpReduceOp>(op) && op->getParentOp() != func) {
       op->emitOpError("must not be inside a region: ranks could issue different "
                       "collectives");
       return WalkResult::interrupt();
