@@ -58,6 +58,11 @@ struct ParamSpec {
   // elements of this rank's shard, at StateShard::slot(shardSlot)); -1: not
   // sharded.
   int32_t shardSlot = -1;
+  // --tp (tensor parallelism): the dimension along which this rank holds
+  // its slice of the tensor (the ONNX initializer has tensorParallel times
+  // `tensor.dims[tpSplitDim]` there; rank r of the group holds slice r);
+  // -1: every rank holds the whole tensor. Optimizer state follows its weight.
+  int32_t tpSplitDim = -1;
 };
 
 // The part of one sharded weight this rank updates (StateShard::of).
@@ -336,6 +341,11 @@ struct ProgramSpec {
   // evalStep and forward read.
   const size_t* stageStateBytes = nullptr;  // [pipelineStages]
   const size_t* stageStateBase = nullptr;   // [pipelineStages]
+  // --tp=K: the job's ranks form tensor-parallel groups of K; the ranks of a
+  // group read the same batches, hold their slices of the split params
+  // (ParamSpec::tpSplitDim) and sum partial products over the group
+  // (ctx.comm). 1: no tensor parallelism.
+  int32_t tensorParallel = 1;
 };
 
 } // namespace dtcrt

@@ -17,6 +17,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/support/Files.cpp
   ${DTCRT_RUNTIME_DIR}/support/MappedFile.cpp
   ${DTCRT_RUNTIME_DIR}/support/Rank.cpp
+  ${DTCRT_RUNTIME_DIR}/support/TensorSlices.cpp
   ${DTCRT_RUNTIME_DIR}/data/Column.cpp
   ${DTCRT_RUNTIME_DIR}/data/Idx.cpp
   ${DTCRT_RUNTIME_DIR}/data/Npy.cpp
@@ -35,6 +36,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/train/ShardedState.cpp
   ${DTCRT_RUNTIME_DIR}/train/ShardedCheckpoint.cpp
   ${DTCRT_RUNTIME_DIR}/train/StageState.cpp
+  ${DTCRT_RUNTIME_DIR}/train/TensorParallelState.cpp
   ${DTCRT_RUNTIME_DIR}/train/Pipeline.cpp
   ${DTCRT_RUNTIME_DIR}/train/StepGraphs.cpp
   ${DTCRT_RUNTIME_DIR}/train/Trace.cpp

@@ -6,6 +6,7 @@
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
 #include "runtime/support/TensorInfo.h"
+#include "runtime/support/TensorSlices.h"
 
 #include <cstring>
 #include <unordered_map>
@@ -44,10 +45,10 @@ HostTensor OnnxModel::initializer(const std::string& name) const {
                       str("initializer '", name, "'"));
 }
 
-void OnnxModel::loadParam(const ParamSpec& p, char* dst, size_t room) const {
+void OnnxModel::loadParam(const ParamSpec& p, char* dst, size_t room, TpSlice slice) const {
   if (!hasInitializer(p.tensor.name))
     fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
-  copyInitializer(p, initializer(p.tensor.name), dst, room);
+  copyInitializer(p, initializer(p.tensor.name), dst, room, slice);
 }
 
 namespace {
@@ -60,8 +61,23 @@ void checkInitializer(const ParamSpec& p, const HostTensor& h) {
 }
 } // namespace
 
-void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room) {
+void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room,
+                     TpSlice slice) {
   const TensorSpec& t = p.tensor;
+  if (p.tpSplitDim >= 0 && slice.parts > 1) {
+    // --tp: this rank's slice of the whole initializer.
+    std::vector<int64_t> whole = dimsOf(t);
+    if (p.tpSplitDim < t.rank) whole[static_cast<size_t>(p.tpSplitDim)] *= slice.parts;
+    if (h.dtype != t.dtype || h.dims != whole)
+      fail("parameter '", t.name, "': the program expects ", dtypeName(t.dtype), " ",
+           shapeString(whole), " (split ", slice.parts, " ways along dimension ", p.tpSplitDim,
+           ") but the ONNX initializer is ", dtypeName(h.dtype), " ", shapeString(h.dims));
+    if (byteSize(t) > room)
+      fail("parameter '", t.name, "': ", byteSize(t), " bytes do not fit the ", room,
+           " bytes left in the state buffer");
+    copySlice(h.data.data(), whole, p.tpSplitDim, slice.part, slice.parts, dtypeSize(t.dtype), dst);
+    return;
+  }
   checkInitializer(p, h);
   if (h.data.size() > room)
     fail("parameter '", t.name, "': ", h.data.size(), " bytes do not fit the ", room,
@@ -69,7 +85,8 @@ void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t 
   std::memcpy(dst, h.data.data(), h.data.size());
 }
 
-void OnnxModel::loadState(const ProgramSpec& spec, char* state) const {
+void OnnxModel::loadState(const ProgramSpec& spec, char* state, int tpRank) const {
+  const TpSlice slice{tpRank, spec.tensorParallel};
   std::memset(state, 0, spec.stateBytes);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec& p = spec.params[i];
@@ -77,7 +94,7 @@ void OnnxModel::loadState(const ProgramSpec& spec, char* state) const {
     if (p.offset > spec.stateBytes)
       fail("parameter '", p.tensor.name, "': offset ", p.offset,
            " is outside the state buffer (", spec.stateBytes, " bytes)");
-    loadParam(p, state + p.offset, spec.stateBytes - p.offset);
+    loadParam(p, state + p.offset, spec.stateBytes - p.offset, slice);
   }
 }
 
@@ -124,8 +141,8 @@ std::string OnnxModel::serializeWith(const ProgramSpec& spec,
       fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
     HostTensor h;
     h.dtype = p.tensor.dtype;
-    h.dims = dimsOf(p.tensor);
-    const size_t bytes = byteSize(p.tensor);
+    h.dims = wholeDims(spec, p);  // --tp: data(i) is the whole tensor
+    const size_t bytes = static_cast<size_t>(numElements(h.dims)) * dtypeSize(h.dtype);
     const char* from = data(i);
     h.data.assign(from, from + bytes);
     encodeTensor(h, (*inits)[it->second]);
@@ -140,12 +157,12 @@ std::string OnnxModel::serializeWith(const ProgramSpec& spec,
   return bytes;
 }
 
-void loadInitialState(const ProgramSpec& spec, char* state) {
+void loadInitialState(const ProgramSpec& spec, char* state, int tpRank) {
   if (!spec.onnxBytes || spec.onnxSize == 0) {
     std::memset(state, 0, spec.stateBytes);
     return;
   }
-  OnnxModel(spec.onnxBytes, spec.onnxSize).loadState(spec, state);
+  OnnxModel(spec.onnxBytes, spec.onnxSize).loadState(spec, state, tpRank);
 }
 
 void loadInitialShard(const ProgramSpec& spec, char* state, const StateShard& shard) {

@@ -14,6 +14,13 @@
 
 namespace dtcrt {
 
+// --tp: which slice of a split param's initializer a rank loads (part
+// `part` of `parts`); the default, one part, is the whole tensor.
+struct TpSlice {
+  int part = 0;
+  int parts = 1;
+};
+
 class OnnxModel {
 public:
   // Parses a serialized onnx.ModelProto. External initializer data is read
@@ -29,20 +36,22 @@ public:
 
   // Fills `state` (spec.stateBytes): each Weight/Buffer/Constant param from
   // its initializer (dtype and dims must equal the ParamSpec's, else Error),
-  // optimizer state with zeros.
-  void loadState(const ProgramSpec& spec, char* state) const;
+  // optimizer state with zeros. `tpRank`: a --tp rank's place in its
+  // group, whose slice of each split param it loads.
+  void loadState(const ProgramSpec& spec, char* state, int tpRank = 0) const;
   // ZeRO-3 (--shard=parameters): the same, except that of the flat weight
   // region only `shard`'s elements are written (the rest is not touched, so
   // it takes no memory).
   void loadStateShard(const ProgramSpec& spec, char* state, const StateShard& shard) const;
   // One param's initializer, copied to `dst` (`room` bytes; Error when it
   // does not fit or does not match the ParamSpec).
-  void loadParam(const ParamSpec& p, char* dst, size_t room) const;
+  void loadParam(const ParamSpec& p, char* dst, size_t room, TpSlice slice = {}) const;
   // The model with each Weight/Buffer initializer's data replaced by its
   // current value in `state` (raw_data), serialized.
   std::string serializeWithState(const ProgramSpec& spec, const char* state) const;
   // The same, with param i's current value at data(i); called once per
-  // Weight/Buffer param, in table order.
+  // Weight/Buffer param, in table order (a --tp split param: the whole
+  // tensor, its slices put together).
   std::string serializeWith(const ProgramSpec& spec,
                             const std::function<const char*(int32_t)>& data) const;
 
@@ -52,12 +61,14 @@ private:
 };
 
 // Copies initializer `h` of param `p` to `dst` (`room` bytes); Error when
-// its dtype or dims differ from the ParamSpec's or it does not fit.
-void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room);
+// its dtype or dims differ from the ParamSpec's or it does not fit. A --tp
+// split param: `slice` of it.
+void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room,
+                     TpSlice slice = {});
 
 // Initial state of a program: OnnxModel(spec.onnxBytes).loadState, or all
 // zeros when the program embeds no model (onnxSize == 0, hand-written specs).
-void loadInitialState(const ProgramSpec& spec, char* state);
+void loadInitialState(const ProgramSpec& spec, char* state, int tpRank = 0);
 // The same for a ZeRO-3 rank: its shard of the flat weight region only
 // (OnnxModel::loadStateShard).
 void loadInitialShard(const ProgramSpec& spec, char* state, const StateShard& shard);

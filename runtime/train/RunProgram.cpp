@@ -65,7 +65,14 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
       // A pipeline needs exactly its stages x replicas ranks: every rank
       // knows the job's size, so each refuses before connecting.
       if (pipeline) pipelinePlace(spec, rank.rank, rank.worldSize);
-      if (rank.worldSize > 1 && strategy != "ddp" && strategy != "fsdp" && !pipeline)
+      // --tp: exactly one tensor-parallel group.
+      if (spec.tensorParallel > 1 && rank.worldSize != spec.tensorParallel)
+        fail("this program splits layers over ", spec.tensorParallel,
+             " ranks (dtc --tp=", spec.tensorParallel, ") but was started as rank ", rank.rank,
+             " of ", rank.worldSize, " (", rank.source, "); start it on exactly ",
+             spec.tensorParallel, " ranks (--tp with data parallelism is not available yet)");
+      if (rank.worldSize > 1 && strategy != "ddp" && strategy != "fsdp" && strategy != "tp" &&
+          !pipeline)
         fail("this program was compiled for one process (--strategy=", strategy,
              ") but was started as rank ", rank.rank, " of ", rank.worldSize,
              " (", rank.source, "); compile it with dtc --strategy=ddp to train on several ranks");

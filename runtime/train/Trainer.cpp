@@ -9,10 +9,12 @@
 #include "runtime/support/Files.h"
 #include "runtime/support/Rank.h"
 #include "runtime/support/TensorInfo.h"
+#include "runtime/support/TensorSlices.h"
 #include "runtime/train/Logger.h"
 #include "runtime/train/Profiler.h"
 #include "runtime/train/StopAgreement.h"
 #include "runtime/train/StopSignal.h"
+#include "runtime/train/TensorParallelState.h"
 #include "runtime/train/TestHooks.h"
 #include "runtime/train/Trace.h"
 
@@ -36,7 +38,8 @@ double secondsSince(Clock::time_point t0) {
 int64_t countWeights(const ProgramSpec& spec) {
   int64_t n = 0;
   for (int32_t i = 0; i < spec.numParams; ++i)
-    if (spec.params[i].kind == ParamKind::Weight) n += numElements(spec.params[i].tensor);
+    if (spec.params[i].kind == ParamKind::Weight)
+      n += numElements(wholeDims(spec, spec.params[i]));  // --tp: the whole model's
   return n;
 }
 
@@ -175,7 +178,7 @@ void Trainer::loadRankState() {
   else if (spec_.shardParameters)
     loadInitialShard(spec_, state_.data(), shard_);  // never the whole weights
   else
-    loadInitialState(spec_, state_.data());
+    loadInitialState(spec_, state_.data(), processRank() % tensorParallel());
 }
 
 StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t step) {
@@ -320,8 +323,10 @@ double Trainer::averageOverRanks(double value) {
 
 EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   if (!spec_.evalStep) fail("--eval: this program was compiled without an eval step");
-  DistributedSampler sampler(test.size(), spec_.batchSize, /*shuffle=*/false, 0, processRank(),
-                             worldSize());
+  // Each data-parallel shard evaluates its part (--tp: a group, together).
+  const int shards = worldSize() / tensorParallel();
+  DistributedSampler sampler(test.size(), spec_.batchSize, /*shuffle=*/false, 0,
+                             processRank() / tensorParallel(), shards);
   const int64_t batches = sampler.batchesPerEpoch();
   if (batches == 0)
     fail("--eval: the test set has ", test.size(), " samples, fewer than one batch of ",
@@ -339,7 +344,7 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   // Every rank evaluated its shard: average over ranks.
   EvalResult r;
   r.epoch = epoch;
-  r.samples = batches * spec_.batchSize * worldSize();
+  r.samples = batches * spec_.batchSize * shards;
   r.loss = averageOverRanks(lossSum / static_cast<double>(batches));
   r.hasAccuracy = numClasses(spec_) > 0;
   // Labels per position ([batch, time]): a language model's perplexity.
@@ -381,6 +386,9 @@ TrainResult Trainer::run() {
     if (!opts_.trace.empty()) checkOutputFile("--trace", opts_.trace);
     if (!opts_.checkpointDir.empty()) checkOutputDir("--checkpoint-dir", opts_.checkpointDir);
   }
+  if (tensorParallel() > 1 && (!opts_.checkpointDir.empty() || opts_.resume))
+    fail(opts_.resume ? "--resume" : "--checkpoint-dir",
+         ": tensor-parallel programs (dtc --tp) do not write or read checkpoints yet");
   // A job restarted by dtcrun --max-restarts (or torchrun) continues from
   // its latest checkpoint, or starts over when it has none yet.
   std::string restartNote;
@@ -406,17 +414,19 @@ TrainResult Trainer::run() {
                   (opts_.shuffleSet && opts_.shuffle != pos.shuffle);
     opts_.seed = pos.seed;  // synthetic data, dropout and the shuffle order follow the checkpoint
   }
-  // Data-parallel shards: the ranks, or a pipeline's replicas (the ranks of
-  // one replica read the same rows). Synthetic data is sized per shard.
-  const int shards = pipeline_ ? place_.replicas : world;
-  const int shard = pipeline_ ? place_.replica : rank;
+  // Data-parallel shards: the ranks, a pipeline's replicas (the ranks of
+  // one replica read the same rows), or the tensor-parallel groups (--tp:
+  // the ranks of a group read the same rows). Synthetic data is sized per
+  // shard.
+  const int shards = pipeline_ ? place_.replicas : world / tensorParallel();
+  const int shard = pipeline_ ? place_.replica : rank / tensorParallel();
   const int64_t batchesPerStep = stepRows_ / spec_.batchSize;
   Dataset train = loadDataset(spec_, opts_.data, Split::Train, opts_.seed,
-                              pipeline_ ? static_cast<int>(shards * batchesPerStep) : world,
+                              pipeline_ ? static_cast<int>(shards * batchesPerStep) : shards,
                               opts_.tokenBytes);
   Dataset test;
   if (opts_.eval)
-    test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, world, opts_.tokenBytes);
+    test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, shards, opts_.tokenBytes);
 
   Logger log(opts_.quiet, opts_.metrics, /*appendMetrics=*/opts_.resume, forceTty_,
              opts_.resume ? pos.metricsBytes : TrainPosition::kNoMetricsBytes);
@@ -447,7 +457,8 @@ TrainResult Trainer::run() {
   // stage-owned pipelines: from replica 0's, below.
   // ZeRO-3: the params before the flat region (each rank loaded its own
   // shard of the weights).
-  if (comm_ && comm_->size() > 1 && !isStageOwned(spec_))
+  // --tp: each rank loaded its own slices (and the same replicated params).
+  if (comm_ && comm_->size() > 1 && !isStageOwned(spec_) && tensorParallel() == 1)
     comm_->broadcast(state_.data(), spec_.shardParameters ? spec_.flatStateOffset : spec_.stateBytes,
                      0)->wait();
   // ZeRO-3: a rank holds only its shard of the weights (it loaded no
@@ -505,6 +516,9 @@ TrainResult Trainer::run() {
                  place_.microBatches, " micro-batches of ", spec_.batchSize, " (",
                  shards > 1 ? str(stepRows_, " per replica, ") : std::string(), samplesPerStep,
                  " per step)");
+  else if (tensorParallel() > 1)
+    layout = str(", batch ", spec_.batchSize, ", layer pairs tensor parallel over ",
+                 tensorParallel(), " ranks");
   else
     layout = str(", batch ", spec_.batchSize,
                  world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
@@ -784,6 +798,8 @@ TrainResult Trainer::run() {
       saveStagedModel(*comm_, spec_, place_, state_.data(), opts_.save);
     else if (spec_.shardParameters && comm_)
       saveShardedModel(*comm_, spec_, state_.data(), shard_, opts_.save);
+    else if (tensorParallel() > 1 && comm_)
+      saveTensorParallelModel(*comm_, spec_, state_.data(), opts_.save);
     else if (isLogRank())
       saveTrainedModel(spec_, state_.data(), opts_.save);
     if (isLogRank()) log.line("saved the trained model to " + opts_.save);

@@ -107,6 +107,8 @@ public:
   const char* state() const { return state_.data(); }
 
 private:
+  // --tp=K: the ranks of a tensor-parallel group (1: none).
+  int tensorParallel() const { return spec_.tensorParallel > 1 ? spec_.tensorParallel : 1; }
   // The rank's state as the program starts: the embedded ONNX's weights
   // (stage-owned pipelines: only those of the rank's stage buffer).
   void loadRankState();

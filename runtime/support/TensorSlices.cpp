@@ -1,0 +1,59 @@
+// Slices of tensors along one dimension (see TensorSlices.h).
+#include "runtime/support/TensorSlices.h"
+
+#include "runtime/support/Error.h"
+#include "runtime/support/TensorInfo.h"
+
+#include <cstring>
+
+namespace dtcrt {
+
+std::vector<int64_t> wholeDims(const ProgramSpec& spec, const ParamSpec& p) {
+  std::vector<int64_t> dims = dimsOf(p.tensor);
+  if (p.tpSplitDim >= 0 && p.tpSplitDim < p.tensor.rank)
+    dims[static_cast<size_t>(p.tpSplitDim)] *= spec.tensorParallel;
+  return dims;
+}
+
+namespace {
+// The tensor as `outer` blocks of dims[dim] rows of `inner` bytes: a slice
+// takes the same `chunk` rows of every block.
+struct SliceGeometry {
+  size_t outer = 1, rows = 0, chunk = 0, inner = 0;
+};
+
+SliceGeometry geometry(const std::vector<int64_t>& dims, int dim, int parts, size_t elementBytes) {
+  if (dim < 0 || static_cast<size_t>(dim) >= dims.size() || parts <= 0 ||
+      dims[static_cast<size_t>(dim)] % parts != 0)
+    fail("internal: cannot cut ", shapeString(dims), " into ", parts, " slices along dimension ",
+         dim);
+  SliceGeometry g;
+  for (int i = 0; i < dim; ++i) g.outer *= static_cast<size_t>(dims[static_cast<size_t>(i)]);
+  g.rows = static_cast<size_t>(dims[static_cast<size_t>(dim)]);
+  g.chunk = g.rows / static_cast<size_t>(parts);
+  g.inner = elementBytes;
+  for (size_t i = static_cast<size_t>(dim) + 1; i < dims.size(); ++i)
+    g.inner *= static_cast<size_t>(dims[i]);
+  return g;
+}
+} // namespace
+
+void copySlice(const char* whole, const std::vector<int64_t>& dims, int dim, int part, int parts,
+               size_t elementBytes, char* slice) {
+  const SliceGeometry g = geometry(dims, dim, parts, elementBytes);
+  const size_t bytes = g.chunk * g.inner;
+  for (size_t o = 0; o < g.outer; ++o)
+    std::memcpy(slice + o * bytes, whole + (o * g.rows + static_cast<size_t>(part) * g.chunk) * g.inner,
+                bytes);
+}
+
+void placeSlice(const char* slice, const std::vector<int64_t>& dims, int dim, int part, int parts,
+                size_t elementBytes, char* whole) {
+  const SliceGeometry g = geometry(dims, dim, parts, elementBytes);
+  const size_t bytes = g.chunk * g.inner;
+  for (size_t o = 0; o < g.outer; ++o)
+    std::memcpy(whole + (o * g.rows + static_cast<size_t>(part) * g.chunk) * g.inner,
+                slice + o * bytes, bytes);
+}
+
+} // namespace dtcrt

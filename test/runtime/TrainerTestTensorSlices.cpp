@@ -1,0 +1,83 @@
+// Tensor parallelism's slices (dtc --tp): cutting a rank's slice of a split
+// param out of its whole initializer, putting the slices back together, and
+// the errors when the initializer does not match the split.
+#include "runtime/io/OnnxModel.h"
+#include "runtime/support/TensorSlices.h"
+
+#include "TrainerTestUtil.h"
+
+#include <cstring>
+#include <numeric>
+
+using namespace dtcrt;
+using namespace dtcrt_test;
+
+namespace {
+
+// 0, 1, 2, ... as float32 bytes.
+std::vector<char> iota(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), 0.0f);
+  std::vector<char> bytes(v.size() * 4);
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  return bytes;
+}
+
+std::vector<float> floats(const std::vector<char>& bytes) {
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+} // namespace
+
+// A [2, 6] tensor: slices of rows (dimension 0) need an outer stride of 1,
+// slices of columns (dimension 1) take the same columns of every row.
+TEST(TensorSlices, CutAndPutBack) {
+  const std::vector<char> whole = iota(12);
+  std::vector<char> slice(4 * 4);
+  copySlice(whole.data(), {2, 6}, 1, 1, 3, 4, slice.data());
+  EXPECT_EQ(floats(slice), (std::vector<float>{2, 3, 8, 9}));
+  std::vector<char> rows(6 * 4);
+  copySlice(whole.data(), {2, 6}, 0, 1, 2, 4, rows.data());
+  EXPECT_EQ(floats(rows), (std::vector<float>{6, 7, 8, 9, 10, 11}));
+  // Every slice put back gives the whole tensor again.
+  for (int dim : {0, 1}) {
+    const int parts = dim == 0 ? 2 : 3;
+    std::vector<char> again(whole.size(), 0);
+    std::vector<char> part(whole.size() / static_cast<size_t>(parts));
+    for (int r = 0; r < parts; ++r) {
+      copySlice(whole.data(), {2, 6}, dim, r, parts, 4, part.data());
+      placeSlice(part.data(), {2, 6}, dim, r, parts, 4, again.data());
+    }
+    EXPECT_EQ(again, whole) << "dimension " << dim;
+  }
+  EXPECT_NE(errorOf([&] { copySlice(whole.data(), {2, 6}, 1, 0, 4, 4, slice.data()); })
+                .find("cannot cut [2,6] into 4 slices along dimension 1"),
+            std::string::npos);
+}
+
+// Rank 1 of 2 loads the second half of the columns of a [2, 4] initializer
+// into its [2, 2] param; an initializer of another shape is refused, naming
+// the split.
+TEST(TensorSlices, LoadsTheRanksSliceOfAnInitializer) {
+  ParamSpec p{};
+  p.tensor = TensorSpec{"fc.weight", DType::F32, 2, {2, 2}};
+  p.kind = ParamKind::Weight;
+  p.tpSplitDim = 1;
+  HostTensor h;
+  h.dims = {2, 4};
+  h.data = iota(8);
+  std::vector<char> dst(16);
+  copyInitializer(p, h, dst.data(), dst.size(), TpSlice{1, 2});
+  EXPECT_EQ(floats(dst), (std::vector<float>{2, 3, 6, 7}));
+  h.dims = {2, 2};
+  h.data = iota(4);
+  EXPECT_EQ(errorOf([&] { copyInitializer(p, h, dst.data(), dst.size(), TpSlice{1, 2}); }),
+            "parameter 'fc.weight': the program expects float32 [2,4] (split 2 ways along "
+            "dimension 1) but the ONNX initializer is float32 [2,2]");
+  // A program without --tp reads the whole tensor as before.
+  p.tpSplitDim = -1;
+  copyInitializer(p, h, dst.data(), dst.size());
+  EXPECT_EQ(floats(dst), (std::vector<float>{0, 1, 2, 3}));
+}
