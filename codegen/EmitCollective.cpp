@@ -162,12 +162,37 @@ LogicalResult emitCopy(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// --tp: entering a tensor-parallel region reads the whole value (a copy
+/// forward; its gradient is the dtc.tp_reduce autodiff made).
+LogicalResult emitTpCopy(Operation *op, FunctionEmitter &fn) {
+  auto copy = cast<TpCopyOp>(op);
+  fn.copyBytes(fn.ptr(copy.getOutput()), fn.ptr(copy.getInput()),
+               tensorBytes(copy.getOutput().getType()));
+  return success();
+}
+
+/// --tp: the row-parallel layer's partial sums, summed over the group.
+LogicalResult emitTpReduce(Operation *op, FunctionEmitter &fn) {
+  auto reduce = cast<TpReduceOp>(op);
+  if (fn.cuda())
+    return op->emitOpError("codegen: tensor parallelism (--tp) is not available for "
+                           "--target=cuda yet");
+  const int64_t bytes = tensorBytes(reduce.getOutput().getType());
+  std::string out = fn.ptr(reduce.getOutput());
+  fn.copyBytes(out, fn.ptr(reduce.getInput()), bytes);
+  fn.line("ctx.comm->allReduce(" + out + ", " + std::to_string(bytes / 4) +
+          ", dtcrt::ReduceOp::Sum)->wait();  // the tensor-parallel group's partial sums");
+  return success();
+}
+
 } // namespace
 
 void populateCollectiveEmitters(OpEmitterTable &table) {
   table["dtc.all_reduce_start"] = emitAllReduceStart;
   table["dtc.all_reduce_wait"] = emitAllReduceWait;
   table["dtc.copy"] = emitCopy;
+  table["dtc.tp_copy"] = emitTpCopy;
+  table["dtc.tp_reduce"] = emitTpReduce;
   table["dtc.gather_weight_shards"] = emitGatherWeightShards;
   table["dtc.gather_params_start"] = emitGatherParamsStart;
   table["dtc.gather_params_wait"] = emitGatherParamsWait;

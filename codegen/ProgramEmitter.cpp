@@ -156,7 +156,7 @@ StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss) {
   StringRef name = op->getName().getStringRef();
   if (name.starts_with("dtc.all_reduce") || name.starts_with("dtc.send") ||
       name.starts_with("dtc.recv") || name.starts_with("dtc.broadcast") ||
-      isa<GatherWeightShardsOp, GatherParamsStartOp, GatherParamsWaitOp>(op))
+      isa<GatherWeightShardsOp, GatherParamsStartOp, GatherParamsWaitOp, TpReduceOp>(op))
     return "communication";
   return kind == StepKind::Train && pastLoss ? "backward" : "forward";
 }
@@ -356,6 +356,24 @@ static double clipGradNormOf(ModuleOp module) {
 }
 
 namespace {
+/// --tp: the dimension each rank holds a slice of (dtc.tp_split_dim), or -1.
+int64_t tpSplitDimOf(ParamOp param) {
+  if (auto dim = param->getAttrOfType<IntegerAttr>(attr::kTpSplitDim))
+    return dim.getInt();
+  // Optimizer state of the weight's shape is split as the weight is.
+  if (auto owner = param->getAttrOfType<FlatSymbolRefAttr>(attr::kStateOf))
+    if (auto weight = SymbolTable::lookupNearestSymbolFrom<ParamOp>(param, owner))
+      if (weight.getType() == param.getType())
+        return tpSplitDimOf(weight);
+  return -1;
+}
+
+/// --tp: the ranks of a tensor-parallel group (1: none).
+int64_t tensorParallelOf(ModuleOp module) {
+  auto ranks = module->getAttrOfType<IntegerAttr>(attr::kTensorParallel);
+  return ranks ? ranks.getInt() : 1;
+}
+
 /// The state buffer as dtc-layout-state recorded it: the params in offset
 /// order, each with its owner's table index (optimizer state) and stage.
 struct StateTable {
@@ -473,7 +491,8 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
                   ", dtcrt::ParamKind::" + kinds[static_cast<int>(entry.param.getKind())] +
                   ", " + std::to_string(std::max<int64_t>(entry.offset, 0)) + ", " +
                   std::to_string(entry.owner) + ", " + std::to_string(entry.stage) + ", " +
-                  std::to_string(entry.shardSlot) + "},\n";
+                  std::to_string(entry.shardSlot) + ", " + std::to_string(tpSplitDimOf(entry.param)) +
+                  "},\n";
   }
   const int64_t stateBytes = state->bytes;
 
@@ -680,6 +699,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    .shardSlots = " << state->shardSlots << ",\n"
      << "    .shardParameters = " << (shardsParameters(module) ? "true" : "false") << ",\n"
      << stageStateSpec
+     << "    .tensorParallel = " << tensorParallelOf(module) << ",\n"
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

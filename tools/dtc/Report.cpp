@@ -202,6 +202,39 @@ FailureOr<RankBytes> plannedRankBytes(ModuleOp module, int64_t ranks) {
   return bytes;
 }
 
+/// --tp: which weights each rank holds a slice of, and how much of the
+/// model that is (the parameter and memory lines above are per rank).
+static void printTensorParallel(ModuleOp module, llvm::raw_ostream &os) {
+  auto ranks = module->getAttrOfType<IntegerAttr>(attr::kTensorParallel);
+  if (!ranks)
+    return;
+  const int64_t k = ranks.getInt();
+  int64_t local = 0, whole = 0;
+  std::string rows;
+  llvm::raw_string_ostream list(rows);
+  for (auto param : module.getOps<ParamOp>()) {
+    if (!param.isTrainable())
+      continue;
+    const int64_t n = param.getTensorType().getNumElements();
+    auto dim = param->getAttrOfType<IntegerAttr>(attr::kTpSplitDim);
+    local += n;
+    whole += dim ? n * k : n;
+    if (!dim)
+      continue;
+    SmallVector<int64_t> shape(param.getTensorType().getShape());
+    list << "  " << param.getSymName() << ": ";
+    shape[dim.getInt()] *= k;
+    llvm::interleave(shape, list, "x");
+    list << " split along dimension " << dim.getInt() << ", ";
+    shape[dim.getInt()] /= k;
+    llvm::interleave(shape, list, "x");
+    list << " per rank\n";
+  }
+  os << "tensor parallel over " << k << " ranks: each holds " << local << " of the model's "
+     << whole << " trainable values\n"
+     << rows;
+}
+
 LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
   int64_t count[4] = {0, 0, 0, 0}, bytes[4] = {0, 0, 0, 0}, elements = 0;
   for (auto param : module.getOps<ParamOp>()) {
@@ -234,6 +267,7 @@ LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
   os << "  arena           " << megabytes(peak) << "\n";
   os << "  total planned   " << megabytes(peak + state) << " (arena + parameters)\n";
   printDataParallelMemory(module, elements, bytes[0], bytes[3], os);
+  printTensorParallel(module, os);
   return printPipeline(module, os);
 }
 

@@ -197,6 +197,10 @@ cl::opt<std::string> schedule("schedule", cl::desc("pipeline: gpipe or 1f1b (def
 cl::opt<int64_t> dataParallel("dp", cl::desc("model/pipeline: data-parallel replicas of the "
                                              "pipeline (hybrid; default 1)"),
                               cl::init(1), cl::cat(dtcCategory));
+cl::opt<int64_t> tensorParallel(
+    "tp", cl::desc("tensor parallelism: split each linear layer pair (a transformer's MLP) "
+                   "over this many ranks, Megatron-style (default 1: none)"),
+    cl::init(1), cl::cat(dtcCategory));
 cl::opt<bool> tune("tune",
                    cl::desc("pipeline, with --micro-batches=auto: time the best predicted "
                             "candidates on this machine (under dtcrun, synthetic data) and "
@@ -405,6 +409,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   o.microBatches = microBatches;
   o.schedule = schedule == "gpipe" ? Options::Schedule::GPipe : Options::Schedule::OneFOneB;
   o.dataParallel = dataParallel;
+  o.tensorParallel = tensorParallel;
   o.sendEarly = sendEarly;
   mlir::PassManager pm(module->getContext());
   dtc::buildTrainingPipeline(pm, o);
@@ -735,6 +740,27 @@ int main(int argc, char **argv) {
                     "(no CUDA toolkit in /usr/local/cuda at build time); --emit=cpp still "
                     "writes the program's source\n";
     return 1;
+  }
+  if (tensorParallel < 1) {
+    llvm::errs() << "dtc: error: --tp must be at least 1, got " << tensorParallel << "\n";
+    return 1;
+  }
+  if (tensorParallel > 1) {
+    std::string refusal;
+    if (mode != Mode::Train)
+      refusal = "needs --mode=train";
+    else if (strategy != "none")
+      refusal = "with --strategy=" + strategy.getValue() +
+                " is not available yet (tensor parallelism runs alone: --strategy=none)";
+    else if (target != "cpu")
+      refusal = "is not available for --target=" + target.getValue() + " yet";
+    else if (clipGradNorm > 0.0)
+      refusal = "with --clip-grad-norm is not available yet (the norm would need every "
+                "rank's slices)";
+    if (!refusal.empty()) {
+      llvm::errs() << "dtc: error: --tp=" << tensorParallel << " " << refusal << "\n";
+      return 1;
+    }
   }
   if (strategy != "none" && mode != Mode::Train) {
     llvm::errs() << "dtc: error: --strategy=" << strategy << " needs --mode=train\n";
