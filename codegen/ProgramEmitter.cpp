@@ -356,16 +356,19 @@ static double clipGradNormOf(ModuleOp module) {
 }
 
 namespace {
-/// --tp: the dimension each rank holds a slice of (dtc.tp_split_dim), or -1.
-int64_t tpSplitDimOf(ParamOp param) {
-  if (auto dim = param->getAttrOfType<IntegerAttr>(attr::kTpSplitDim))
-    return dim.getInt();
+/// --tp: "dim, outer, inner" of the slice each rank holds
+/// (dtc.tp_split), or "-1, 1, 1" for a param every rank holds whole.
+std::string tpSplitOf(ParamOp param) {
+  if (auto split = param->getAttrOfType<DenseI64ArrayAttr>(attr::kTpSplit))
+    if (split.size() == 3)
+      return std::to_string(split[0]) + ", " + std::to_string(split[1]) + ", " +
+             std::to_string(split[2]);
   // Optimizer state of the weight's shape is split as the weight is.
   if (auto owner = param->getAttrOfType<FlatSymbolRefAttr>(attr::kStateOf))
     if (auto weight = SymbolTable::lookupNearestSymbolFrom<ParamOp>(param, owner))
       if (weight.getType() == param.getType())
-        return tpSplitDimOf(weight);
-  return -1;
+        return tpSplitOf(weight);
+  return "-1, 1, 1";
 }
 
 /// --tp: the ranks of a tensor-parallel group (1: none).
@@ -491,7 +494,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
                   ", dtcrt::ParamKind::" + kinds[static_cast<int>(entry.param.getKind())] +
                   ", " + std::to_string(std::max<int64_t>(entry.offset, 0)) + ", " +
                   std::to_string(entry.owner) + ", " + std::to_string(entry.stage) + ", " +
-                  std::to_string(entry.shardSlot) + ", " + std::to_string(tpSplitDimOf(entry.param)) +
+                  std::to_string(entry.shardSlot) + ", " + tpSplitOf(entry.param) +
                   "},\n";
   }
   const int64_t stateBytes = state->bytes;

@@ -59,11 +59,13 @@ inline constexpr char kFlatStateOffset[] = "dtc.flat_state_offset";
 inline constexpr char kFlatStateElements[] = "dtc.flat_state_elements";
 
 /// dtc --tp=K (dtc-tensor-parallel). On the module: K, the ranks of a
-/// tensor-parallel group (I64). On a split weight: the dimension along which
-/// each rank holds 1/K of it, rank r the r-th slice; the param's type is the
-/// slice's (I64).
+/// tensor-parallel group (I64). On a split weight: [dim, outer, inner]: the
+/// whole weight's dimension `dim` has outer x S x inner entries, and rank r
+/// holds chunk r of S/K of the S factor (a fused Q/K/V weight split by
+/// heads has outer 3); the param's type is the slice's
+/// (DenseI64ArrayAttr).
 inline constexpr char kTensorParallel[] = "dtc.tensor_parallel";
-inline constexpr char kTpSplitDim[] = "dtc.tp_split_dim";
+inline constexpr char kTpSplit[] = "dtc.tp_split";
 
 } // namespace dtc::attr
 

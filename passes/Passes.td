@@ -285,32 +285,37 @@ def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
 }
 
 def TensorParallel : Pass<"dtc-tensor-parallel", "mlir::ModuleOp"> {
-  let summary = "Splits each linear layer pair over a tensor-parallel group (Megatron)";
+  let summary = "Splits MLPs and attention over a tensor-parallel group (Megatron)";
   let description = [{
     The `--tp=K` pass, on @forward before the loss and autodiff. It finds
-    each column/row layer pair: a `dtc.gemm` reading a weight that nothing
-    else reads, then only ops that work feature by feature on its output
-    (reshapes that keep the features last, bias adds, activations), then a
-    second `dtc.gemm` reading that value alone with its own weight. A
-    transformer's MLP and a classifier's hidden layer are such pairs.
+    regions that begin with column-parallel layers and end with row-parallel
+    ones, by propagating a split through the graph:
 
-    * the first weight (and its bias) is split by output features: each of
-      the K ranks holds and updates 1/K of them (the param's type becomes
-      the slice, `dtc.tp_split_dim` says which dimension; the runtime loads
-      rank r's slice of the initializer);
-    * the second weight is split by input features (rows), so each rank's
-      product is a partial sum;
-    * `dtc.tp_copy` marks the region's input and `dtc.tp_reduce` sums the
-      partial products (Megatron-LM's f and g); the second layer's bias is
-      added once, after the sum. Autodiff turns f into the backward
-      all-reduce of the input's gradient, and g into the identity.
+    * a region begins at `dtc.gemm`s reading one value, each with a weight
+      nothing else reads (a transformer's MLP input layer, its fused or
+      separate Q/K/V projections); they split their output features K ways,
+      in `outer` blocks when that is what makes the region valid (a fused
+      Q/K/V projection is split by heads within each of its 3 blocks);
+    * reshapes, transposes, splits and slices of whole blocks, element-wise
+      ops (with biases of their own, split the same way), softmax over
+      another axis and batched matmuls over the split axis keep the split,
+      which each op re-locates (heads folded into the batch axis, say);
+    * a `dtc.gemm` contracting the split features with a weight of its own
+      ends the region: its weight is split by rows, its product is a partial
+      sum on each rank;
+    * any other reader of a split value (a residual add, a softmax across
+      heads, the function's result) means there is no region there.
 
-    The activations between the layers, their gradients and the split
-    weights' gradients and optimizer state shrink to 1/K per rank; the rest
-    of the model is replicated and computed identically on every rank of the
-    group (every rank reads the same batch). The module's
-    `dtc.tensor_parallel` records K. A pair whose hidden size K does not
-    divide is an error; finding no pair is an error.
+    Each split weight's param type becomes this rank's slice and
+    `dtc.tp_split = [dim, outer, inner]` says which one (the runtime loads
+    rank r's slice of the initializer); `dtc.tp_copy` marks each region's
+    input and `dtc.tp_reduce` sums each end's partial products before its
+    bias (Megatron-LM's f and g). Autodiff turns f into the backward
+    all-reduce of the input's gradient, and g into the identity. The ranks
+    of the group read the same batch and compute everything outside the
+    regions identically. The module's `dtc.tensor_parallel` records K. A
+    layer whose features K does not divide stays whole; finding nothing to
+    split is an error.
 
     Before (`fc1`: 128 hidden features):
     ```mlir

@@ -1,14 +1,25 @@
 //===- TensorParallel.cpp - Megatron-style split of layer pairs ---------===//
 //
-// dtc --tp=K: finds in @forward each pair of linear layers with only
-// feature-wise work between them (a transformer's MLP: Gemm -> bias ->
-// activation -> Gemm), splits the first layer's weight by output features
-// (columns) and the second's by input features (rows) over the K ranks of
-// the tensor-parallel group, and marks the region with dtc.tp_copy before
-// it and dtc.tp_reduce after it (Megatron-LM's f and g). Everything after
-// follows from the IR: autodiff turns f into the backward all-reduce, the
-// memory plan sizes the smaller activations, and the runtime loads each
-// rank's slice of the split weights (dtc.tp_split_dim on the param).
+// dtc --tp=K: finds in @forward each region that begins with column-parallel
+// linear layers and ends with row-parallel ones (a transformer's MLP, its
+// attention, a classifier's hidden layer), splits it over the K ranks of a
+// tensor-parallel group, and marks it with dtc.tp_copy before and
+// dtc.tp_reduce after (Megatron-LM's f and g).
+//
+// A region is found by propagating a split through the graph. A value is
+// split along one of its axes; the axis's size is outer x size x inner and
+// each rank holds chunk r of the `size` factor (a transformer's fused Q/K/V
+// output [tokens, 3 x heads x head_dim] is split by heads: outer 3). The
+// first Gemm of a region (its weight read by nothing else) splits its
+// output features; reshapes, transposes, splits, element-wise ops,
+// softmax over another axis and batched matmuls over the split axis keep
+// the split (re-locating it); a Gemm that contracts the split axis with
+// its own weight ends the region with partial sums. Anything else that
+// reads a split value (a residual add, the function's result) means there
+// is no region there. Everything after follows from the IR: autodiff turns
+// f into the backward all-reduce, the memory plan sizes the smaller
+// tensors, and the runtime loads each rank's slice of the split weights
+// (dtc.tp_split on the param).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -20,6 +31,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_TENSORPARALLEL
@@ -31,21 +43,49 @@ using namespace dtc;
 
 namespace {
 
-/// One param to split: which dimension, K ways.
-struct ParamSplit {
-  ParamRefOp ref;
-  int64_t dim;
+/// How a value is split over the group: along `axis`, whose size is
+/// outer x size x inner, rank r holds chunk r of the `size` factor.
+struct Sharding {
+  int64_t axis = 0;
+  int64_t inner = 1;
+  int64_t size = 0;
 };
 
-/// A column-parallel layer, the feature-wise ops after it, and the
-/// row-parallel layer that ends the region.
-struct LayerPair {
-  GemmOp column;
-  SmallVector<Operation *> between;  // in order; each result has the hidden features last
-  GemmOp row;
-  SmallVector<ParamSplit> splits;
-  int64_t hidden = 0;
+/// How a weight is split: the same, on dimension `dim` of the param.
+struct ParamSplit {
+  int64_t dim = 0;
+  int64_t outer = 1;
+  int64_t inner = 1;
 };
+
+int64_t strideAfter(ArrayRef<int64_t> shape, int64_t axis) {
+  int64_t s = 1;
+  for (int64_t d : shape.drop_front(axis + 1))
+    s *= d;
+  return s;
+}
+
+/// The split of a row-major tensor of `shape` holding the split factor at
+/// element stride `stride` with `size` values: the axis that contains it.
+/// Its low part may ride along inside the chunks (a chunk of the factor is
+/// a chunk of its top part when K divides that part).
+std::optional<Sharding> locate(ArrayRef<int64_t> shape, int64_t stride, int64_t size, int64_t k) {
+  for (int64_t b = 0; b < static_cast<int64_t>(shape.size()); ++b) {
+    const int64_t sb = strideAfter(shape, b), db = shape[b];
+    if (stride * size > sb * db)
+      continue;
+    for (int64_t f = 1; f <= size; ++f) {
+      if (size % f || (stride * f) % sb || (size / f) % k)
+        continue;
+      const int64_t inner = stride * f / sb, s = size / f;
+      if (db % (inner * s) == 0)
+        return Sharding{b, inner, s};
+    }
+  }
+  return std::nullopt;
+}
+
+int64_t normalizedAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 /// The weight param `v` reads, when `v` is its only reader's use and nothing
 /// else in the module reads the param (a tied weight is not split).
@@ -54,7 +94,7 @@ ParamRefOp soleWeightRef(Value v, ModuleOp module) {
   if (!ref || !ref->hasOneUse())
     return {};
   auto param = module.lookupSymbol<ParamOp>(ref.getName());
-  if (!param || param.getKind() != ParamKind::weight || param->hasAttr(attr::kTpSplitDim))
+  if (!param || param.getKind() != ParamKind::weight || param->hasAttr(attr::kTpSplit))
     return {};
   auto uses = SymbolTable::getSymbolUses(param.getSymNameAttr(), module);
   if (!uses || !llvm::hasSingleElement(*uses))
@@ -62,74 +102,197 @@ ParamRefOp soleWeightRef(Value v, ModuleOp module) {
   return ref;
 }
 
-bool isFeatureWise(Operation *op) {
-  return isa<GeluOp, ReluOp, SigmoidOp, TanhOp, ErfOp, ActivationOp>(op);
+/// A Gemm that can start a region: it reads a weight of its own.
+bool isColumnCandidate(GemmOp gemm, ModuleOp module) {
+  if (gemm.getTransA() || !soleWeightRef(gemm.getB(), module))
+    return false;
+  return !gemm.getC() || soleWeightRef(gemm.getC(), module);
 }
 
-/// A scalar constant: the same for every feature.
-bool isScalarConstant(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  return constant && tensorOf(v).getNumElements() == 1;
-}
+/// One region: what is split and how, and where it begins and ends.
+struct Region {
+  SmallVector<GemmOp> seeds;
+  SmallVector<GemmOp> ends;
+  llvm::MapVector<Value, Sharding> split;
+  llvm::MapVector<Operation *, ParamSplit> params;  // ParamRefOp -> its split
+  llvm::DenseSet<Operation *> accepted;
+};
 
-/// The pair that starts at `column`, or nothing.
-std::optional<LayerPair> matchPair(GemmOp column, ModuleOp module) {
-  if (column.getTransA())
-    return std::nullopt;
-  LayerPair pair;
-  pair.column = column;
-  ParamRefOp w1 = soleWeightRef(column.getB(), module);
-  if (!w1)
-    return std::nullopt;
-  const int64_t dim1 = column.getTransB() ? 0 : 1;
-  pair.hidden = tensorOf(w1).getDimSize(dim1);
-  pair.splits.push_back({w1, dim1});
-  if (Value c = column.getC()) {
-    ParamRefOp bias = soleWeightRef(c, module);
-    if (!bias || tensorOf(bias).getRank() == 0 ||
-        tensorOf(bias).getShape().back() != pair.hidden)
-      return std::nullopt;
-    pair.splits.push_back({bias, tensorOf(bias).getRank() - 1});
-  }
-  Value current = column.getOutput();
-  while (true) {
-    if (!current.hasOneUse() || tensorOf(current).getShape().back() != pair.hidden)
-      return std::nullopt;
-    Operation *user = *current.getUsers().begin();
-    if (auto row = dyn_cast<GemmOp>(user)) {
-      if (row.getA() != current || row.getTransA())
+class RegionBuilder {
+public:
+  RegionBuilder(ModuleOp module, int64_t k) : module(module), k(k) {}
+
+  /// The region the `seeds` (Gemms reading the same input) begin when each
+  /// splits its output features into `outer` blocks, or nothing.
+  std::optional<Region> build(ArrayRef<GemmOp> seeds, int64_t outer) {
+    Region r;
+    for (GemmOp seed : seeds) {
+      const int64_t n = tensorOf(seed.getOutput()).getDimSize(1);
+      if (n % outer || (n / outer) % k)
         return std::nullopt;
-      ParamRefOp w2 = soleWeightRef(row.getB(), module);
-      const int64_t dim2 = row.getTransB() ? 1 : 0;
-      if (!w2 || tensorOf(w2).getDimSize(dim2) != pair.hidden)
-        return std::nullopt;
-      if (row.getC() && row.getBeta().convertToFloat() != 1.0f)
-        return std::nullopt;
-      pair.splits.push_back({w2, dim2});
-      pair.row = row;
-      return pair;
-    }
-    if (auto reshape = dyn_cast<ReshapeOp>(user)) {
-      if (tensorOf(reshape.getOutput()).getShape().back() != pair.hidden)
-        return std::nullopt;
-    } else if (auto add = dyn_cast<AddOp>(user)) {
-      Value other = add.getLhs() == current ? add.getRhs() : add.getLhs();
-      if (tensorOf(add.getOutput()) != tensorOf(current))
-        return std::nullopt;
-      if (ParamRefOp bias = soleWeightRef(other, module)) {
-        if (tensorOf(bias).getRank() != 1 || tensorOf(bias).getDimSize(0) != pair.hidden)
+      Sharding s{1, 1, n / outer};
+      r.seeds.push_back(seed);
+      r.split[seed.getOutput()] = s;
+      addParam(r, seed.getB().getDefiningOp(), seed.getTransB() ? 0 : 1, s);
+      if (Value c = seed.getC()) {
+        RankedTensorType type = tensorOf(c);
+        if (type.getRank() == 0 || type.getShape().back() != n)
           return std::nullopt;
-        pair.splits.push_back({bias, 0});
-      } else if (!isScalarConstant(other)) {
-        return std::nullopt;
+        addParam(r, c.getDefiningOp(), type.getRank() - 1, s);
       }
-    } else if (!isFeatureWise(user)) {
-      return std::nullopt;
     }
-    pair.between.push_back(user);
-    current = user->getResult(0);
+    GemmOp first = seeds.front();
+    for (Operation *op = first->getNextNode(); op; op = op->getNextNode()) {
+      if (llvm::none_of(op->getOperands(), [&](Value v) { return r.split.count(v); }))
+        continue;
+      if (!visit(op, r))
+        return std::nullopt;
+      r.accepted.insert(op);
+    }
+    // Every split value is read only inside the region.
+    for (auto &[value, s] : r.split)
+      for (Operation *user : value.getUsers())
+        if (!r.accepted.contains(user))
+          return std::nullopt;
+    if (r.ends.empty())
+      return std::nullopt;
+    return r;
   }
-}
+
+private:
+  void addParam(Region &r, Operation *ref, int64_t dim, Sharding s) {
+    const int64_t extent = tensorOf(ref->getResult(0)).getDimSize(dim);
+    r.params[ref] = ParamSplit{dim, extent / (s.size * s.inner), s.inner};
+  }
+
+  bool visit(Operation *op, Region &r) {
+    auto splitOf = [&](Value v) { return r.split.lookup(v); };
+    if (auto gemm = dyn_cast<GemmOp>(op))
+      return visitEnd(gemm, r);
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      Sharding in = splitOf(reshape.getInput());
+      const int64_t stride = in.inner * strideAfter(tensorOf(reshape.getInput()).getShape(), in.axis);
+      std::optional<Sharding> out = locate(reshape.getShape(), stride, in.size, k);
+      if (!out)
+        return false;
+      r.split[reshape.getOutput()] = *out;
+      return true;
+    }
+    if (auto transpose = dyn_cast<TransposeOp>(op)) {
+      Sharding in = splitOf(transpose.getInput());
+      ArrayRef<int64_t> perm = transpose.getPerm();
+      auto it = llvm::find(perm, in.axis);
+      r.split[transpose.getOutput()] = Sharding{it - perm.begin(), in.inner, in.size};
+      return true;
+    }
+    if (auto split = dyn_cast<SplitOp>(op)) {
+      Sharding in = splitOf(split.getInput());
+      const int64_t axis = normalizedAxis(split.getAxis(), tensorOf(split.getInput()).getRank());
+      if (axis == in.axis)
+        for (int64_t piece : split.getSizes())
+          if (piece % (in.size * in.inner))
+            return false;
+      for (Value out : split.getOutputs())
+        r.split[out] = in;
+      return true;
+    }
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      // A slice of whole blocks of the split axis (MultiheadAttention cuts
+      // Q, K and V out of its fused projection this way) keeps the split.
+      Sharding in = splitOf(slice.getInput());
+      const int64_t rank = tensorOf(slice.getInput()).getRank();
+      for (auto [i, axis] : llvm::enumerate(slice.getAxes())) {
+        if (normalizedAxis(axis, rank) != in.axis)
+          continue;
+        const int64_t block = in.size * in.inner;
+        if (slice.getSteps()[i] != 1 || slice.getStarts()[i] % block || slice.getEnds()[i] % block)
+          return false;
+      }
+      r.split[slice.getOutput()] = in;
+      return true;
+    }
+    if (isa<GeluOp, ReluOp, SigmoidOp, TanhOp, ErfOp, ActivationOp, NegOp, ExpOp, LogOp, SqrtOp,
+            IdentityOp>(op)) {
+      r.split[op->getResult(0)] = splitOf(op->getOperand(0));
+      return true;
+    }
+    if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+      Sharding in = splitOf(op->getOperand(0));
+      const int64_t rank = tensorOf(op->getOperand(0)).getRank();
+      auto softmax = dyn_cast<SoftmaxOp>(op);
+      const int64_t axis = softmax ? softmax.getAxis() : cast<LogSoftmaxOp>(op).getAxis();
+      if (normalizedAxis(axis, rank) == in.axis)
+        return false;
+      r.split[op->getResult(0)] = in;
+      return true;
+    }
+    if (isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, WhereOp>(op))
+      return visitBroadcast(op, r, /*batchOnly=*/false);
+    if (isa<MatMulOp>(op))
+      return visitBroadcast(op, r, /*batchOnly=*/true);
+    return false;
+  }
+
+  /// An op whose operands broadcast to its result (numpy rules): the split
+  /// operands agree on the result's axis; every other operand broadcasts
+  /// along it, or is a weight of its own split the same way (a bias). A
+  /// batched matmul keeps a split of a batch axis only.
+  bool visitBroadcast(Operation *op, Region &r, bool batchOnly) {
+    RankedTensorType result = tensorOf(op->getResult(0));
+    const int64_t rank = result.getRank();
+    if (batchOnly && llvm::any_of(op->getOperands(),
+                                  [](Value v) { return tensorOf(v).getRank() < 2; }))
+      return false;
+    std::optional<Sharding> out;
+    for (Value operand : op->getOperands()) {
+      auto it = r.split.find(operand);
+      if (it == r.split.end())
+        continue;
+      RankedTensorType type = tensorOf(operand);
+      Sharding s = it->second;
+      s.axis += rank - type.getRank();
+      if (type.getDimSize(it->second.axis) != result.getDimSize(s.axis))
+        return false;
+      if (out && (out->axis != s.axis || out->inner != s.inner || out->size != s.size))
+        return false;
+      out = s;
+    }
+    if (batchOnly && out->axis >= rank - 2)
+      return false;
+    for (Value operand : op->getOperands()) {
+      if (r.split.count(operand))
+        continue;
+      RankedTensorType type = tensorOf(operand);
+      const int64_t aligned = out->axis - (rank - type.getRank());
+      if (aligned < 0 || type.getDimSize(aligned) == 1)
+        continue;
+      ParamRefOp bias = soleWeightRef(operand, module);
+      if (batchOnly || !bias || type.getDimSize(aligned) != result.getDimSize(out->axis))
+        return false;
+      addParam(r, bias, aligned, *out);
+    }
+    r.split[op->getResult(0)] = *out;
+    return true;
+  }
+
+  /// A Gemm contracting the split features with a weight of its own ends
+  /// the region: its weight is split by rows (input features) the same way.
+  bool visitEnd(GemmOp gemm, Region &r) {
+    auto it = r.split.find(gemm.getA());
+    if (it == r.split.end() || r.split.count(gemm.getB()) ||
+        (gemm.getC() && r.split.count(gemm.getC())) || gemm.getTransA() || it->second.axis != 1)
+      return false;
+    ParamRefOp weight = soleWeightRef(gemm.getB(), module);
+    if (!weight || (gemm.getC() && gemm.getBeta().convertToFloat() != 1.0f))
+      return false;
+    addParam(r, weight, gemm.getTransB() ? 1 : 0, it->second);
+    r.ends.push_back(gemm);
+    return true;
+  }
+
+  ModuleOp module;
+  int64_t k;
+};
 
 /// `type` with dimension `dim` divided by `ways`.
 RankedTensorType splitType(RankedTensorType type, int64_t dim, int64_t ways) {
@@ -138,48 +301,69 @@ RankedTensorType splitType(RankedTensorType type, int64_t dim, int64_t ways) {
   return RankedTensorType::get(shape, type.getElementType());
 }
 
-void splitPair(LayerPair &pair, int64_t ways, ModuleOp module) {
-  OpBuilder b(pair.column);
+void apply(Region &r, int64_t k, ModuleOp module) {
   MLIRContext *ctx = module.getContext();
-  // f: the whole input enters the region.
-  Value input = pair.column.getA();
-  pair.column.getAMutable().assign(b.create<TpCopyOp>(pair.column.getLoc(), input));
+  // f: the whole input enters the region, once for all its first layers.
+  OpBuilder b(r.seeds.front());
+  Value input = r.seeds.front().getA();
+  Value entered = b.create<TpCopyOp>(r.seeds.front().getLoc(), input);
+  for (GemmOp seed : r.seeds)
+    seed.getAMutable().assign(entered);
   // Each rank's slice of the weights: the param keeps the split dimension;
   // the runtime loads the rank's part of the initializer.
-  for (ParamSplit &split : pair.splits) {
-    auto param = module.lookupSymbol<ParamOp>(split.ref.getName());
-    RankedTensorType local = splitType(param.getTensorType(), split.dim, ways);
+  for (auto &[refOp, split] : r.params) {
+    auto ref = cast<ParamRefOp>(refOp);
+    auto param = module.lookupSymbol<ParamOp>(ref.getName());
+    RankedTensorType local = splitType(param.getTensorType(), split.dim, k);
     param.setTypeAttr(TypeAttr::get(local));
     param.removeInitialValueAttr();
-    param->setAttr(attr::kTpSplitDim, IntegerAttr::get(IntegerType::get(ctx, 64), split.dim));
-    split.ref.getValue().setType(local);
+    param->setAttr(attr::kTpSplit,
+                   DenseI64ArrayAttr::get(ctx, {split.dim, split.outer, split.inner}));
+    ref.getValue().setType(local);
   }
-  // The hidden features between the layers shrink to this rank's slice.
-  auto shrink = [&](Value v) {
-    RankedTensorType type = tensorOf(v);
-    v.setType(splitType(type, type.getRank() - 1, ways));
-  };
-  shrink(pair.column.getOutput());
-  for (Operation *op : pair.between) {
-    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-      SmallVector<int64_t> shape(reshape.getShape());
-      shape.back() /= ways;
-      reshape.setShape(shape);
+  // The split values shrink to this rank's chunk; shapes in attributes
+  // follow.
+  for (auto &[value, s] : r.split)
+    value.setType(splitType(tensorOf(value), s.axis, k));
+  for (auto &[value, s] : r.split) {
+    Operation *def = value.getDefiningOp();
+    if (auto reshape = dyn_cast<ReshapeOp>(def)) {
+      reshape.setShape(tensorOf(reshape.getOutput()).getShape());
+    } else if (auto slice = dyn_cast<SliceOp>(def)) {
+      Sharding in = r.split.lookup(slice.getInput());
+      const int64_t rank = tensorOf(slice.getInput()).getRank();
+      SmallVector<int64_t> starts(slice.getStarts()), ends(slice.getEnds());
+      for (auto [i, axis] : llvm::enumerate(slice.getAxes()))
+        if (normalizedAxis(axis, rank) == in.axis) {
+          starts[i] /= k;
+          ends[i] /= k;
+        }
+      slice.setStarts(starts);
+      slice.setEnds(ends);
+    } else if (auto split = dyn_cast<SplitOp>(def)) {
+      Sharding in = r.split.lookup(split.getInput());
+      const int64_t axis = normalizedAxis(split.getAxis(), tensorOf(split.getInput()).getRank());
+      if (axis == in.axis && value == split.getOutputs().front()) {
+        SmallVector<int64_t> sizes(split.getSizes());
+        for (int64_t &piece : sizes)
+          piece /= k;
+        split.setSizes(sizes);
+      }
     }
-    shrink(op->getResult(0));
   }
-  // g: the row-parallel layer's partial sums are summed over the group;
+  // g: each row-parallel layer's partial sums are summed over the group;
   // its bias is added once, after the sum.
-  GemmOp row = pair.row;
-  b.setInsertionPoint(row);
-  auto partial = b.create<GemmOp>(row.getLoc(), row.getA(), row.getB(), Value(),
-                                  row.getAlphaAttr(), row.getBetaAttr(), row.getTransAAttr(),
-                                  row.getTransBAttr());
-  Value whole = b.create<TpReduceOp>(row.getLoc(), partial.getOutput());
-  if (Value bias = row.getC())
-    whole = b.create<AddOp>(row.getLoc(), whole, bias);
-  row.getOutput().replaceAllUsesWith(whole);
-  row.erase();
+  for (GemmOp end : r.ends) {
+    b.setInsertionPoint(end);
+    auto partial = b.create<GemmOp>(end.getLoc(), end.getA(), end.getB(), Value(),
+                                    end.getAlphaAttr(), end.getBetaAttr(), end.getTransAAttr(),
+                                    end.getTransBAttr());
+    Value whole = b.create<TpReduceOp>(end.getLoc(), partial.getOutput());
+    if (Value bias = end.getC())
+      whole = b.create<AddOp>(end.getLoc(), whole, bias);
+    end.getOutput().replaceAllUsesWith(whole);
+    end.erase();
+  }
 }
 
 struct TensorParallelPass : dtc::impl::TensorParallelBase<TensorParallelPass> {
@@ -195,33 +379,63 @@ struct TensorParallelPass : dtc::impl::TensorParallelBase<TensorParallelPass> {
       module.emitError("--tp: the module has no @forward");
       return signalPassFailure();
     }
-    SmallVector<LayerPair> pairs;
-    // A layer ends at most one pair (Linear, ReLU, Linear, ReLU, Linear:
-    // the first two are a pair, the third stays whole).
-    llvm::DenseSet<Operation *> paired;
-    for (auto gemm : llvm::to_vector(forward.getOps<GemmOp>())) {
-      if (paired.contains(gemm))
-        continue;
-      std::optional<LayerPair> pair = matchPair(gemm, module);
-      if (!pair)
-        continue;
-      paired.insert(pair->row);
-      if (pair->hidden % k != 0) {
-        gemm.emitError("--tp=") << k << ": the layer pair starting here has " << pair->hidden
-                                << " hidden features, not divisible by " << k;
-        return signalPassFailure();
+    // Column candidates, grouped by the value they read (a transformer's
+    // separate Q, K and V layers begin one region together).
+    llvm::MapVector<Value, SmallVector<GemmOp>> groups;
+    for (auto gemm : forward.getOps<GemmOp>())
+      if (isColumnCandidate(gemm, module))
+        groups[gemm.getA()].push_back(gemm);
+    RegionBuilder builder(module, k);
+    SmallVector<Region> regions;
+    llvm::DenseSet<Operation *> used;
+    // The first layer that could not be split because K does not divide its
+    // features: the likely reason when nothing is split.
+    GemmOp indivisible;
+    auto tryBuild = [&](ArrayRef<GemmOp> seeds) -> bool {
+      for (GemmOp seed : seeds)
+        if (used.contains(seed))
+          return false;
+      GemmOp first = seeds.front();
+      const int64_t n = tensorOf(first.getOutput()).getDimSize(1);
+      if (n % k && !indivisible)
+        indivisible = first;
+      for (int64_t outer = 1; outer <= n; ++outer) {
+        if (n % outer)
+          continue;
+        std::optional<Region> region = builder.build(seeds, outer);
+        if (!region)
+          continue;
+        for (GemmOp seed : region->seeds)
+          used.insert(seed);
+        for (GemmOp end : region->ends)
+          used.insert(end);
+        regions.push_back(std::move(*region));
+        return true;
       }
-      pairs.push_back(*pair);
+      return false;
+    };
+    for (auto &[input, seeds] : groups) {
+      if (tryBuild(seeds))
+        continue;
+      if (seeds.size() > 1)
+        for (GemmOp seed : seeds)
+          tryBuild({seed});
     }
-    if (pairs.empty()) {
-      module.emitError("--tp=")
-          << k
-          << ": found no layer pair to split (a Gemm/Linear, then only bias and "
-             "activation ops, then a second Gemm/Linear reading it alone)";
+    if (regions.empty() && indivisible) {
+      indivisible.emitError("--tp=")
+          << k << ": this layer has " << tensorOf(indivisible.getOutput()).getDimSize(1)
+          << " output features, not divisible by " << k << ", and no other layers can be split";
       return signalPassFailure();
     }
-    for (LayerPair &pair : pairs)
-      splitPair(pair, k, module);
+    if (regions.empty()) {
+      module.emitError("--tp=")
+          << k
+          << ": found no layers to split (a Gemm/Linear, then reshapes, element-wise ops, "
+             "softmax or attention over the split features, then a Gemm/Linear reading them)";
+      return signalPassFailure();
+    }
+    for (Region &region : regions)
+      apply(region, k, module);
     module->setAttr(attr::kTensorParallel,
                     IntegerAttr::get(IntegerType::get(module.getContext(), 64), k));
     if (!module->hasAttr("dtc.strategy"))

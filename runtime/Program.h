@@ -59,10 +59,15 @@ struct ParamSpec {
   // sharded.
   int32_t shardSlot = -1;
   // --tp (tensor parallelism): the dimension along which this rank holds
-  // its slice of the tensor (the ONNX initializer has tensorParallel times
-  // `tensor.dims[tpSplitDim]` there; rank r of the group holds slice r);
-  // -1: every rank holds the whole tensor. Optimizer state follows its weight.
+  // its slice of the tensor; -1: every rank holds the whole tensor.
+  // Optimizer state follows its weight. The ONNX initializer's dimension has
+  // tensorParallel times `tensor.dims[tpSplitDim]` entries, viewed as
+  // [tpSplitOuter, S, tpSplitInner]: rank r of the group holds chunk r of
+  // the S factor in each of the outer blocks (a fused Q/K/V weight split by
+  // attention heads has 3 outer blocks).
   int32_t tpSplitDim = -1;
+  int32_t tpSplitOuter = 1;
+  int32_t tpSplitInner = 1;
 };
 
 // The part of one sharded weight this rank updates (StateShard::of).

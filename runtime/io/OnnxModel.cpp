@@ -66,8 +66,7 @@ void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t 
   const TensorSpec& t = p.tensor;
   if (p.tpSplitDim >= 0 && slice.parts > 1) {
     // --tp: this rank's slice of the whole initializer.
-    std::vector<int64_t> whole = dimsOf(t);
-    if (p.tpSplitDim < t.rank) whole[static_cast<size_t>(p.tpSplitDim)] *= slice.parts;
+    const std::vector<int64_t> whole = wholeDims(p, slice.parts);
     if (h.dtype != t.dtype || h.dims != whole)
       fail("parameter '", t.name, "': the program expects ", dtypeName(t.dtype), " ",
            shapeString(whole), " (split ", slice.parts, " ways along dimension ", p.tpSplitDim,
@@ -75,7 +74,8 @@ void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t 
     if (byteSize(t) > room)
       fail("parameter '", t.name, "': ", byteSize(t), " bytes do not fit the ", room,
            " bytes left in the state buffer");
-    copySlice(h.data.data(), whole, p.tpSplitDim, slice.part, slice.parts, dtypeSize(t.dtype), dst);
+    const SplitView view = splitView(p, slice.parts);
+    copySlice(h.data.data(), view.dims, view.dim, slice.part, slice.parts, dtypeSize(t.dtype), dst);
     return;
   }
   checkInitializer(p, h);
@@ -141,7 +141,7 @@ std::string OnnxModel::serializeWith(const ProgramSpec& spec,
       fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
     HostTensor h;
     h.dtype = p.tensor.dtype;
-    h.dims = wholeDims(spec, p);  // --tp: data(i) is the whole tensor
+    h.dims = wholeDims(p, spec.tensorParallel);  // --tp: data(i) is the whole tensor
     const size_t bytes = static_cast<size_t>(numElements(h.dims)) * dtypeSize(h.dtype);
     const char* from = data(i);
     h.data.assign(from, from + bytes);

@@ -8,11 +8,28 @@
 
 namespace dtcrt {
 
-std::vector<int64_t> wholeDims(const ProgramSpec& spec, const ParamSpec& p) {
+std::vector<int64_t> wholeDims(const ParamSpec& p, int parts) {
   std::vector<int64_t> dims = dimsOf(p.tensor);
   if (p.tpSplitDim >= 0 && p.tpSplitDim < p.tensor.rank)
-    dims[static_cast<size_t>(p.tpSplitDim)] *= spec.tensorParallel;
+    dims[static_cast<size_t>(p.tpSplitDim)] *= parts;
   return dims;
+}
+
+SplitView splitView(const ParamSpec& p, int parts) {
+  const std::vector<int64_t> whole = wholeDims(p, parts);
+  const size_t d = static_cast<size_t>(p.tpSplitDim);
+  if (p.tpSplitDim < 0 || d >= whole.size() || p.tpSplitOuter < 1 || p.tpSplitInner < 1 ||
+      whole[d] % (static_cast<int64_t>(p.tpSplitOuter) * p.tpSplitInner) != 0)
+    fail("parameter '", p.tensor.name, "': cannot split ", shapeString(whole), " along dimension ",
+         p.tpSplitDim, " in ", p.tpSplitOuter, " blocks of ", p.tpSplitInner);
+  SplitView view;
+  view.dims.assign(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(d));
+  view.dims.push_back(p.tpSplitOuter);
+  view.dims.push_back(whole[d] / p.tpSplitOuter / p.tpSplitInner);
+  view.dims.push_back(p.tpSplitInner);
+  view.dims.insert(view.dims.end(), whole.begin() + static_cast<std::ptrdiff_t>(d) + 1, whole.end());
+  view.dim = static_cast<int>(d) + 1;
+  return view;
 }
 
 namespace {

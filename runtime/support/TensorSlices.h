@@ -13,9 +13,18 @@
 
 namespace dtcrt {
 
-// The dims of param `p`'s whole tensor: its own, with the split dimension
-// `tensorParallel` times larger.
-std::vector<int64_t> wholeDims(const ProgramSpec& spec, const ParamSpec& p);
+// The dims of param `p`'s whole tensor in a group of `parts` ranks: its
+// own, with the split dimension `parts` times larger.
+std::vector<int64_t> wholeDims(const ParamSpec& p, int parts);
+
+// Param `p`'s whole tensor viewed so that a rank's slice is one equal slice
+// along `dim`: the split dimension expanded to [outer, S, inner], `dim`
+// pointing at S.
+struct SplitView {
+  std::vector<int64_t> dims;
+  int dim = 0;
+};
+SplitView splitView(const ParamSpec& p, int parts);
 
 // Slice `part` of `parts` equal slices along dimension `dim` of the
 // row-major tensor `whole` (dims `dims`, `elementBytes` per element):

@@ -24,10 +24,10 @@ void saveTensorParallelModel(Communicator& comm, const ProgramSpec& spec, const 
     const size_t sliceBytes = byteSize(p.tensor);
     slices.resize(sliceBytes * static_cast<size_t>(parts));
     comm.allGather(state + p.offset, slices.data(), sliceBytes)->wait();
-    const std::vector<int64_t> dims = wholeDims(spec, p);
+    const SplitView view = splitView(p, parts);
     whole.resize(sliceBytes * static_cast<size_t>(parts));
     for (int r = 0; r < parts; ++r)
-      placeSlice(slices.data() + static_cast<size_t>(r) * sliceBytes, dims, p.tpSplitDim, r, parts,
+      placeSlice(slices.data() + static_cast<size_t>(r) * sliceBytes, view.dims, view.dim, r, parts,
                  dtypeSize(p.tensor.dtype), whole.data());
     return whole.data();
   };

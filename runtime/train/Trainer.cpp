@@ -39,7 +39,7 @@ int64_t countWeights(const ProgramSpec& spec) {
   int64_t n = 0;
   for (int32_t i = 0; i < spec.numParams; ++i)
     if (spec.params[i].kind == ParamKind::Weight)
-      n += numElements(wholeDims(spec, spec.params[i]));  // --tp: the whole model's
+      n += numElements(wholeDims(spec.params[i], spec.tensorParallel));  // --tp: the whole model's
   return n;
 }
 

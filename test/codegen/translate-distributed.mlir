@@ -15,10 +15,10 @@
 // RUN: dtc-opt %s --dtc-training-pipeline="tp=2" | dtc-translate --mlir-to-cpp | FileCheck %s --check-prefix=TP
 // TP-LABEL: void train_step(
 // TP: ctx.comm->allReduce([[P:t[0-9]+]], 12, dtcrt::ReduceOp::Sum)->wait();  // the tensor-parallel group's partial sums
-// TP: {{[{][{]}}"fc1.weight", dtcrt::DType::F32, 2, {2, 6}}, dtcrt::ParamKind::Weight, 0, -1, -1, -1, 0},
-// TP-NEXT: {{[{][{]}}"fc1.bias", dtcrt::DType::F32, 1, {2}}, dtcrt::ParamKind::Weight, 64, -1, -1, -1, 0},
-// TP-NEXT: {{[{][{]}}"fc2.weight", dtcrt::DType::F32, 2, {3, 2}}, dtcrt::ParamKind::Weight, 128, -1, -1, -1, 1},
-// TP-NEXT: {{[{][{]}}"fc2.bias", dtcrt::DType::F32, 1, {3}}, dtcrt::ParamKind::Weight, 192, -1, -1, -1, -1},
+// TP: {{[{][{]}}"fc1.weight", dtcrt::DType::F32, 2, {2, 6}}, dtcrt::ParamKind::Weight, 0, -1, -1, -1, 0, 1, 1},
+// TP-NEXT: {{[{][{]}}"fc1.bias", dtcrt::DType::F32, 1, {2}}, dtcrt::ParamKind::Weight, 64, -1, -1, -1, 0, 1, 1},
+// TP-NEXT: {{[{][{]}}"fc2.weight", dtcrt::DType::F32, 2, {3, 2}}, dtcrt::ParamKind::Weight, 128, -1, -1, -1, 1, 1, 1},
+// TP-NEXT: {{[{][{]}}"fc2.bias", dtcrt::DType::F32, 1, {3}}, dtcrt::ParamKind::Weight, 192, -1, -1, -1, -1, 1, 1},
 // TP: .strategy = "tp",
 // TP-NEXT: .collectives = "tp_all_reduce:12,tp_all_reduce:12,tp_all_reduce:12",
 // TP: .tensorParallel = 2,
@@ -42,12 +42,12 @@
 // PIPE: ctx.pipe->recv({{t[0-9]+}}, 64, /*stage=*/0, /*tag=*/0)->wait();
 // PIPE: float* const p_fc2_weight_momentum_buffer = reinterpret_cast<float*>(state + 64);
 // PIPE: const dtcrt::ParamSpec kParams[] = {
-// PIPE-NEXT: {{[{][{]}}"fc1.weight", {{.*}}, dtcrt::ParamKind::Weight, 0, -1, 0, -1, -1},
-// PIPE-NEXT: {{[{][{]}}"fc1.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 128, 0, 0, -1, -1},
-// PIPE-NEXT: {{[{][{]}}"fc1.bias", {{.*}}, dtcrt::ParamKind::Weight, 256, -1, 0, -1, -1},
-// PIPE-NEXT: {{[{][{]}}"fc1.bias.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 320, 2, 0, -1, -1},
-// PIPE-NEXT: {{[{][{]}}"fc2.weight", {{.*}}, dtcrt::ParamKind::Weight, 384, -1, 1, -1, -1},
-// PIPE-NEXT: {{[{][{]}}"fc2.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 448, 4, 1, -1, -1},
+// PIPE-NEXT: {{[{][{]}}"fc1.weight", {{.*}}, dtcrt::ParamKind::Weight, 0, -1, 0, -1, -1, 1, 1},
+// PIPE-NEXT: {{[{][{]}}"fc1.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 128, 0, 0, -1, -1, 1, 1},
+// PIPE-NEXT: {{[{][{]}}"fc1.bias", {{.*}}, dtcrt::ParamKind::Weight, 256, -1, 0, -1, -1, 1, 1},
+// PIPE-NEXT: {{[{][{]}}"fc1.bias.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 320, 2, 0, -1, -1, 1, 1},
+// PIPE-NEXT: {{[{][{]}}"fc2.weight", {{.*}}, dtcrt::ParamKind::Weight, 384, -1, 1, -1, -1, 1, 1},
+// PIPE-NEXT: {{[{][{]}}"fc2.weight.momentum_buffer", {{.*}}, dtcrt::ParamKind::OptimizerState, 448, 4, 1, -1, -1, 1, 1},
 // PIPE: const dtcrt::StepFunction kStageSteps[] = {stage0_step, stage1_step};
 // PIPE: const size_t kStageStateBytes[] = {384, 256};
 // PIPE-NEXT: const size_t kStageStateBase[] = {0, 384};

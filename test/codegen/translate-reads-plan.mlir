@@ -11,7 +11,7 @@
 // CHECK: float* const [[R:t[0-9]+]] = reinterpret_cast<float*>(arena + 64);  // 2x3
 // CHECK: cpu::relu([[G]], [[R]], 6);
 // CHECK: const dtcrt::ParamSpec kParams[] = {
-// CHECK-NEXT: {"w", dtcrt::DType::F32, 2, {3, 6}}, dtcrt::ParamKind::Weight, 64, -1, -1, -1, -1},
+// CHECK-NEXT: {"w", dtcrt::DType::F32, 2, {3, 6}}, dtcrt::ParamKind::Weight, 64, -1, -1, -1, -1, 1, 1},
 // CHECK: .numParams = 1,
 // CHECK-NEXT: .stateBytes = 192,
 // CHECK: .arenaBytes = 256,

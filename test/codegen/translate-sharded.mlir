@@ -37,8 +37,8 @@
 // CHECK: ctx.comm->allGather(ctx.shard.mine(), ctx.shard.region, ctx.shard.bytes())->wait();
 // CHECK-LABEL: const dtcrt::ParamSpec kParams[] = {
 // The optimizer state has a slot, not an offset.
-// CHECK: ParamKind::OptimizerState, 0, {{[0-9]+}}, -1, 0, -1},
-// CHECK: ParamKind::OptimizerState, 0, {{[0-9]+}}, -1, 1, -1},
+// CHECK: ParamKind::OptimizerState, 0, {{[0-9]+}}, -1, 0, -1, 1, 1},
+// CHECK: ParamKind::OptimizerState, 0, {{[0-9]+}}, -1, 1, -1, 1, 1},
 // CHECK: .strategy = "fsdp",
 // CHECK: .flatStateOffset = 0,
 // CHECK-NEXT: .flatStateElements = 48,

@@ -1,7 +1,7 @@
 // The dtc-tensor-parallel pass (--tp=K, Megatron-style): each column/row
 // layer pair of @forward is split over the K ranks of a tensor-parallel
 // group. The first weight and its bias keep 1/K of their output features,
-// the second weight 1/K of its input features (dtc.tp_split_dim says which
+// the second weight 1/K of its input features (dtc.tp_split says which
 // dimension); dtc.tp_copy enters the region and dtc.tp_reduce sums the
 // partial products, before the second layer's bias. Autodiff then turns
 // tp_copy into the backward all-reduce of the input's gradient.
@@ -12,9 +12,9 @@
 // A classifier's hidden layer (Gemm, ReLU, Gemm, as torch exports nn.Linear),
 // after a trained feature scale (so the input of the pair needs a gradient).
 // CHECK-LABEL: module attributes {dtc.strategy = "tp", dtc.tensor_parallel = 2 : i64}
-// CHECK-DAG: dtc.param weight @fc1.weight : tensor<4x6xf32> {dtc.tp_split_dim = 0 : i64}
-// CHECK-DAG: dtc.param weight @fc1.bias : tensor<4xf32> {dtc.tp_split_dim = 0 : i64}
-// CHECK-DAG: dtc.param weight @fc2.weight : tensor<3x4xf32> {dtc.tp_split_dim = 1 : i64}
+// CHECK-DAG: dtc.param weight @fc1.weight : tensor<4x6xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
+// CHECK-DAG: dtc.param weight @fc1.bias : tensor<4xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
+// CHECK-DAG: dtc.param weight @fc2.weight : tensor<3x4xf32> {dtc.tp_split = array<i64: 1, 1, 1>}
 // CHECK-DAG: dtc.param weight @fc2.bias : tensor<3xf32> = dense<1.000000e+00> : tensor<3xf32>
 // CHECK-DAG: dtc.param weight @scale : tensor<6xf32> = dense<2.000000e+00> : tensor<6xf32>{{$}}
 // CHECK: %[[X:.*]] = dtc.tp_copy %{{.*}} : tensor<4x6xf32>
@@ -61,9 +61,9 @@ module {
 // flattened around each Gemm, the bias added after a reshape, GELU between.
 // Weights stored [in, out] (no transB) split along the other dimension.
 // CHECK-LABEL: module attributes
-// CHECK-DAG: dtc.param weight @c_fc.weight : tensor<4x8xf32> {dtc.tp_split_dim = 1 : i64}
-// CHECK-DAG: dtc.param weight @c_fc.bias : tensor<8xf32> {dtc.tp_split_dim = 0 : i64}
-// CHECK-DAG: dtc.param weight @c_proj.weight : tensor<8x4xf32> {dtc.tp_split_dim = 0 : i64}
+// CHECK-DAG: dtc.param weight @c_fc.weight : tensor<4x8xf32> {dtc.tp_split = array<i64: 1, 1, 1>}
+// CHECK-DAG: dtc.param weight @c_fc.bias : tensor<8xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
+// CHECK-DAG: dtc.param weight @c_proj.weight : tensor<8x4xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
 // CHECK: dtc.tp_copy %{{.*}} : tensor<6x4xf32>
 // CHECK: dtc.gemm {{.*}} -> tensor<6x8xf32>
 // CHECK-NEXT: dtc.reshape %{{.*}} {shape = array<i64: 2, 3, 8>} : (tensor<6x8xf32>) -> tensor<2x3x8xf32>
@@ -96,7 +96,7 @@ module {
 
 // A tied weight (read by two layers) is not split; with no other pair there
 // is nothing to split.
-// expected-error @+1 {{--tp=2: found no layer pair to split}}
+// expected-error @+1 {{--tp=2: found no layers to split}}
 module {
   dtc.param weight @w : tensor<8x8xf32>
   func.func @forward(%arg0: tensor<4x8xf32> {dtc.name = "x"}) -> (tensor<4x8xf32> {dtc.name = "y"}) {
@@ -111,14 +111,15 @@ module {
 
 // -----
 
-// The hidden size must divide by K.
+// K must divide a layer's features; a layer it does not divide stays whole
+// (here the only candidate, so nothing can be split).
 module {
   dtc.param weight @fc1.weight : tensor<5x6xf32>
   dtc.param weight @fc2.weight : tensor<3x5xf32>
   func.func @forward(%arg0: tensor<4x6xf32> {dtc.name = "input"}) -> (tensor<4x3xf32> {dtc.name = "logits"}) {
     %0 = dtc.param_ref @fc1.weight : tensor<5x6xf32>
     %1 = dtc.param_ref @fc2.weight : tensor<3x5xf32>
-    // expected-error @+1 {{--tp=2: the layer pair starting here has 5 hidden features, not divisible by 2}}
+    // expected-error @+1 {{--tp=2: this layer has 5 output features, not divisible by 2, and no other layers can be split}}
     %2 = dtc.gemm %arg0, %0 {transB = true} : (tensor<4x6xf32>, tensor<5x6xf32>) -> tensor<4x5xf32>
     %3 = dtc.relu %2 : tensor<4x5xf32>
     %4 = dtc.gemm %3, %1 {transB = true} : (tensor<4x5xf32>, tensor<3x5xf32>) -> tensor<4x3xf32>
@@ -131,8 +132,8 @@ module {
 // Three Linear layers with ReLUs (LeNet's classifier): the first two form a
 // pair; the third stays whole on every rank (a layer ends at most one pair).
 // CHECK-LABEL: module attributes
-// CHECK-DAG: dtc.param weight @fc1.weight : tensor<4x6xf32> {dtc.tp_split_dim = 0 : i64}
-// CHECK-DAG: dtc.param weight @fc2.weight : tensor<5x4xf32> {dtc.tp_split_dim = 1 : i64}
+// CHECK-DAG: dtc.param weight @fc1.weight : tensor<4x6xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
+// CHECK-DAG: dtc.param weight @fc2.weight : tensor<5x4xf32> {dtc.tp_split = array<i64: 1, 1, 1>}
 // CHECK-DAG: dtc.param weight @fc3.weight : tensor<3x5xf32>{{$}}
 // CHECK: dtc.tp_reduce
 // CHECK-NOT: dtc.tp_
@@ -151,5 +152,83 @@ module {
     %6 = dtc.relu %5 : tensor<4x5xf32>
     %7 = dtc.gemm %6, %2 {transB = true} : (tensor<4x5xf32>, tensor<3x5xf32>) -> tensor<4x3xf32>
     return %7 : tensor<4x3xf32>
+  }
+}
+
+// -----
+
+// Attention with a fused Q/K/V projection (nanoGPT's c_attn: [3 x heads x
+// head_dim, features]) is split by heads: each rank keeps its heads' rows
+// of each of the 3 blocks (dtc.tp_split = [dim, outer 3, inner 1]), the
+// split, reshapes, transposes, batched matmuls and the softmax work on its
+// heads only, and the output projection is split by rows: the rank's heads'
+// columns [dim 1, outer 1, inner head_dim 2].
+// CHECK-LABEL: module attributes
+// CHECK-DAG: dtc.param weight @c_attn.weight : tensor<6x4xf32> {dtc.tp_split = array<i64: 0, 3, 1>}
+// CHECK-DAG: dtc.param weight @c_attn.bias : tensor<6xf32> {dtc.tp_split = array<i64: 0, 3, 1>}
+// CHECK-DAG: dtc.param weight @c_proj.weight : tensor<4x2xf32> {dtc.tp_split = array<i64: 1, 1, 2>}
+// CHECK: dtc.tp_copy %arg0
+// CHECK: dtc.split %{{.*}} {axis = 1 : i64, sizes = array<i64: 2, 2, 2>} : (tensor<2x6xf32>)
+// CHECK: dtc.reshape %{{.*}} {shape = array<i64: 2, 1, 2>}
+// CHECK: dtc.matmul %{{.*}}, %{{.*}} : (tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+// CHECK-NEXT: dtc.softmax %{{.*}} : (tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+// CHECK: dtc.reshape %{{.*}} {shape = array<i64: 2, 2>} : (tensor<2x1x2xf32>) -> tensor<2x2xf32>
+// CHECK-NEXT: %[[P:.*]] = dtc.gemm %{{.*}}, %{{.*}} {transB = true} : (tensor<2x2xf32>, tensor<4x2xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: dtc.tp_reduce %[[P]]
+module {
+  dtc.param weight @c_attn.weight : tensor<12x4xf32>
+  dtc.param weight @c_attn.bias : tensor<12xf32>
+  dtc.param weight @c_proj.weight : tensor<4x4xf32>
+  func.func @forward(%x: tensor<2x4xf32> {dtc.name = "x"}) -> (tensor<2x4xf32> {dtc.name = "y"}) {
+    %w = dtc.param_ref @c_attn.weight : tensor<12x4xf32>
+    %b = dtc.param_ref @c_attn.bias : tensor<12xf32>
+    %wp = dtc.param_ref @c_proj.weight : tensor<4x4xf32>
+    %0 = dtc.gemm %x, %w {transB = true} : (tensor<2x4xf32>, tensor<12x4xf32>) -> tensor<2x12xf32>
+    %1 = dtc.add %b, %0 : (tensor<12xf32>, tensor<2x12xf32>) -> tensor<2x12xf32>
+    %2:3 = dtc.split %1 {axis = 1 : i64, sizes = array<i64: 4, 4, 4>} : (tensor<2x12xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
+    %q = dtc.reshape %2#0 {shape = array<i64: 2, 2, 2>} : (tensor<2x4xf32>) -> tensor<2x2x2xf32>
+    %qt = dtc.transpose %q {perm = array<i64: 1, 0, 2>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %k = dtc.reshape %2#1 {shape = array<i64: 2, 2, 2>} : (tensor<2x4xf32>) -> tensor<2x2x2xf32>
+    %kt = dtc.transpose %k {perm = array<i64: 1, 2, 0>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %v = dtc.reshape %2#2 {shape = array<i64: 2, 2, 2>} : (tensor<2x4xf32>) -> tensor<2x2x2xf32>
+    %vt = dtc.transpose %v {perm = array<i64: 1, 0, 2>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %s = dtc.matmul %qt, %kt : (tensor<2x2x2xf32>, tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %p = dtc.softmax %s : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %o = dtc.matmul %p, %vt : (tensor<2x2x2xf32>, tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %ot = dtc.transpose %o {perm = array<i64: 1, 0, 2>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %y = dtc.reshape %ot {shape = array<i64: 2, 4>} : (tensor<2x2x2xf32>) -> tensor<2x4xf32>
+    %z = dtc.gemm %y, %wp {transB = true} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    return %z : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+// A softmax across the heads would mix the ranks' heads: nothing is split.
+// expected-error @+1 {{--tp=2: found no layers to split}}
+module {
+  dtc.param weight @c_attn.weight : tensor<12x4xf32>
+  dtc.param weight @c_attn.bias : tensor<12xf32>
+  dtc.param weight @c_proj.weight : tensor<4x4xf32>
+  func.func @forward(%x: tensor<2x4xf32> {dtc.name = "x"}) -> (tensor<2x4xf32> {dtc.name = "y"}) {
+    %w = dtc.param_ref @c_attn.weight : tensor<12x4xf32>
+    %b = dtc.param_ref @c_attn.bias : tensor<12xf32>
+    %wp = dtc.param_ref @c_proj.weight : tensor<4x4xf32>
+    %0 = dtc.gemm %x, %w {transB = true} : (tensor<2x4xf32>, tensor<12x4xf32>) -> tensor<2x12xf32>
+    %1 = dtc.add %b, %0 : (tensor<12xf32>, tensor<2x12xf32>) -> tensor<2x12xf32>
+    %2:3 = dtc.split %1 {axis = 1 : i64, sizes = array<i64: 4, 4, 4>} : (tensor<2x12xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
+    %q = dtc.reshape %2#0 {shape = array<i64: 2, 2, 2>} : (tensor<2x4xf32>) -> tensor<2x2x2xf32>
+    %qt = dtc.transpose %q {perm = array<i64: 1, 0, 2>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %k = dtc.reshape %2#1 {shape = array<i64: 2, 2, 2>} : (tensor<2x4xf32>) -> tensor<2x2x2xf32>
+    %kt = dtc.transpose %k {perm = array<i64: 1, 2, 0>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %v = dtc.reshape %2#2 {shape = array<i64: 2, 2, 2>} : (tensor<2x4xf32>) -> tensor<2x2x2xf32>
+    %vt = dtc.transpose %v {perm = array<i64: 1, 0, 2>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %s = dtc.matmul %qt, %kt : (tensor<2x2x2xf32>, tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %p = dtc.softmax %s {axis = 0 : i64} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %o = dtc.matmul %p, %vt : (tensor<2x2x2xf32>, tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %ot = dtc.transpose %o {perm = array<i64: 1, 0, 2>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %y = dtc.reshape %ot {shape = array<i64: 2, 4>} : (tensor<2x2x2xf32>) -> tensor<2x4xf32>
+    %z = dtc.gemm %y, %wp {transB = true} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    return %z : tensor<2x4xf32>
   }
 }

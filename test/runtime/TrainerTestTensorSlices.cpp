@@ -81,3 +81,33 @@ TEST(TensorSlices, LoadsTheRanksSliceOfAnInitializer) {
   copyInitializer(p, h, dst.data(), dst.size());
   EXPECT_EQ(floats(dst), (std::vector<float>{0, 1, 2, 3}));
 }
+
+// A fused Q/K/V weight split by heads: rank 1 of 2 takes its rows of each of
+// the 3 blocks of the whole [12, 1] tensor (dim 0 viewed as [3, 4, 1]),
+// and the slices put back give the whole again.
+TEST(TensorSlices, BlockedSplitTakesTheRanksPartOfEachBlock) {
+  ParamSpec p{};
+  p.tensor = TensorSpec{"c_attn.weight", DType::F32, 2, {6, 1}};
+  p.kind = ParamKind::Weight;
+  p.tpSplitDim = 0;
+  p.tpSplitOuter = 3;
+  HostTensor h;
+  h.dims = {12, 1};
+  h.data = iota(12);
+  std::vector<char> dst(24);
+  copyInitializer(p, h, dst.data(), dst.size(), TpSlice{1, 2});
+  EXPECT_EQ(floats(dst), (std::vector<float>{2, 3, 6, 7, 10, 11}));
+  const SplitView view = splitView(p, 2);
+  EXPECT_EQ(view.dims, (std::vector<int64_t>{3, 4, 1, 1}));
+  EXPECT_EQ(view.dim, 1);
+  std::vector<char> again(48, 0), part(24);
+  for (int r = 0; r < 2; ++r) {
+    copySlice(h.data.data(), view.dims, view.dim, r, 2, 4, part.data());
+    placeSlice(part.data(), view.dims, view.dim, r, 2, 4, again.data());
+  }
+  EXPECT_EQ(again, h.data);
+  // Blocks that do not divide the dimension are refused, naming the param.
+  p.tpSplitOuter = 5;
+  EXPECT_NE(errorOf([&] { splitView(p, 2); }).find("parameter 'c_attn.weight': cannot split"),
+            std::string::npos);
+}

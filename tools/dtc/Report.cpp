@@ -216,17 +216,21 @@ static void printTensorParallel(ModuleOp module, llvm::raw_ostream &os) {
     if (!param.isTrainable())
       continue;
     const int64_t n = param.getTensorType().getNumElements();
-    auto dim = param->getAttrOfType<IntegerAttr>(attr::kTpSplitDim);
+    auto split = param->getAttrOfType<DenseI64ArrayAttr>(attr::kTpSplit);
     local += n;
-    whole += dim ? n * k : n;
-    if (!dim)
+    whole += split ? n * k : n;
+    if (!split || split.size() != 3)
       continue;
+    const int64_t dim = split[0], outer = split[1];
     SmallVector<int64_t> shape(param.getTensorType().getShape());
     list << "  " << param.getSymName() << ": ";
-    shape[dim.getInt()] *= k;
+    shape[dim] *= k;
     llvm::interleave(shape, list, "x");
-    list << " split along dimension " << dim.getInt() << ", ";
-    shape[dim.getInt()] /= k;
+    list << " split along dimension " << dim;
+    if (outer > 1)
+      list << " in each of " << outer << " blocks";
+    list << ", ";
+    shape[dim] /= k;
     llvm::interleave(shape, list, "x");
     list << " per rank\n";
   }
