@@ -180,7 +180,7 @@ LogicalResult emitTpReduce(Operation *op, FunctionEmitter &fn) {
   const int64_t bytes = tensorBytes(reduce.getOutput().getType());
   std::string out = fn.ptr(reduce.getOutput());
   fn.copyBytes(out, fn.ptr(reduce.getInput()), bytes);
-  fn.line("ctx.comm->allReduce(" + out + ", " + std::to_string(bytes / 4) +
+  fn.line("ctx.tp->allReduce(" + out + ", " + std::to_string(bytes / 4) +
           ", dtcrt::ReduceOp::Sum)->wait();  // the tensor-parallel group's partial sums");
   return success();
 }

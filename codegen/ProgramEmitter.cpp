@@ -475,7 +475,9 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   ProgramEmitter program(module);
   program.cuda = options.target == "cuda";
   auto strategyAttr = module->getAttrOfType<StringAttr>("dtc.strategy");
-  std::string strategy = strategyAttr ? strategyAttr.getValue().str() : "none";
+  std::string strategy = strategyAttr ? strategyAttr.getValue().str()
+                         : tensorParallelOf(module) > 1 ? "tp"
+                                                        : "none";
   auto collectivesAttr = module->getAttrOfType<StringAttr>("dtc.collectives");
   std::string collectives = collectivesAttr ? collectivesAttr.getValue().str() : "";
 

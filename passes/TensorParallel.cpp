@@ -438,8 +438,6 @@ struct TensorParallelPass : dtc::impl::TensorParallelBase<TensorParallelPass> {
       apply(region, k, module);
     module->setAttr(attr::kTensorParallel,
                     IntegerAttr::get(IntegerType::get(module.getContext(), 64), k));
-    if (!module->hasAttr("dtc.strategy"))
-      module->setAttr("dtc.strategy", StringAttr::get(module.getContext(), "tp"));
   }
 };
 

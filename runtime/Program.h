@@ -185,6 +185,10 @@ struct StepContext {
   float* gradNorm;
   // --strategy=fsdp: this rank's shard of the weights and optimizer state.
   StateShard shard;
+  // --tp: this rank's tensor-parallel group (dtc.tp_reduce sums over it);
+  // `comm` is then the data-parallel group of the ranks that hold the same
+  // slices. Null in other programs.
+  Communicator* tp = nullptr;
 
   // The generated code brackets each kernel op with these (one branch when
   // no profiler is set).

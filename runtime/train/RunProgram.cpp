@@ -65,12 +65,16 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
       // A pipeline needs exactly its stages x replicas ranks: every rank
       // knows the job's size, so each refuses before connecting.
       if (pipeline) pipelinePlace(spec, rank.rank, rank.worldSize);
-      // --tp: exactly one tensor-parallel group.
-      if (spec.tensorParallel > 1 && rank.worldSize != spec.tensorParallel)
+      // --tp: whole tensor-parallel groups; several only under ddp.
+      if (spec.tensorParallel > 1 &&
+          (rank.worldSize % spec.tensorParallel != 0 ||
+           (strategy == "tp" && rank.worldSize != spec.tensorParallel)))
         fail("this program splits layers over ", spec.tensorParallel,
              " ranks (dtc --tp=", spec.tensorParallel, ") but was started as rank ", rank.rank,
-             " of ", rank.worldSize, " (", rank.source, "); start it on exactly ",
-             spec.tensorParallel, " ranks (--tp with data parallelism is not available yet)");
+             " of ", rank.worldSize, " (", rank.source, "); start it on ",
+             strategy == "tp" ? "exactly " : "a multiple of ", spec.tensorParallel,
+             strategy == "tp" ? " ranks (compile with --strategy=ddp for data-parallel groups)"
+                              : " ranks");
       if (rank.worldSize > 1 && strategy != "ddp" && strategy != "fsdp" && strategy != "tp" &&
           !pipeline)
         fail("this program was compiled for one process (--strategy=", strategy,

@@ -3,6 +3,7 @@
 #include "runtime/train/ShardedCheckpoint.h"
 #include "runtime/train/StageState.h"
 
+#include "runtime/comm/Subgroup.h"
 #include "runtime/data/Sampler.h"
 #include "runtime/io/OnnxModel.h"
 #include "runtime/support/Error.h"
@@ -181,6 +182,27 @@ void Trainer::loadRankState() {
     loadInitialState(spec_, state_.data(), processRank() % tensorParallel());
 }
 
+void Trainer::connectTensorParallel() {
+  const int k = tensorParallel();
+  if (!comm_) fail("internal: a tensor-parallel program without a communicator");
+  if (comm_->size() == k) {
+    tp_ = comm_;
+    return;
+  }
+  // Groups of K consecutive ranks (a node's GPUs, as Megatron-LM places
+  // them); the ranks at the same place in each group are data parallel.
+  const int rank = comm_->rank(), group = rank / k;
+  std::vector<int> members, replicas;
+  for (int i = 0; i < k; ++i) members.push_back(group * k + i);
+  for (int g = 0; g < comm_->size() / k; ++g) replicas.push_back(g * k + rank % k);
+  tpGroup_ = makeSubgroup(*comm_, members, 0);
+  tpReplicas_ = makeSubgroup(*comm_, replicas, kSubgroupTagSpan);
+  tp_ = tpGroup_.get();
+  // Connects both before the first step.
+  tpGroup_->barrier();
+  tpReplicas_->barrier();
+}
+
 StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t step) {
   StepContext ctx{};
   if (device_) {
@@ -210,6 +232,8 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
   ctx.comm = device_ && device_->comm() ? device_->comm() : comm_;
   ctx.profiler = profiler_.get();
   ctx.shard = shard_;
+  ctx.tp = tp_;
+  if (tpReplicas_) ctx.comm = tpReplicas_.get();
   return ctx;
 }
 
@@ -464,6 +488,7 @@ TrainResult Trainer::run() {
   // ZeRO-3: a rank holds only its shard of the weights (it loaded no
   // other part; this makes sure).
   if (spec_.shardParameters) releaseOtherShards(shard_);
+  if (tensorParallel() > 1) connectTensorParallel();
   // GPU programs: the host state is final; the device state is its copy from
   // here on, and the host copy is refreshed (downloadState) when read.
   if (device_) device_->upload(dState_.data(), state_.data(), spec_.stateBytes);
@@ -517,8 +542,11 @@ TrainResult Trainer::run() {
                  shards > 1 ? str(stepRows_, " per replica, ") : std::string(), samplesPerStep,
                  " per step)");
   else if (tensorParallel() > 1)
-    layout = str(", batch ", spec_.batchSize, ", layer pairs tensor parallel over ",
-                 tensorParallel(), " ranks");
+    layout = str(", batch ", spec_.batchSize,
+                 shards > 1 ? str(" per group on ", shards, " data-parallel groups (",
+                                  spec_.batchSize * shards, " per step)")
+                            : std::string(),
+                 ", layers tensor parallel over ", tensorParallel(), " ranks");
   else
     layout = str(", batch ", spec_.batchSize,
                  world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
@@ -798,8 +826,8 @@ TrainResult Trainer::run() {
       saveStagedModel(*comm_, spec_, place_, state_.data(), opts_.save);
     else if (spec_.shardParameters && comm_)
       saveShardedModel(*comm_, spec_, state_.data(), shard_, opts_.save);
-    else if (tensorParallel() > 1 && comm_)
-      saveTensorParallelModel(*comm_, spec_, state_.data(), opts_.save);
+    else if (tensorParallel() > 1 && tp_ && rank < tensorParallel())  // group 0's slices
+      saveTensorParallelModel(*tp_, spec_, state_.data(), opts_.save);
     else if (isLogRank())
       saveTrainedModel(spec_, state_.data(), opts_.save);
     if (isLogRank()) log.line("saved the trained model to " + opts_.save);

@@ -109,6 +109,8 @@ public:
 private:
   // --tp=K: the ranks of a tensor-parallel group (1: none).
   int tensorParallel() const { return spec_.tensorParallel > 1 ? spec_.tensorParallel : 1; }
+  // --tp: the tensor-parallel group and the data-parallel replicas.
+  void connectTensorParallel();
   // The rank's state as the program starts: the embedded ONNX's weights
   // (stage-owned pipelines: only those of the rank's stage buffer).
   void loadRankState();
@@ -190,6 +192,11 @@ private:
   // Last, so they go first: a group's operation in flight (after an error)
   // ends before the buffers it reads are freed.
   std::unique_ptr<Communicator> ownWorld_;  // when no `comm` was given
+  // --tp: this rank's tensor-parallel group (the world when the job is one
+  // group) and, with several groups, the data-parallel group of the ranks
+  // holding the same slices (gradient buckets average over it).
+  Communicator* tp_ = nullptr;
+  std::unique_ptr<Communicator> tpGroup_, tpReplicas_;
   PipelineGroups groups_;
 };
 

@@ -14,7 +14,7 @@
 // dimension (fc2.bias, added after the sum, is whole), the group size.
 // RUN: dtc-opt %s --dtc-training-pipeline="tp=2" | dtc-translate --mlir-to-cpp | FileCheck %s --check-prefix=TP
 // TP-LABEL: void train_step(
-// TP: ctx.comm->allReduce([[P:t[0-9]+]], 12, dtcrt::ReduceOp::Sum)->wait();  // the tensor-parallel group's partial sums
+// TP: ctx.tp->allReduce([[P:t[0-9]+]], 12, dtcrt::ReduceOp::Sum)->wait();  // the tensor-parallel group's partial sums
 // TP: {{[{][{]}}"fc1.weight", dtcrt::DType::F32, 2, {2, 6}}, dtcrt::ParamKind::Weight, 0, -1, -1, -1, 0, 1, 1},
 // TP-NEXT: {{[{][{]}}"fc1.bias", dtcrt::DType::F32, 1, {2}}, dtcrt::ParamKind::Weight, 64, -1, -1, -1, 0, 1, 1},
 // TP-NEXT: {{[{][{]}}"fc2.weight", dtcrt::DType::F32, 2, {3, 2}}, dtcrt::ParamKind::Weight, 128, -1, -1, -1, 1, 1, 1},

@@ -11,7 +11,7 @@
 
 // A classifier's hidden layer (Gemm, ReLU, Gemm, as torch exports nn.Linear),
 // after a trained feature scale (so the input of the pair needs a gradient).
-// CHECK-LABEL: module attributes {dtc.strategy = "tp", dtc.tensor_parallel = 2 : i64}
+// CHECK-LABEL: module attributes {dtc.tensor_parallel = 2 : i64}
 // CHECK-DAG: dtc.param weight @fc1.weight : tensor<4x6xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
 // CHECK-DAG: dtc.param weight @fc1.bias : tensor<4xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
 // CHECK-DAG: dtc.param weight @fc2.weight : tensor<3x4xf32> {dtc.tp_split = array<i64: 1, 1, 1>}

@@ -749,9 +749,9 @@ int main(int argc, char **argv) {
     std::string refusal;
     if (mode != Mode::Train)
       refusal = "needs --mode=train";
-    else if (strategy != "none")
+    else if (strategy != "none" && strategy != "ddp")
       refusal = "with --strategy=" + strategy.getValue() +
-                " is not available yet (tensor parallelism runs alone: --strategy=none)";
+                " is not available yet (--strategy=none or ddp)";
     else if (target != "cpu")
       refusal = "is not available for --target=" + target.getValue() + " yet";
     else if (clipGradNorm > 0.0)

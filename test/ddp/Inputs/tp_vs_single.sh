@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Trains PREFIX-tp (compiled with dtc --tp=N) on N ranks and PREFIX-single
-# (the same model and flags, no --tp) on one process, with the same data,
-# then compares their logged losses and saved weights (compare_runs.py,
-# relative tolerance RTOL).
-#   tp_vs_single.sh PYTHON PREFIX N STEPS RTOL DATA [extra program flags...]
+# Trains PREFIX-tp (compiled with dtc --tp) on N ranks and PREFIX-single
+# (the same model and flags, no --tp) on REF_RANKS ranks (default 1: one
+# process), with the same data, then compares their logged losses and saved
+# weights (compare_runs.py, relative tolerance RTOL).
+#   [REF_RANKS=R] tp_vs_single.sh PYTHON PREFIX N STEPS RTOL DATA [extra program flags...]
 # Writes PREFIX-{tp,single}.{log,jsonl,onnx}.
 set -euo pipefail
 python=$1 prefix=$2 n=$3 steps=$4 rtol=$5 data=$6
@@ -17,6 +17,6 @@ run() {
     --save="$prefix-$name.onnx" --timeout=60 "$@" > "$prefix-$name.log"
 }
 run tp "$n" "$@"
-run single 1 "$@"
+run single "${REF_RANKS:-1}" "$@"
 "$python" "$here/compare_runs.py" --steps="$steps" --losses "$prefix-tp.jsonl" "$prefix-single.jsonl" \
   --loss-rtol="$rtol" --weights "$prefix-tp.onnx" "$prefix-single.onnx" --weight-rtol="$rtol"
