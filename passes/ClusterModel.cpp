@@ -1,0 +1,164 @@
+//===- ClusterModel.cpp - cluster files and NCCL-style collective costs -===//
+#include "passes/ClusterModel.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dtc {
+
+MachineModel ClusterModel::machineModel() const {
+  MachineModel machine;
+  machine.flopsPerSecond = device.gemmFlopsPerSecond;
+  machine.gemmHalfDimension = device.gemmHalfDimension;
+  machine.convFlopsPerSecond = device.convFlopsPerSecond;
+  machine.bytesPerSecond = device.memoryBytesPerSecond;
+  machine.opSeconds = device.kernelSeconds;
+  machine.linkLatencySeconds = intraLatencySeconds;
+  machine.linkBytesPerSecond = intraBusBytesPerSecond;
+  return machine;
+}
+
+double ClusterModel::ringSeconds(double bytes, int64_t n, double fraction,
+                                 int64_t stepsPerDevice) const {
+  if (n <= 1)
+    return 0.0;
+  const int64_t nodesUsed = (n + devicesPerNode - 1) / devicesPerNode;
+  const int64_t perNode = std::min(n, devicesPerNode);
+  // Every byte a ring moves crosses each node boundary once per step: over
+  // several nodes the node's network interfaces together carry it.
+  double busBandwidth = intraBusBytesPerSecond;
+  if (nodesUsed > 1)
+    busBandwidth = std::min(busBandwidth, double(nicsPerNode) * nicBytesPerSecond);
+  const double latency = double(stepsPerDevice) * (double(perNode - 1) * intraLatencySeconds +
+                                                   double(nodesUsed - 1) * interLatencySeconds);
+  return fraction * bytes / busBandwidth + latency;
+}
+
+double ClusterModel::allReduceSeconds(double bytes, int64_t n) const {
+  return ringSeconds(bytes, n, 2.0 * double(n - 1) / double(n), 2);
+}
+
+double ClusterModel::allGatherSeconds(double bytes, int64_t n) const {
+  return ringSeconds(bytes, n, double(n - 1) / double(n), 1);
+}
+
+double ClusterModel::reduceScatterSeconds(double bytes, int64_t n) const {
+  return ringSeconds(bytes, n, double(n - 1) / double(n), 1);
+}
+
+namespace {
+
+/// Reads the fields of a parsed cluster file, remembering the first error.
+class FieldReader {
+public:
+  explicit FieldReader(llvm::StringRef path) : path(path) {}
+
+  /// `object`.`key` as a positive number ("what" names it in errors).
+  double number(const llvm::json::Object *object, llvm::StringRef key, llvm::StringRef where,
+                std::optional<double> fallback = std::nullopt) {
+    if (!error.empty() || !object)
+      return 0.0;
+    const llvm::json::Value *value = object->get(key);
+    if (!value) {
+      if (fallback)
+        return *fallback;
+      fail(llvm::formatv("missing field '{0}{1}'", where, key));
+      return 0.0;
+    }
+    std::optional<double> number = value->getAsNumber();
+    if (!number || !std::isfinite(*number) || *number <= 0.0) {
+      fail(llvm::formatv("field '{0}{1}' must be a positive number", where, key));
+      return 0.0;
+    }
+    return *number;
+  }
+
+  int64_t count(const llvm::json::Object *object, llvm::StringRef key, llvm::StringRef where) {
+    double value = number(object, key, where);
+    if (error.empty() && (value != std::floor(value) || value > 1e9)) {
+      fail(llvm::formatv("field '{0}{1}' must be a whole number", where, key));
+      return 0;
+    }
+    return int64_t(value);
+  }
+
+  const llvm::json::Object *object(const llvm::json::Object &root, llvm::StringRef key) {
+    if (!error.empty())
+      return nullptr;
+    const llvm::json::Value *value = root.get(key);
+    if (!value)
+      fail(llvm::formatv("missing field '{0}'", key));
+    else if (!value->getAsObject())
+      fail(llvm::formatv("field '{0}' must be an object", key));
+    return value ? value->getAsObject() : nullptr;
+  }
+
+  void fail(const llvm::Twine &message) {
+    if (error.empty())
+      error = message.str();
+  }
+
+  llvm::Error takeError() {
+    if (error.empty())
+      return llvm::Error::success();
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + error);
+  }
+
+private:
+  std::string path;
+  std::string error;
+};
+
+} // namespace
+
+llvm::Expected<ClusterModel> loadClusterModel(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot read cluster file '" + path +
+                                       "': " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": not valid JSON: " +
+                                       llvm::toString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": expected a JSON object");
+
+  FieldReader read(path);
+  ClusterModel cluster;
+  if (std::optional<llvm::StringRef> name = root->getString("name"))
+    cluster.name = name->str();
+  cluster.devicesPerNode = read.count(root, "devices_per_node", "");
+  cluster.nodes = read.count(root, "nodes", "");
+  const llvm::json::Object *device = read.object(*root, "device");
+  cluster.device.gemmFlopsPerSecond = read.number(device, "gemm_flops", "device.");
+  cluster.device.convFlopsPerSecond = read.number(device, "conv_flops", "device.");
+  cluster.device.memoryBytesPerSecond = read.number(device, "memory_bandwidth", "device.");
+  cluster.device.memoryBytes = read.number(device, "memory_bytes", "device.");
+  cluster.device.kernelSeconds = read.number(device, "kernel_overhead_s", "device.");
+  cluster.device.gemmHalfDimension =
+      read.number(device, "gemm_half_dimension", "device.", MachineModel().gemmHalfDimension);
+  const llvm::json::Object *intra = read.object(*root, "intra_node");
+  cluster.intraBusBytesPerSecond = read.number(intra, "bus_bandwidth", "intra_node.");
+  cluster.intraLatencySeconds = read.number(intra, "latency_s", "intra_node.");
+  // One node needs no network: the inter-node link is optional there.
+  if (cluster.nodes > 1 || root->get("inter_node")) {
+    const llvm::json::Object *inter = read.object(*root, "inter_node");
+    cluster.nicBytesPerSecond = read.number(inter, "nic_bandwidth", "inter_node.");
+    cluster.nicsPerNode = read.count(inter, "nics_per_node", "inter_node.");
+    cluster.interLatencySeconds = read.number(inter, "latency_s", "inter_node.");
+  }
+  if (llvm::Error error = read.takeError())
+    return error;
+  return cluster;
+}
+
+} // namespace dtc

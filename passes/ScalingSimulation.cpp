@@ -1,0 +1,108 @@
+//===- ScalingSimulation.cpp - a ddp/fsdp step on two streams ------------===//
+#include "passes/ScalingSimulation.h"
+
+#include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
+#include "passes/MemoryPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace dtc {
+
+namespace {
+
+double bytesOf(ValueRange values) {
+  double bytes = 0.0;
+  for (Value v : values)
+    bytes += double(tensorBytes(v.getType()));
+  return bytes;
+}
+
+/// The device's clock and the communication stream's, and when each
+/// started collective ends.
+struct TwoStreams {
+  double device = 0.0;
+  double link = 0.0;
+  double linkBusy = 0.0;
+  llvm::DenseMap<Operation *, double> ends;
+
+  /// A collective of `seconds` started by `start` at the device's time.
+  void start(Operation *start, double seconds) {
+    link = std::max(link, device) + seconds;
+    linkBusy += seconds;
+    ends[start] = link;
+  }
+  void wait(Operation *start) { device = std::max(device, ends.lookup(start)); }
+  /// A collective the device waits for at once.
+  void blocking(double seconds) {
+    link = std::max(link, device) + seconds;
+    linkBusy += seconds;
+    device = link;
+  }
+};
+
+} // namespace
+
+FailureOr<StepPrediction> simulateDataParallelStep(ModuleOp module, const ClusterModel &cluster,
+                                                   int64_t devices) {
+  if (devices < 1 || devices > cluster.devices())
+    return module.emitError() << "cannot simulate " << devices << " devices on a cluster of "
+                              << cluster.devices();
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!train || train.empty())
+    return module.emitError() << "the simulator needs @train_step";
+  const MachineModel machine = cluster.machineModel();
+  auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
+  const bool weightsStaySharded = level && level.getValue() == "parameters";
+  const double n = double(devices);
+  StepPrediction prediction;
+  TwoStreams streams;
+  for (Operation &op : train.front()) {
+    if (op.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    if (auto start = dyn_cast<AllReduceStartOp>(&op)) {
+      // ZeRO-2/3's buckets that only sharded updates read are reduce-scattered.
+      const double bytes = bytesOf(start.getGrads());
+      prediction.communicatedBytes += bytes;
+      streams.start(&op, start->hasAttr(attr::kSharded)
+                             ? cluster.reduceScatterSeconds(bytes, devices)
+                             : cluster.allReduceSeconds(bytes, devices));
+    } else if (auto wait = dyn_cast<AllReduceWaitOp>(&op)) {
+      streams.wait(wait.getStart());
+    } else if (auto start = dyn_cast<GatherParamsStartOp>(&op)) {
+      const double bytes = bytesOf(start.getGathered());
+      prediction.communicatedBytes += bytes;
+      streams.start(&op, cluster.allGatherSeconds(bytes, devices));
+    } else if (auto wait = dyn_cast<GatherParamsWaitOp>(&op)) {
+      streams.wait(wait.getStart());
+    } else if (auto gather = dyn_cast<GatherWeightShardsOp>(&op)) {
+      // ZeRO-1/2: every rank receives the weights the others updated
+      // (ZeRO-3's stay sharded: the next step gathers them).
+      if (weightsStaySharded)
+        continue;
+      double bytes = 0.0;
+      for (Attribute name : gather.getParams())
+        if (auto param = module.lookupSymbol<ParamOp>(cast<FlatSymbolRefAttr>(name).getValue()))
+          bytes += double(tensorBytes(param.getType()));
+      prediction.communicatedBytes += bytes;
+      streams.blocking(cluster.allGatherSeconds(bytes, devices));
+    } else {
+      double seconds = estimateSeconds(&op, machine);
+      // A sharded update runs on the device's 1/n of the weight.
+      if (isa<SgdUpdateOp, AdamUpdateOp>(op) && op.hasAttr(attr::kSharded))
+        seconds /= n;
+      streams.device += seconds;
+      prediction.computeSeconds += seconds;
+    }
+  }
+  prediction.communicationSeconds = streams.linkBusy;
+  prediction.stepSeconds = std::max(streams.device, streams.link);
+  return prediction;
+}
+
+} // namespace dtc

@@ -1,0 +1,44 @@
+//===- ScalingSimulation.h - predicted data-parallel step on a cluster --===//
+//
+// Replays a compiled data-parallel training step (--strategy=ddp or fsdp)
+// on a cluster model without running it: the step's ops run one after the
+// other on the device, each costed by the roofline (CostModel.h) at the
+// cluster device's rates; the collectives the step starts (gradient bucket
+// all-reduces, ZeRO's reduce-scatters and parameter all-gathers) run one at
+// a time on a communication stream beside it, costed as in ClusterModel.h,
+// from the moment they are started; a wait holds the device until its
+// collective ended. Overlap is exactly what the schedule in the IR allows:
+// a ddp bucket started during backward hides behind the rest of backward,
+// the last one is exposed. Updates of sharded weights (ZeRO) run on 1/n of
+// the weights.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DTC_PASSES_SCALINGSIMULATION_H
+#define DTC_PASSES_SCALINGSIMULATION_H
+
+#include "passes/ClusterModel.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace dtc {
+
+struct StepPrediction {
+  double computeSeconds = 0;        // the device's ops, back to back
+  double communicationSeconds = 0;  // the collectives, back to back
+  double stepSeconds = 0;           // both streams with their overlap
+  double communicatedBytes = 0;     // bytes of the collectives' buffers
+  /// Communication the computation did not hide.
+  double exposedSeconds() const { return stepSeconds - computeSeconds; }
+};
+
+/// The predicted step of @train_step on `devices` devices of `cluster`
+/// (weak scaling: the module's batch is each device's). Fails, with an
+/// error on the module, when there is no @train_step or `devices` exceeds
+/// the cluster.
+mlir::FailureOr<StepPrediction> simulateDataParallelStep(mlir::ModuleOp module,
+                                                         const ClusterModel &cluster,
+                                                         int64_t devices);
+
+} // namespace dtc
+
+#endif // DTC_PASSES_SCALINGSIMULATION_H
