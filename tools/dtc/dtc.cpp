@@ -6,12 +6,15 @@
 //   dtc model.onnx --emit=mlir              the training step in the dtc dialect
 //   dtc model.onnx --emit=imported          the IR as the importer made it
 //   dtc model.onnx --report                 memory plan and parameter summary
+//   dtc model.onnx --simulate --cluster=clusters/h100-sxm-8x.json --devices=64 --strategy=ddp
+//                                           predicted scaling on a cluster
 //
 // Errors go to stderr as `FILE: error: MESSAGE` and the exit code is 1.
 //
 //===----------------------------------------------------------------------===//
 #include "DiagnosticPrinter.h"
 #include "Report.h"
+#include "Simulate.h"
 #include "Tune.h"
 #include "codegen/Codegen.h"
 #include "dialect/DtcDialect.h"
@@ -59,6 +62,18 @@ cl::opt<Emit> emit(
 cl::opt<bool> report("report",
                      cl::desc("Print the memory plan and parameter summary instead"),
                      cl::init(false), cl::cat(dtcCategory));
+cl::opt<bool> simulate("simulate",
+                       cl::desc("ddp/fsdp: print the predicted step time, memory per device "
+                                "and scaling efficiency on 1, 2, 4, ... --devices devices of "
+                                "--cluster, without compiling a program or running anything"),
+                       cl::init(false), cl::cat(dtcCategory));
+cl::opt<std::string> clusterFile("cluster",
+                                 cl::desc("--simulate: the cluster description (JSON, see "
+                                          "clusters/ and docs/cluster-model.md)"),
+                                 cl::value_desc("FILE"), cl::init(""), cl::cat(dtcCategory));
+cl::opt<int64_t> devices("devices",
+                         cl::desc("--simulate: the largest number of devices to predict"),
+                         cl::init(0), cl::cat(dtcCategory));
 cl::opt<std::string> memoryLimit(
     "memory-limit",
     cl::desc("Refuse to compile a program whose plan needs more than this per rank (state "
@@ -346,6 +361,31 @@ bool checkMemoryLimit(mlir::ModuleOp module, bool quiet = false) {
                << ", of it optimizer state " << mebibytes(plan->optimizer) << "; arena "
                << mebibytes(plan->arena) << ")" << hint << "\n";
   return false;
+}
+
+/// --simulate, --cluster and --devices: each needs the others, a ddp or
+/// fsdp training step and a readable cluster file with enough devices.
+/// Returns an error message; loads the cluster.
+std::optional<std::string> checkSimulateFlags(std::optional<dtc::ClusterModel> &cluster) {
+  if (!simulate)
+    return std::string("--cluster and --devices are for --simulate");
+  if (clusterFile.empty())
+    return std::string("--simulate needs --cluster=FILE (see clusters/)");
+  if (devices < 1)
+    return "--devices must be at least 1, got " + std::to_string(devices);
+  if (strategy != "ddp" && strategy != "fsdp")
+    return "--simulate models --strategy=ddp and fsdp, not --strategy=" + strategy;
+  if (mode != Mode::Train || emit != Emit::Binary || report || tune)
+    return std::string("--simulate replaces the output: no --emit, --report, --tune or "
+                       "--mode=infer with it");
+  llvm::Expected<dtc::ClusterModel> loaded = dtc::loadClusterModel(clusterFile);
+  if (!loaded)
+    return llvm::toString(loaded.takeError());
+  if (devices > loaded->devices())
+    return "--devices=" + std::to_string(devices) + " is more than the " +
+           std::to_string(loaded->devices()) + " devices of " + clusterFile.getValue();
+  cluster = *loaded;
+  return std::nullopt;
 }
 
 /// Micro-batches per step (pipelines; resolved from --micro-batches in main).
@@ -768,7 +808,15 @@ int main(int argc, char **argv) {
   }
   if (!checkFiniteFlags())
     return 1;
-  if (!report && !checkOutputPath(emit == Emit::Binary || emit == Emit::Cpp
+  std::optional<dtc::ClusterModel> cluster;
+  if (simulate || clusterFile.getNumOccurrences() || devices.getNumOccurrences()) {
+    std::optional<std::string> error = checkSimulateFlags(cluster);
+    if (error) {
+      llvm::errs() << "dtc: error: " << *error << "\n";
+      return 1;
+    }
+  }
+  if (!report && !simulate && !checkOutputPath(emit == Emit::Binary || emit == Emit::Cpp
                                        ? programPath()
                                        : std::string(outputPath)))
     return 1;
@@ -824,6 +872,11 @@ int main(int argc, char **argv) {
   }
   if (!memoryLimit.empty() && emit != Emit::Imported && !checkMemoryLimit(*module))
     return 1;
+  if (simulate)
+    return mlir::failed(dtc::printScaling(*module, *cluster, devices, batchSize, strategy,
+                                          llvm::outs()))
+               ? 1
+               : 0;
   if (report) {
     printAutoChoice(llvm::outs());
     return mlir::failed(dtc::printReport(*module, llvm::outs())) ? 1 : 0;

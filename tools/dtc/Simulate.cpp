@@ -1,0 +1,46 @@
+//===- Simulate.cpp - dtc --simulate ------------------------------------===//
+#include "Simulate.h"
+
+#include "Report.h"
+#include "passes/ScalingSimulation.h"
+
+#include "llvm/Support/Format.h"
+
+#include <vector>
+
+namespace dtc {
+
+mlir::LogicalResult printScaling(mlir::ModuleOp module, const ClusterModel &cluster,
+                                 int64_t maxDevices, int64_t batchPerDevice,
+                                 llvm::StringRef strategy, llvm::raw_ostream &os) {
+  std::vector<int64_t> counts;
+  for (int64_t n = 1; n < maxDevices; n *= 2)
+    counts.push_back(n);
+  counts.push_back(maxDevices);
+  os << "cluster " << (cluster.name.empty() ? "(unnamed)" : cluster.name) << ": "
+     << cluster.devicesPerNode << " devices per node, " << cluster.nodes << " nodes; "
+     << strategy << ", batch " << batchPerDevice << " per device (weak scaling)\n";
+  os << "devices nodes    step ms  compute ms  comm ms  exposed ms   memory/device  "
+        "samples/s  efficiency\n";
+  double oneDevice = 0.0;
+  for (int64_t n : counts) {
+    mlir::FailureOr<StepPrediction> step = simulateDataParallelStep(module, cluster, n);
+    mlir::FailureOr<RankBytes> memory = plannedRankBytes(module, n);
+    if (mlir::failed(step) || mlir::failed(memory))
+      return mlir::failure();
+    if (n == 1)
+      oneDevice = step->stepSeconds;
+    const int64_t nodes = (n + cluster.devicesPerNode - 1) / cluster.devicesPerNode;
+    const double bytes = double(memory->total());
+    os << llvm::format("%7lld %5lld %10.3f  %10.3f %8.3f  %10.3f  %10.3f MiB  %9.1f  %9.1f%%",
+                       (long long)n, (long long)nodes, step->stepSeconds * 1e3,
+                       step->computeSeconds * 1e3, step->communicationSeconds * 1e3,
+                       step->exposedSeconds() * 1e3, bytes / (1024.0 * 1024.0),
+                       double(n * batchPerDevice) / step->stepSeconds,
+                       100.0 * oneDevice / step->stepSeconds)
+       << (bytes > cluster.device.memoryBytes ? "  (over the device's memory)" : "") << "\n";
+  }
+  return mlir::success();
+}
+
+} // namespace dtc
