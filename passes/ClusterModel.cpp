@@ -156,6 +156,12 @@ llvm::Expected<ClusterModel> loadClusterModel(llvm::StringRef path) {
     cluster.nicsPerNode = read.count(inter, "nics_per_node", "inter_node.");
     cluster.interLatencySeconds = read.number(inter, "latency_s", "inter_node.");
   }
+  if (const llvm::json::Value *overlap = root->get("collectives_overlap_compute")) {
+    if (std::optional<bool> value = overlap->getAsBoolean())
+      cluster.overlapsCompute = *value;
+    else
+      read.fail("field 'collectives_overlap_compute' must be true or false");
+  }
   if (llvm::Error error = read.takeError())
     return error;
   return cluster;

@@ -43,6 +43,10 @@ struct ClusterModel {
   double nicBytesPerSecond = 0;       // one network interface, between nodes
   int64_t nicsPerNode = 1;
   double interLatencySeconds = 0;     // one ring step between nodes
+  /// Whether a collective runs from its start op, beside the device's
+  /// kernels (NCCL on its own stream), or only inside its wait (dtc's
+  /// shared-memory communicator by default).
+  bool overlapsCompute = true;
 
   int64_t devices() const { return devicesPerNode * nodes; }
   /// The roofline machine of one device, for estimateSeconds.

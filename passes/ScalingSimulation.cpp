@@ -24,20 +24,31 @@ double bytesOf(ValueRange values) {
 }
 
 /// The device's clock and the communication stream's, and when each
-/// started collective ends.
+/// started collective ends (or, where collectives run inside their wait,
+/// how long each started one takes).
 struct TwoStreams {
+  bool overlap = true;
   double device = 0.0;
   double link = 0.0;
   double linkBusy = 0.0;
   llvm::DenseMap<Operation *, double> ends;
+  llvm::DenseMap<Operation *, double> pending;
 
   /// A collective of `seconds` started by `start` at the device's time.
   void start(Operation *start, double seconds) {
+    if (!overlap) {
+      pending[start] = seconds;
+      return;
+    }
     link = std::max(link, device) + seconds;
     linkBusy += seconds;
     ends[start] = link;
   }
-  void wait(Operation *start) { device = std::max(device, ends.lookup(start)); }
+  void wait(Operation *start) {
+    if (!overlap)
+      return blocking(pending.lookup(start));
+    device = std::max(device, ends.lookup(start));
+  }
   /// A collective the device waits for at once.
   void blocking(double seconds) {
     link = std::max(link, device) + seconds;
@@ -62,6 +73,7 @@ FailureOr<StepPrediction> simulateDataParallelStep(ModuleOp module, const Cluste
   const double n = double(devices);
   StepPrediction prediction;
   TwoStreams streams;
+  streams.overlap = cluster.overlapsCompute;
   for (Operation &op : train.front()) {
     if (op.hasTrait<OpTrait::IsTerminator>())
       continue;
