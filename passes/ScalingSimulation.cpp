@@ -57,26 +57,30 @@ struct TwoStreams {
   }
 };
 
-} // namespace
+/// Replays step functions on the streams, summing into `prediction`.
+class StepReplay {
+public:
+  StepReplay(ModuleOp module, const ClusterModel &cluster, int64_t devices)
+      : module(module), cluster(cluster), devices(devices), machine(cluster.machineModel()) {
+    auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
+    weightsStaySharded = level && level.getValue() == "parameters";
+    streams.overlap = cluster.overlapsCompute;
+  }
 
-FailureOr<StepPrediction> simulateDataParallelStep(ModuleOp module, const ClusterModel &cluster,
-                                                   int64_t devices) {
-  if (devices < 1 || devices > cluster.devices())
-    return module.emitError() << "cannot simulate " << devices << " devices on a cluster of "
-                              << cluster.devices();
-  auto train = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!train || train.empty())
-    return module.emitError() << "the simulator needs @train_step";
-  const MachineModel machine = cluster.machineModel();
-  auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
-  const bool weightsStaySharded = level && level.getValue() == "parameters";
-  const double n = double(devices);
-  StepPrediction prediction;
-  TwoStreams streams;
-  streams.overlap = cluster.overlapsCompute;
-  for (Operation &op : train.front()) {
-    if (op.hasTrait<OpTrait::IsTerminator>())
-      continue;
+  void replay(func::FuncOp step) {
+    for (Operation &op : step.front())
+      if (!op.hasTrait<OpTrait::IsTerminator>())
+        replay(op);
+  }
+
+  StepPrediction finish() {
+    prediction.communicationSeconds = streams.linkBusy;
+    prediction.stepSeconds = std::max(streams.device, streams.link);
+    return prediction;
+  }
+
+private:
+  void replay(Operation &op) {
     if (auto start = dyn_cast<AllReduceStartOp>(&op)) {
       // ZeRO-2/3's buckets that only sharded updates read are reduce-scattered.
       const double bytes = bytesOf(start.getGrads());
@@ -96,7 +100,7 @@ FailureOr<StepPrediction> simulateDataParallelStep(ModuleOp module, const Cluste
       // ZeRO-1/2: every rank receives the weights the others updated
       // (ZeRO-3's stay sharded: the next step gathers them).
       if (weightsStaySharded)
-        continue;
+        return;
       double bytes = 0.0;
       for (Attribute name : gather.getParams())
         if (auto param = module.lookupSymbol<ParamOp>(cast<FlatSymbolRefAttr>(name).getValue()))
@@ -107,14 +111,43 @@ FailureOr<StepPrediction> simulateDataParallelStep(ModuleOp module, const Cluste
       double seconds = estimateSeconds(&op, machine);
       // A sharded update runs on the device's 1/n of the weight.
       if (isa<SgdUpdateOp, AdamUpdateOp>(op) && op.hasAttr(attr::kSharded))
-        seconds /= n;
+        seconds /= double(devices);
       streams.device += seconds;
       prediction.computeSeconds += seconds;
     }
   }
-  prediction.communicationSeconds = streams.linkBusy;
-  prediction.stepSeconds = std::max(streams.device, streams.link);
-  return prediction;
+
+  ModuleOp module;
+  const ClusterModel &cluster;
+  int64_t devices;
+  MachineModel machine;
+  bool weightsStaySharded = false;
+  TwoStreams streams;
+  StepPrediction prediction;
+};
+
+} // namespace
+
+int64_t accumulationSteps(ModuleOp module) {
+  auto steps = module->getAttrOfType<IntegerAttr>("dtc.accumulate_steps");
+  return steps && steps.getInt() > 1 ? steps.getInt() : 1;
+}
+
+FailureOr<StepPrediction> simulateDataParallelStep(ModuleOp module, const ClusterModel &cluster,
+                                                   int64_t devices) {
+  if (devices < 1 || devices > cluster.devices())
+    return module.emitError() << "cannot simulate " << devices << " devices on a cluster of "
+                              << cluster.devices();
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!train || train.empty())
+    return module.emitError() << "the simulator needs @train_step";
+  StepReplay replay(module, cluster, devices);
+  // --accumulate=N: N-1 micro-batches of @accumulate_step, then the step.
+  if (auto micro = module.lookupSymbol<func::FuncOp>("accumulate_step"))
+    for (int64_t i = 1; i < accumulationSteps(module); ++i)
+      replay.replay(micro);
+  replay.replay(train);
+  return replay.finish();
 }
 
 } // namespace dtc

@@ -32,12 +32,16 @@ struct StepPrediction {
 };
 
 /// The predicted step of @train_step on `devices` devices of `cluster`
-/// (weak scaling: the module's batch is each device's). Fails, with an
-/// error on the module, when there is no @train_step or `devices` exceeds
-/// the cluster.
+/// (weak scaling: the module's batch is each device's), after the
+/// accumulation micro-steps of --accumulate (@accumulate_step, one fewer
+/// than accumulationSteps). Fails, with an error on the module, when there
+/// is no @train_step or `devices` exceeds the cluster.
 mlir::FailureOr<StepPrediction> simulateDataParallelStep(mlir::ModuleOp module,
                                                          const ClusterModel &cluster,
                                                          int64_t devices);
+
+/// Micro-batches per optimizer update (--accumulate; 1 without).
+int64_t accumulationSteps(mlir::ModuleOp module);
 
 } // namespace dtc
 

@@ -13,13 +13,19 @@ namespace dtc {
 mlir::LogicalResult printScaling(mlir::ModuleOp module, const ClusterModel &cluster,
                                  int64_t maxDevices, int64_t batchPerDevice,
                                  llvm::StringRef strategy, llvm::raw_ostream &os) {
+  // --accumulate=N: a step trains N micro-batches of the batch.
+  const int64_t micro = accumulationSteps(module);
+  const int64_t samplesPerDevice = batchPerDevice * micro;
   std::vector<int64_t> counts;
   for (int64_t n = 1; n < maxDevices; n *= 2)
     counts.push_back(n);
   counts.push_back(maxDevices);
   os << "cluster " << (cluster.name.empty() ? "(unnamed)" : cluster.name) << ": "
      << cluster.devicesPerNode << " devices per node, " << cluster.nodes << " nodes; "
-     << strategy << ", batch " << batchPerDevice << " per device (weak scaling)\n";
+     << strategy << ", batch " << batchPerDevice;
+  if (micro > 1)
+    os << " x " << micro << " micro-batches";
+  os << " per device (weak scaling)\n";
   os << "devices nodes    step ms  compute ms  comm ms  exposed ms   memory/device  "
         "samples/s  efficiency\n";
   double oneDevice = 0.0;
@@ -36,7 +42,7 @@ mlir::LogicalResult printScaling(mlir::ModuleOp module, const ClusterModel &clus
                        (long long)n, (long long)nodes, step->stepSeconds * 1e3,
                        step->computeSeconds * 1e3, step->communicationSeconds * 1e3,
                        step->exposedSeconds() * 1e3, bytes / (1024.0 * 1024.0),
-                       double(n * batchPerDevice) / step->stepSeconds,
+                       double(n * samplesPerDevice) / step->stepSeconds,
                        100.0 * oneDevice / step->stepSeconds)
        << (bytes > cluster.device.memoryBytes ? "  (over the device's memory)" : "") << "\n";
   }
