@@ -15,6 +15,12 @@ std::vector<int64_t> wholeDims(const ParamSpec& p, int parts) {
   return dims;
 }
 
+TensorSpec wholeTensor(const ParamSpec& p, int parts) {
+  TensorSpec t = p.tensor;
+  if (p.tpSplitDim >= 0 && p.tpSplitDim < t.rank) t.dims[p.tpSplitDim] *= parts;
+  return t;
+}
+
 SplitView splitView(const ParamSpec& p, int parts) {
   const std::vector<int64_t> whole = wholeDims(p, parts);
   const size_t d = static_cast<size_t>(p.tpSplitDim);

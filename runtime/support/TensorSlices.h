@@ -17,6 +17,10 @@ namespace dtcrt {
 // own, with the split dimension `parts` times larger.
 std::vector<int64_t> wholeDims(const ParamSpec& p, int parts);
 
+// Param `p`'s TensorSpec with its whole dims (what checkpoints and their
+// fingerprints name, the same for every strategy).
+TensorSpec wholeTensor(const ParamSpec& p, int parts);
+
 // Param `p`'s whole tensor viewed so that a rank's slice is one equal slice
 // along `dim`: the split dimension expanded to [outer, S, inner], `dim`
 // pointing at S.

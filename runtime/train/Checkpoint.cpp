@@ -4,6 +4,7 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
+#include "runtime/support/TensorSlices.h"
 #include "runtime/train/CheckpointBytes.h"
 #include "runtime/train/CheckpointShards.h"
 
@@ -70,8 +71,10 @@ uint64_t modelFingerprint(const ProgramSpec& spec) {
     f.text(p.tensor.name);
     f.value<int32_t>(static_cast<int32_t>(p.kind));
     f.value<int32_t>(static_cast<int32_t>(p.tensor.dtype));
-    f.value<int32_t>(p.tensor.rank);
-    for (int32_t d = 0; d < p.tensor.rank; ++d) f.value<int64_t>(p.tensor.dims[d]);
+    // --tp: the whole tensor's dims, as every other strategy has them.
+    const TensorSpec whole = wholeTensor(p, spec.tensorParallel);
+    f.value<int32_t>(whole.rank);
+    for (int32_t d = 0; d < whole.rank; ++d) f.value<int64_t>(whole.dims[d]);
   }
   return f.h;
 }
@@ -113,7 +116,7 @@ std::string saveCheckpointShard(const std::string& dir, const ProgramSpec& spec,
   for (const CheckpointState::Slice& s : slices) {
     if (s.param < 0 || s.param >= spec.numParams)
       fail("internal: checkpoint slice of param ", s.param);
-    state.get(s, w.add(spec.params[s.param].tensor, s.begin, s.end));
+    state.get(s, w.add(wholeTensor(spec.params[s.param], spec.tensorParallel), s.begin, s.end));
   }
   return w.write(dir, rank);
 }
@@ -199,7 +202,7 @@ void loadSharded(const std::string& path, const ProgramSpec& spec, TrainPosition
            ") is not in the checkpoint");
     }
     buffer.resize(static_cast<size_t>(s.end - s.begin) * dtypeSize(p.tensor.dtype));
-    reader.read(p.tensor, s.begin, s.end, buffer.data());
+    reader.read(wholeTensor(p, spec.tensorParallel), s.begin, s.end, buffer.data());
     state.put(s, buffer.data());
   }
   pos = reader.position();

@@ -8,7 +8,89 @@
 #include "runtime/support/TensorInfo.h"
 #include "runtime/support/TensorSlices.h"
 
+#include <cstring>
+
 namespace dtcrt {
+
+namespace {
+// A split param's whole tensor as `blocks` x S x `trailing` elements; the
+// rank holds S / K of each block.
+struct Runs {
+  int64_t blocks = 1, whole = 0, local = 0, trailing = 1;
+};
+
+Runs runsOf(const ParamSpec& p, int parts) {
+  const SplitView view = splitView(p, parts);
+  Runs r;
+  for (int i = 0; i < view.dim; ++i) r.blocks *= view.dims[static_cast<size_t>(i)];
+  r.whole = view.dims[static_cast<size_t>(view.dim)];
+  r.local = r.whole / parts;
+  for (size_t i = static_cast<size_t>(view.dim) + 1; i < view.dims.size(); ++i)
+    r.trailing *= view.dims[i];
+  return r;
+}
+} // namespace
+
+TensorParallelCheckpointState::TensorParallelCheckpointState(const ProgramSpec& spec, char* state,
+                                                             int tpRank, bool saves)
+    : spec_(spec), state_(state), tpRank_(tpRank), saves_(saves) {}
+
+std::vector<CheckpointState::Slice> TensorParallelCheckpointState::held(int32_t param) const {
+  const ParamSpec& p = spec_.params[param];
+  if (p.tpSplitDim < 0) return {Slice{param, 0, numElements(p.tensor)}};
+  const Runs r = runsOf(p, spec_.tensorParallel);
+  std::vector<Slice> out;
+  for (int64_t b = 0; b < r.blocks; ++b) {
+    const int64_t begin = (b * r.whole + tpRank_ * r.local) * r.trailing;
+    out.push_back(Slice{param, begin, begin + r.local * r.trailing});
+  }
+  return out;
+}
+
+std::vector<CheckpointState::Slice> TensorParallelCheckpointState::savedSlices() const {
+  std::vector<Slice> out;
+  if (!saves_) return out;
+  for (int32_t i = 0; i < spec_.numParams; ++i) {
+    const ParamSpec& p = spec_.params[i];
+    if (p.kind == ParamKind::Constant || (p.tpSplitDim < 0 && tpRank_ != 0)) continue;
+    for (const Slice& s : held(i)) out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<CheckpointState::Slice> TensorParallelCheckpointState::loadedSlices() const {
+  std::vector<Slice> out;
+  for (int32_t i = 0; i < spec_.numParams; ++i) {
+    if (spec_.params[i].kind == ParamKind::Constant) continue;
+    for (const Slice& s : held(i)) out.push_back(s);
+  }
+  return out;
+}
+
+char* TensorParallelCheckpointState::at(int32_t param, int64_t index) const {
+  const ParamSpec& p = spec_.params[param];
+  int64_t local = index;
+  if (p.tpSplitDim >= 0) {
+    const Runs r = runsOf(p, spec_.tensorParallel);
+    const int64_t t = index % r.trailing, step = index / r.trailing;
+    const int64_t b = step / r.whole, s = step % r.whole - tpRank_ * r.local;
+    if (s < 0 || s >= r.local)
+      fail("internal: element ", index, " of '", p.tensor.name, "' is not in rank ", tpRank_,
+           "'s slice");
+    local = (b * r.local + s) * r.trailing + t;
+  }
+  return state_ + p.offset + static_cast<size_t>(local) * dtypeSize(p.tensor.dtype);
+}
+
+void TensorParallelCheckpointState::get(const Slice& s, void* dst) const {
+  std::memcpy(dst, at(s.param, s.begin),
+              static_cast<size_t>(s.end - s.begin) * dtypeSize(spec_.params[s.param].tensor.dtype));
+}
+
+void TensorParallelCheckpointState::put(const Slice& s, const void* src) {
+  std::memcpy(at(s.param, s.begin), src,
+              static_cast<size_t>(s.end - s.begin) * dtypeSize(spec_.params[s.param].tensor.dtype));
+}
 
 void saveTensorParallelModel(Communicator& comm, const ProgramSpec& spec, const char* state,
                              const std::string& path) {

@@ -170,6 +170,11 @@ std::unique_ptr<CheckpointState> Trainer::checkpointState() {
   if (isSharded(spec_))
     return std::make_unique<ShardedCheckpointState>(spec_, state_.data(), shard_,
                                                     comm_ ? comm_->rank() : 0);
+  // --tp: the first group writes its slices; every rank reads its own.
+  if (tensorParallel() > 1)
+    return std::make_unique<TensorParallelCheckpointState>(
+        spec_, state_.data(), processRank() % tensorParallel(),
+        /*saves=*/processRank() < tensorParallel());
   return std::make_unique<FullState>(spec_, state_.data());
 }
 
@@ -410,9 +415,6 @@ TrainResult Trainer::run() {
     if (!opts_.trace.empty()) checkOutputFile("--trace", opts_.trace);
     if (!opts_.checkpointDir.empty()) checkOutputDir("--checkpoint-dir", opts_.checkpointDir);
   }
-  if (tensorParallel() > 1 && (!opts_.checkpointDir.empty() || opts_.resume))
-    fail(opts_.resume ? "--resume" : "--checkpoint-dir",
-         ": tensor-parallel programs (dtc --tp) do not write or read checkpoints yet");
   // A job restarted by dtcrun --max-restarts (or torchrun) continues from
   // its latest checkpoint, or starts over when it has none yet.
   std::string restartNote;
@@ -620,7 +622,7 @@ TrainResult Trainer::run() {
     // fsdp: every rank writes its shard; once all are durable (the
     // all-gather of their names), rank 0 writes the manifest. Stage-owned
     // pipelines: each stage's rank of replica 0 writes its stage's params.
-    if (isSharded(spec_) || isStageOwned(spec_)) {
+    if (isSharded(spec_) || isStageOwned(spec_) || tensorParallel() > 1) {
       const std::string shard =
           saveCheckpointShard(opts_.checkpointDir, spec_, pos.step, rank, *checkpointState());
       const std::vector<std::string> shards = gatherShardNames(comm_, shard);

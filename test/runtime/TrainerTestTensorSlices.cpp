@@ -1,13 +1,16 @@
 // Tensor parallelism's slices (dtc --tp): cutting a rank's slice of a split
-// param out of its whole initializer, putting the slices back together, and
-// the errors when the initializer does not match the split.
+// param out of its whole initializer, putting the slices back together, the
+// errors when the initializer does not match the split, and the element
+// ranges a rank's slices are in checkpoints.
 #include "runtime/io/OnnxModel.h"
 #include "runtime/support/TensorSlices.h"
+#include "runtime/train/TensorParallelState.h"
 
 #include "TrainerTestUtil.h"
 
 #include <cstring>
 #include <numeric>
+#include <tuple>
 
 using namespace dtcrt;
 using namespace dtcrt_test;
@@ -110,4 +113,42 @@ TEST(TensorSlices, BlockedSplitTakesTheRanksPartOfEachBlock) {
   p.tpSplitOuter = 5;
   EXPECT_NE(errorOf([&] { splitView(p, 2); }).find("parameter 'c_attn.weight': cannot split"),
             std::string::npos);
+}
+
+// A checkpoint sees a --tp rank's state as element ranges of the whole
+// tensors: rank 1 of 2 holding columns 2-3 of a [2, 4] weight writes
+// elements [2, 4) and [6, 8) of it; a replicated bias is written by rank 0
+// only, loaded by both; data goes to and from the right places.
+TEST(TensorSlices, CheckpointRangesOfARanksSlices) {
+  ParamSpec params[2]{};
+  params[0].tensor = TensorSpec{"w", DType::F32, 2, {2, 2}};
+  params[0].kind = ParamKind::Weight;
+  params[0].offset = 0;
+  params[0].tpSplitDim = 1;
+  params[1].tensor = TensorSpec{"b", DType::F32, 1, {2}};
+  params[1].kind = ParamKind::Weight;
+  params[1].offset = 64;
+  ProgramSpec spec{};
+  spec.params = params;
+  spec.numParams = 2;
+  spec.stateBytes = 128;
+  spec.tensorParallel = 2;
+  std::vector<char> state = iota(32);
+  TensorParallelCheckpointState rank1(spec, state.data(), 1, /*saves=*/true);
+  std::vector<std::tuple<int32_t, int64_t, int64_t>> ranges;
+  for (const auto& s : rank1.savedSlices()) ranges.emplace_back(s.param, s.begin, s.end);
+  EXPECT_EQ(ranges, (std::vector<std::tuple<int32_t, int64_t, int64_t>>{{0, 2, 4}, {0, 6, 8}}));
+  EXPECT_EQ(rank1.loadedSlices().size(), 3u);  // its 2 ranges and the whole bias
+  float got[2];
+  rank1.get({0, 6, 8}, got);  // local row 1: state floats 2 and 3
+  EXPECT_EQ(got[0], 2.0f);
+  EXPECT_EQ(got[1], 3.0f);
+  const float put[2] = {-1.0f, -2.0f};
+  rank1.put({0, 2, 4}, put);  // local row 0
+  EXPECT_EQ(floats(state)[0], -1.0f);
+  EXPECT_EQ(floats(state)[1], -2.0f);
+  TensorParallelCheckpointState rank0(spec, state.data(), 0, /*saves=*/true);
+  EXPECT_EQ(rank0.savedSlices().size(), 3u);  // its 2 ranges and the bias
+  TensorParallelCheckpointState otherGroup(spec, state.data(), 0, /*saves=*/false);
+  EXPECT_TRUE(otherGroup.savedSlices().empty());
 }
