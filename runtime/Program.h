@@ -19,15 +19,23 @@ struct RankInfo;     // runtime/comm/Communicator.h
 
 constexpr int kMaxDims = 8;
 
-enum class DType : int32_t { F32 = 0, I64 = 1, Bool = 2, I32 = 3 };
+// The element types of tensors. Training programs use F32, I64, I32 and
+// Bool; the others (ONNX's double, float16, bfloat16 and narrow integers)
+// appear at the boundary of inference programs. F16 and BF16 elements are
+// stored as their 16 bits.
+enum class DType : int32_t {
+  F32 = 0, I64 = 1, Bool = 2, I32 = 3, F64 = 4, F16 = 5, BF16 = 6,
+  I16 = 7, I8 = 8, U64 = 9, U32 = 10, U16 = 11, U8 = 12
+};
+constexpr DType kLastDType = DType::U8;
 
 // Size in bytes of one element.
 inline size_t dtypeSize(DType t) {
   switch (t) {
-  case DType::F32: return 4;
-  case DType::I64: return 8;
-  case DType::Bool: return 1;
-  case DType::I32: return 4;
+  case DType::F64: case DType::I64: case DType::U64: return 8;
+  case DType::F32: case DType::I32: case DType::U32: return 4;
+  case DType::F16: case DType::BF16: case DType::I16: case DType::U16: return 2;
+  case DType::Bool: case DType::I8: case DType::U8: return 1;
   }
   return 0;
 }

@@ -1,7 +1,8 @@
 // Arithmetic the float32 kernels of Elementwise.cpp do not cover: every kind
-// on int64 and int32 values (shape and index computations on run-time
-// inputs), and Mod on float32. Broadcasting as the other binary kernels do.
-// Integer results wrap on overflow; a division or remainder by 0 gives 0.
+// on the integer types (int8 ... uint64: shape and index computations on
+// run-time inputs, and ONNX models on narrow integers), every kind on double
+// and float16, and Mod on float32. Broadcasting as the other binary kernels
+// do. Integer results wrap on overflow; a division or remainder by 0 gives 0.
 #include "runtime/cpu/Internal.h"
 
 #include <cmath>
@@ -15,8 +16,11 @@ namespace {
 
 template <typename T>
 T wrapping(Arith kind, T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  const U p = static_cast<U>(a), q = static_cast<U>(b);
+  // Unsigned arithmetic at least as wide as unsigned int: narrower types
+  // would be promoted to (signed) int, whose overflow is undefined.
+  using U = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
+  const U p = static_cast<U>(static_cast<std::make_unsigned_t<T>>(a)),
+          q = static_cast<U>(static_cast<std::make_unsigned_t<T>>(b));
   switch (kind) {
     case Arith::Add: return static_cast<T>(p + q);
     case Arith::Sub: return static_cast<T>(p - q);
@@ -28,7 +32,8 @@ T wrapping(Arith kind, T a, T b) {
 // a = +-1 (numpy raises instead).
 template <typename T>
 T integerPow(T a, T b) {
-  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  if constexpr (std::is_signed_v<T>)
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
   T result = 1;
   while (b > 0) {
     if (b & 1) result = wrapping(Arith::Mul, result, a);
@@ -50,15 +55,19 @@ T integerArith(Arith kind, T a, T b) {
     default: break;
   }
   if (b == 0) return 0;
-  if (b == -1)  // the lowest value / -1 overflows: wrap
-    return kind == Arith::Div ? wrapping(Arith::Sub, T(0), a) : T(0);
-  if (kind == Arith::Div) return a / b;  // truncates toward 0, as C and ONNX's reference
-  T r = a % b;                           // the dividend's sign (fmod)
-  if (kind == Arith::Mod && r != 0 && ((r < 0) != (b < 0))) r += b;  // the divisor's
+  if constexpr (std::is_signed_v<T>)
+    if (b == -1)  // the lowest value / -1 overflows: wrap
+      return kind == Arith::Div ? wrapping(Arith::Sub, T(0), a) : T(0);
+  if (kind == Arith::Div) return static_cast<T>(a / b);  // truncates toward 0, as C and ONNX
+  T r = static_cast<T>(a % b);                             // the dividend's sign (fmod)
+  if constexpr (std::is_signed_v<T>)
+    if (kind == Arith::Mod && r != 0 && ((r < 0) != (b < 0))) r += b;  // the divisor's
   return r;
 }
 
-float floatArith(Arith kind, float a, float b) {
+// On float, double, or float16's value as a float.
+template <typename F>
+F floatArith(Arith kind, F a, F b) {
   switch (kind) {
     case Arith::Add: return a + b;
     case Arith::Sub: return a - b;
@@ -70,7 +79,7 @@ float floatArith(Arith kind, float a, float b) {
     case Arith::Fmod: return std::fmod(a, b);
     case Arith::Mod: break;
   }
-  float r = std::fmod(a, b);
+  F r = std::fmod(a, b);
   return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
 }
 
@@ -90,18 +99,18 @@ void arith(const T* a, const int64_t* aShape, int aRank, const T* b, const int64
     const T* pb = b + off[1];
     T* py = y + out;
     for (int64_t i = 0; i < len; ++i) {
-      if constexpr (std::is_floating_point_v<T>)
-        py[i] = floatArith(kind, pa[i * sa], pb[i * sb]);
-      else
+      if constexpr (std::is_integral_v<T>)
         py[i] = integerArith(kind, pa[i * sa], pb[i * sb]);
+      else
+        py[i] = fromArithmeticValue<T>(
+            floatArith(kind, arithmeticValue(pa[i * sa]), arithmeticValue(pb[i * sb])));
     }
   });
 }
-template void arith(const float*, const int64_t*, int, const float*, const int64_t*, int,
-                    float*, const int64_t*, int, Arith);
-template void arith(const int64_t*, const int64_t*, int, const int64_t*, const int64_t*, int,
-                    int64_t*, const int64_t*, int, Arith);
-template void arith(const int32_t*, const int64_t*, int, const int32_t*, const int64_t*, int,
-                    int32_t*, const int64_t*, int, Arith);
+#define DTCRT_ARITH(T)                                                                   \
+  template void arith(const T*, const int64_t*, int, const T*, const int64_t*, int, T*, \
+                      const int64_t*, int, Arith);
+DTCRT_FOR_EACH_ELEMENT(DTCRT_ARITH)
+#undef DTCRT_ARITH
 
 }  // namespace dtcrt::cpu

@@ -55,16 +55,15 @@ template <typename T>
 void compare(const T* a, const int64_t* aShape, int aRank, const T* b, const int64_t* bShape,
              int bRank, uint8_t* y, const int64_t* yShape, int yRank, Compare predicate) {
   broadcastToBool("compare", a, aShape, aRank, b, bShape, bRank, y, yShape, yRank,
-                  [predicate](T p, T q) { return holds(predicate, p, q); });
+                  [predicate](T p, T q) {
+                    return holds(predicate, arithmeticValue(p), arithmeticValue(q));
+                  });
 }
-template void compare(const float*, const int64_t*, int, const float*, const int64_t*, int,
-                      uint8_t*, const int64_t*, int, Compare);
-template void compare(const int64_t*, const int64_t*, int, const int64_t*, const int64_t*, int,
-                      uint8_t*, const int64_t*, int, Compare);
-template void compare(const int32_t*, const int64_t*, int, const int32_t*, const int64_t*, int,
-                      uint8_t*, const int64_t*, int, Compare);
-template void compare(const uint8_t*, const int64_t*, int, const uint8_t*, const int64_t*, int,
-                      uint8_t*, const int64_t*, int, Compare);
+#define DTCRT_COMPARE(T)                                                                    \
+  template void compare(const T*, const int64_t*, int, const T*, const int64_t*, int,      \
+                        uint8_t*, const int64_t*, int, Compare);
+DTCRT_FOR_EACH_ELEMENT(DTCRT_COMPARE)
+#undef DTCRT_COMPARE
 
 void logical(const uint8_t* a, const int64_t* aShape, int aRank, const uint8_t* b,
              const int64_t* bShape, int bRank, uint8_t* y, const int64_t* yShape, int yRank,

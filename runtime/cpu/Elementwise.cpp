@@ -384,10 +384,7 @@ void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
 #define DTCRT_WHERE(T)                                                                     \
   template void where(const uint8_t*, const int64_t*, int, const T*, const int64_t*, int, \
                       const T*, const int64_t*, int, T*, const int64_t*, int);
-DTCRT_WHERE(float)
-DTCRT_WHERE(int64_t)
-DTCRT_WHERE(int32_t)
-DTCRT_WHERE(uint8_t)
+DTCRT_FOR_EACH_ELEMENT(DTCRT_WHERE)
 #undef DTCRT_WHERE
 
 // ---------------------------------------------------------------------------

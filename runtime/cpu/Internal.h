@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/support/NarrowFloat.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 // Vectorization hint; needs only -fopenmp-simd (no OpenMP runtime).
 #define DTCRT_PRAGMA(x) _Pragma(#x)
@@ -23,7 +25,30 @@
 // where hasAvx2Fma() (the rest of the runtime is built for baseline x86-64).
 #define DTCRT_AVX2 __attribute__((target("avx2,fma")))
 
+// Every element type of the templated kernels (Kernels.h): X(T) for each.
+// bf16 bits share uint16_t, and bools uint8_t, with the integers.
+#define DTCRT_FOR_EACH_INTEGER(X) \
+  X(int64_t) X(int32_t) X(int16_t) X(int8_t) X(uint64_t) X(uint32_t) X(uint16_t) X(uint8_t)
+#define DTCRT_FOR_EACH_ELEMENT(X) X(float) X(double) X(Float16) DTCRT_FOR_EACH_INTEGER(X)
+
 namespace dtcrt::cpu::detail {
+
+// The value arithmetic and comparisons see: float16 widened to float (exact),
+// any other element as it is; and back, float16 rounded to nearest even.
+template <typename T>
+inline auto arithmeticValue(T v) {
+  if constexpr (std::is_same_v<T, Float16>)
+    return static_cast<float>(Float16Format::widen(v.bits));
+  else
+    return v;
+}
+template <typename T, typename V>
+inline T fromArithmeticValue(V v) {
+  if constexpr (std::is_same_v<T, Float16>)
+    return Float16{Float16Format::round(v)};
+  else
+    return static_cast<T>(v);
+}
 
 // DTC_CPU_ISA=baseline in the environment makes the runtime take its
 // baseline x86-64 kernels on any CPU, as a CPU without AVX2 would (the

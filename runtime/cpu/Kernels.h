@@ -22,6 +22,8 @@
 
 namespace dtcrt {
 
+enum class DType : int32_t;  // runtime/Program.h
+
 // Threads for every sgemm (openblas_set_num_threads) and for the runtime's
 // threaded kernels.
 void setNumThreads(int n);
@@ -31,6 +33,15 @@ int getNumThreads();
 namespace cpu {
 
 constexpr int kMaxRank = 8;
+
+// Element types beyond float32 (inference programs of ONNX models): double,
+// the integers int8 ... uint64 as their C++ types, bool as uint8_t 0/1,
+// bfloat16 as its bits in a uint16_t (section 10), and float16 as its bits
+// in this struct, a type of its own so that the templates below compute on
+// its value (widened to float, each result rounded to nearest even).
+struct Float16 {
+  uint16_t bits;
+};
 
 // ============================================================================
 // 1. Elementwise (Elementwise.cpp)
@@ -108,7 +119,7 @@ void activation_grad(const float* x, const float* dy, float* dx, int64_t n, Acti
 // copies of dtc.compare's predicate and dtc.logical's kind (same numbering).
 enum class Compare : int { Eq = 0, Lt = 1, Gt = 2, Le = 3, Ge = 4 };
 enum class Logic : int { And = 0, Or = 1, Xor = 2 };
-// y = a PRED b, for T = float, int64_t, int32_t, uint8_t (NaN: unequal, unordered).
+// y = a PRED b, for T = every element type but bf16 (NaN: unequal, unordered).
 template <typename T>
 void compare(const T* a, const int64_t* aShape, int aRank, const T* b, const int64_t* bShape,
              int bRank, uint8_t* y, const int64_t* yShape, int yRank, Compare predicate);
@@ -147,17 +158,18 @@ void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, floa
                      const int64_t* inShape, int inRank);
 
 // y = cond != 0 ? x : z, all three broadcast to yShape. cond is uint8/bool.
-// (T = float, int64_t, int32_t, uint8_t: masks pick ids and bools too.)
+// (T = every element type: float, double, Float16, the integers, bools.)
 template <typename T>
 void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
            const int64_t* xShape, int xRank, const T* z, const int64_t* zShape, int zRank,
            T* y, const int64_t* yShape, int yRank);
 
-// y = a KIND b with numpy broadcasting (Arith.cpp), for T = int64_t and
-// int32_t (every kind; integer results wrap, Div truncates toward 0, a
-// division or remainder by 0 gives 0, a negative Pow exponent gives 0 unless
-// a = +-1) and float (used for Mod and Fmod). Mod takes the divisor's sign
-// (Python's %), Fmod the dividend's (C's fmod).
+// y = a KIND b with numpy broadcasting (Arith.cpp), for T = the integers
+// int8_t ... uint64_t (every kind; integer results wrap, Div truncates toward
+// 0, a division or remainder by 0 gives 0, a negative Pow exponent gives 0
+// unless a = +-1) and float, double and Float16 (float: used for Mod and
+// Fmod; Float16 computes in float and rounds each result). Mod takes the
+// divisor's sign (Python's %), Fmod the dividend's (C's fmod).
 enum class Arith : int { Add = 0, Sub = 1, Mul = 2, Div = 3, Max = 4, Min = 5, Pow = 6,
                          Mod = 7, Fmod = 8 };
 template <typename T>
@@ -177,6 +189,13 @@ void scale(const float* x, float* y, int64_t n, float a);   // y[i] = a*x[i]; y 
 void axpy(int64_t n, float a, const float* x, float* y);    // y[i] += a*x[i]
 void cast_f32_to_i64(const float* x, int64_t* y, int64_t n);  // truncation toward 0
 void cast_i64_to_f32(const int64_t* x, float* y, int64_t n);  // round to nearest float
+// y = x converted from `from` to `to` elementwise, with ONNX Cast's semantics
+// (Cast.cpp), between any two element types: float to integer truncates
+// toward 0 (NaN gives 0; out-of-range values saturate at int64's range, then
+// wrap to the target as integers do); integer to narrower integer wraps;
+// anything to a float type, float16 and bfloat16 included, rounds to nearest
+// even (one rounding); to bool, nonzero (and NaN) is true.
+void cast(const void* x, DType from, void* y, DType to, int64_t n);
 
 // ============================================================================
 // 2. GEMM (Gemm.cpp)
@@ -400,8 +419,9 @@ int64_t accuracy_count(const float* logits, const int64_t* labels, int64_t N, in
 // ============================================================================
 
 // The data-movement kernels are templates over the element type T, defined
-// for float, int64_t, int32_t, uint16_t (bf16 bits) and uint8_t (bool); the
-// gradients (slice_backward, gather_backward) are float only.
+// for every element type (float, double, Float16, the integers; bf16 bits
+// are a uint16_t, bools a uint8_t); the gradients (slice_backward,
+// gather_backward) are float only.
 //
 // y = x.permute(perm): y's dim i is x's dim perm[i]; y shape = shape[perm[i]].
 template <typename T>

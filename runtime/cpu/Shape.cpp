@@ -2,8 +2,9 @@
 // collapsed first; then either contiguous row copies or cache-blocked 2-D tile
 // transposes), slice and its backward, concat/split, gather (embedding lookup)
 // and its scatter-add backward, and expand (broadcast copy). The copies are
-// templates over the element type: float, and int64/int32/bool (uint8)/bf16
-// (uint16) tensors such as token ids move the same way.
+// templates over the element type: every one (Kernels.h, section 1: float,
+// double, float16, the integers, bools as uint8 and bf16 bits as uint16), so
+// tensors such as token ids move the same way.
 #include "runtime/cpu/Internal.h"
 
 namespace dtcrt::cpu {
@@ -335,11 +336,7 @@ void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* y
   template void split(const T*, const int64_t*, int, int, const int64_t*, int, T* const*);  \
   template void gather(const T*, const int64_t*, int, int, const int64_t*, int64_t, T*);    \
   template void expand(const T*, const int64_t*, int, T*, const int64_t*, int);
-DTCRT_SHAPE_KERNELS(float)
-DTCRT_SHAPE_KERNELS(int64_t)
-DTCRT_SHAPE_KERNELS(int32_t)
-DTCRT_SHAPE_KERNELS(uint16_t)
-DTCRT_SHAPE_KERNELS(uint8_t)
+DTCRT_FOR_EACH_ELEMENT(DTCRT_SHAPE_KERNELS)
 #undef DTCRT_SHAPE_KERNELS
 
 }  // namespace dtcrt::cpu

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 namespace dtcrt {
 
@@ -18,23 +19,80 @@ std::string onnxTypeName(int32_t dataType) {
   return "type " + std::to_string(dataType);
 }
 
-bool dtypeFromOnnx(int32_t dataType, DType& out) {
-  switch (dataType) {
-  case onnx::TensorProto::FLOAT: out = DType::F32; return true;
-  case onnx::TensorProto::INT64: out = DType::I64; return true;
-  case onnx::TensorProto::INT32: out = DType::I32; return true;
-  case onnx::TensorProto::BOOL: out = DType::Bool; return true;
-  default: return false;
+namespace {
+// DType <-> onnx.TensorProto.DataType, one row per DType.
+constexpr std::pair<DType, int32_t> kOnnxTypes[] = {
+    {DType::F32, onnx::TensorProto::FLOAT},     {DType::I64, onnx::TensorProto::INT64},
+    {DType::Bool, onnx::TensorProto::BOOL},     {DType::I32, onnx::TensorProto::INT32},
+    {DType::F64, onnx::TensorProto::DOUBLE},    {DType::F16, onnx::TensorProto::FLOAT16},
+    {DType::BF16, onnx::TensorProto::BFLOAT16}, {DType::I16, onnx::TensorProto::INT16},
+    {DType::I8, onnx::TensorProto::INT8},       {DType::U64, onnx::TensorProto::UINT64},
+    {DType::U32, onnx::TensorProto::UINT32},    {DType::U16, onnx::TensorProto::UINT16},
+    {DType::U8, onnx::TensorProto::UINT8},
+};
+
+// The typed field ONNX keeps `t`'s elements in when it has no raw_data.
+enum class Field { Float, Double, Int64, UInt64, Int32 };
+Field fieldOf(DType t) {
+  switch (t) {
+  case DType::F32: return Field::Float;
+  case DType::F64: return Field::Double;
+  case DType::I64: return Field::Int64;
+  case DType::U64: case DType::U32: return Field::UInt64;
+  default: return Field::Int32;  // int32 and narrower, bool, float16 and bfloat16 bits
   }
 }
 
-int32_t onnxFromDtype(DType t) {
-  switch (t) {
-  case DType::F32: return onnx::TensorProto::FLOAT;
-  case DType::I64: return onnx::TensorProto::INT64;
-  case DType::I32: return onnx::TensorProto::INT32;
-  case DType::Bool: return onnx::TensorProto::BOOL;
+int64_t fieldSize(const onnx::TensorProto& t, Field f) {
+  switch (f) {
+  case Field::Float: return t.float_data_size();
+  case Field::Double: return t.double_data_size();
+  case Field::Int64: return t.int64_data_size();
+  case Field::UInt64: return t.uint64_data_size();
+  case Field::Int32: break;
   }
+  return t.int32_data_size();
+}
+
+const char* fieldName(Field f) {
+  static const char* const names[] = {"float_data", "double_data", "int64_data", "uint64_data",
+                                      "int32_data"};
+  return names[static_cast<int>(f)];
+}
+
+// Copies the typed field's n values into `out` as elements of `t`'s size
+// (each value narrowed to its low bytes: little-endian, as raw_data).
+void copyField(const onnx::TensorProto& t, DType dtype, int64_t n, char* out) {
+  const size_t size = dtypeSize(dtype);
+  auto put = [&](int64_t i, auto value) { std::memcpy(out + i * size, &value, size); };
+  for (int64_t i = 0; i < n; ++i) {
+    const int k = static_cast<int>(i);
+    switch (fieldOf(dtype)) {
+    case Field::Float: put(i, t.float_data(k)); break;
+    case Field::Double: put(i, t.double_data(k)); break;
+    case Field::Int64: put(i, t.int64_data(k)); break;
+    case Field::UInt64: put(i, t.uint64_data(k)); break;
+    case Field::Int32:
+      if (dtype == DType::Bool) put(i, uint8_t(t.int32_data(k) != 0));
+      else put(i, t.int32_data(k));
+      break;
+    }
+  }
+}
+}  // namespace
+
+bool dtypeFromOnnx(int32_t dataType, DType& out) {
+  for (auto [dtype, onnxType] : kOnnxTypes)
+    if (onnxType == dataType) {
+      out = dtype;
+      return true;
+    }
+  return false;
+}
+
+int32_t onnxFromDtype(DType t) {
+  for (auto [dtype, onnxType] : kOnnxTypes)
+    if (dtype == t) return onnxType;
   return onnx::TensorProto::UNDEFINED;
 }
 
@@ -78,7 +136,8 @@ HostTensor decodeTensor(const onnx::TensorProto& t, const std::string& baseDir,
   h.name = t.name();
   if (!dtypeFromOnnx(t.data_type(), h.dtype))
     fail(context, ": unsupported data type ", onnxTypeName(t.data_type()),
-         " (supported: FLOAT, INT64, INT32, BOOL)");
+         " (supported: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT64, "
+         "UINT32, UINT16, UINT8, BOOL)");
   h.dims.assign(t.dims().begin(), t.dims().end());
   for (int64_t d : h.dims)
     if (d < 0) fail(context, ": negative dim in ", shapeString(h.dims));
@@ -95,40 +154,20 @@ HostTensor decodeTensor(const onnx::TensorProto& t, const std::string& baseDir,
         fail(context, ": raw_data has ", t.raw_data().size(), " bytes but shape ",
              shapeString(h.dims), " of ", dtypeName(h.dtype), " needs ", bytes);
     } else {
-      const int64_t have = h.dtype == DType::F32   ? t.float_data_size()
-                           : h.dtype == DType::I64 ? t.int64_data_size()
-                                                   : t.int32_data_size();
-      if (have != n)
-        fail(context, ": ", h.dtype == DType::F32 ? "float_data" : h.dtype == DType::I64 ? "int64_data" : "int32_data",
-             " has ", have, " values but shape ", shapeString(h.dims), " needs ", n);
+      const Field field = fieldOf(h.dtype);
+      if (fieldSize(t, field) != n)
+        fail(context, ": ", fieldName(field), " has ", fieldSize(t, field),
+             " values but shape ", shapeString(h.dims), " needs ", n);
     }
   }
   if (t.data_location() != onnx::TensorProto::EXTERNAL) h.data.assign(bytes, 0);
 
-  auto countCheck = [&](int64_t have, const char* field) {
-    if (have != n)
-      fail(context, ": ", field, " has ", have, " values but shape ", shapeString(h.dims), " needs ", n);
-  };
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
     readExternal(t, baseDir, context, bytes, h.data);
-  } else if (t.has_raw_data()) {
-    if (t.raw_data().size() != bytes)
-      fail(context, ": raw_data has ", t.raw_data().size(), " bytes but shape ",
-           shapeString(h.dims), " of ", dtypeName(h.dtype), " needs ", bytes);
+  else if (t.has_raw_data())
     std::memcpy(h.data.data(), t.raw_data().data(), bytes);
-  } else if (h.dtype == DType::F32) {
-    countCheck(t.float_data_size(), "float_data");
-    std::memcpy(h.data.data(), t.float_data().data(), bytes);
-  } else if (h.dtype == DType::I64) {
-    countCheck(t.int64_data_size(), "int64_data");
-    std::memcpy(h.data.data(), t.int64_data().data(), bytes);
-  } else if (h.dtype == DType::I32) {
-    countCheck(t.int32_data_size(), "int32_data");
-    std::memcpy(h.data.data(), t.int32_data().data(), bytes);
-  } else {  // BOOL: one int32 per element
-    countCheck(t.int32_data_size(), "int32_data");
-    for (int64_t i = 0; i < n; ++i) h.data[i] = t.int32_data(static_cast<int>(i)) != 0;
-  }
+  else  // sizes checked above
+    copyField(t, h.dtype, n, h.data.data());
   return h;
 }
 

@@ -54,6 +54,15 @@ inline const char* dtypeName(DType t) {
   case DType::I64: return "int64";
   case DType::Bool: return "bool";
   case DType::I32: return "int32";
+  case DType::F64: return "float64";
+  case DType::F16: return "float16";
+  case DType::BF16: return "bfloat16";
+  case DType::I16: return "int16";
+  case DType::I8: return "int8";
+  case DType::U64: return "uint64";
+  case DType::U32: return "uint32";
+  case DType::U16: return "uint16";
+  case DType::U8: return "uint8";
   }
   return "?";
 }

@@ -59,6 +59,15 @@ const char* dtypeName(DType t) {
   case DType::I64: return "i64";
   case DType::Bool: return "bool";
   case DType::I32: return "i32";
+  case DType::F64: return "f64";
+  case DType::F16: return "f16";
+  case DType::BF16: return "bf16";
+  case DType::I16: return "i16";
+  case DType::I8: return "i8";
+  case DType::U64: return "u64";
+  case DType::U32: return "u32";
+  case DType::U16: return "u16";
+  case DType::U8: return "u8";
   }
   return "?";
 }
@@ -205,7 +214,7 @@ Shard decodeShard(const std::string& bytes, const std::string& path) {
     ShardEntry e;
     e.name = r.text(kMaxNameBytes);
     const int32_t dtype = r.value<int32_t>();
-    if (dtype < 0 || dtype > static_cast<int32_t>(DType::I32))
+    if (dtype < 0 || dtype > static_cast<int32_t>(kLastDType))
       fail(path, ": corrupt checkpoint (tensor ", e.name, " has dtype ", dtype, ")");
     e.dtype = static_cast<DType>(dtype);
     const int32_t rank = r.value<int32_t>();

@@ -5,6 +5,7 @@
 #include "runtime/support/AlignedBuffer.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
+#include "runtime/support/NarrowFloat.h"
 #include "runtime/support/Rank.h"
 #include "runtime/support/TensorInfo.h"
 
@@ -105,20 +106,37 @@ std::vector<HostTensor> runForward(const ProgramSpec& spec, const std::vector<Ho
   return results;
 }
 
+// Element i of `h` as text ("0.25", "-3", "true").
+static std::string elementText(const HostTensor& h, int64_t i) {
+  const char* p = h.data.data() + i * dtypeSize(h.dtype);
+  auto load = [p](auto value) {
+    std::memcpy(&value, p, sizeof value);
+    return value;
+  };
+  char buf[32];
+  switch (h.dtype) {
+  case DType::F32: std::snprintf(buf, sizeof buf, "%.6g", load(0.0f)); break;
+  case DType::F64: std::snprintf(buf, sizeof buf, "%.6g", load(0.0)); break;
+  case DType::F16: std::snprintf(buf, sizeof buf, "%.6g", Float16Format::widen(load(uint16_t()))); break;
+  case DType::BF16: std::snprintf(buf, sizeof buf, "%.6g", BFloat16Format::widen(load(uint16_t()))); break;
+  case DType::I64: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(load(int64_t()))); break;
+  case DType::I32: std::snprintf(buf, sizeof buf, "%d", load(int32_t())); break;
+  case DType::I16: std::snprintf(buf, sizeof buf, "%d", load(int16_t())); break;
+  case DType::I8: std::snprintf(buf, sizeof buf, "%d", load(int8_t())); break;
+  case DType::U64: std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(load(uint64_t()))); break;
+  case DType::U32: std::snprintf(buf, sizeof buf, "%u", load(uint32_t())); break;
+  case DType::U16: std::snprintf(buf, sizeof buf, "%u", load(uint16_t())); break;
+  case DType::U8: std::snprintf(buf, sizeof buf, "%u", load(uint8_t())); break;
+  case DType::Bool: std::snprintf(buf, sizeof buf, "%s", *p ? "true" : "false"); break;
+  }
+  return buf;
+}
+
 // "name float32 [2,3]: 0.1 0.2 ... (6 values)" for the console.
 static std::string summarize(const HostTensor& h) {
   std::string s = str(h.name, " ", dtypeName(h.dtype), " ", shapeString(h.dims), ":");
   const int64_t n = numElements(h.dims);
-  for (int64_t i = 0; i < n && i < 8; ++i) {
-    char buf[32];
-    switch (h.dtype) {
-    case DType::F32: { float v; std::memcpy(&v, h.data.data() + 4 * i, 4); std::snprintf(buf, sizeof buf, " %.6g", v); break; }
-    case DType::I64: { int64_t v; std::memcpy(&v, h.data.data() + 8 * i, 8); std::snprintf(buf, sizeof buf, " %lld", static_cast<long long>(v)); break; }
-    case DType::I32: { int32_t v; std::memcpy(&v, h.data.data() + 4 * i, 4); std::snprintf(buf, sizeof buf, " %d", v); break; }
-    case DType::Bool: std::snprintf(buf, sizeof buf, " %s", h.data[i] ? "true" : "false"); break;
-    }
-    s += buf;
-  }
+  for (int64_t i = 0; i < n && i < 8; ++i) s += " " + elementText(h, i);
   if (n > 8) s += str(" ... (", n, " values)");
   return s;
 }
