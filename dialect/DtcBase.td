@@ -41,8 +41,12 @@ def Dtc_IndexElement : AnyTypeOf<[I64, I32]>;
 def Dtc_FloatTensor : RankedTensorOf<[F32, F16, BF16, F64]>;
 def Dtc_IndexTensor : RankedTensorOf<[I64, I32]>;
 def Dtc_BoolTensor : RankedTensorOf<[I1]>;
-def Dtc_NumericTensor : RankedTensorOf<[F32, F16, BF16, F64, I64, I32]>;
-def Dtc_Tensor : RankedTensorOf<[F32, F16, BF16, F64, I64, I32, I1]>;
+// ONNX's narrow integers: int8/int16 are signless like int32/int64, the
+// unsigned ones (uint8 ... uint64) carry MLIR's unsigned signedness.
+def Dtc_NumericTensor : RankedTensorOf<[F32, F16, BF16, F64, I64, I32, I16, I8,
+                                        UI64, UI32, UI16, UI8]>;
+def Dtc_Tensor : RankedTensorOf<[F32, F16, BF16, F64, I64, I32, I16, I8,
+                                 UI64, UI32, UI16, UI8, I1]>;
 
 //===----------------------------------------------------------------------===//
 // Enums

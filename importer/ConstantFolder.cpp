@@ -696,7 +696,14 @@ FoldStatus foldOnHost(const onnx::NodeProto &node, int64_t opset,
     if (!inputs[i])
       return FoldStatus::NotFoldable;
   Folder folder{node, opset, inputs, results, error};
-  return folder.run();
+  FoldStatus status = folder.run();
+  // Host arithmetic is on int64: narrow integer results wrap to their type.
+  if (status == FoldStatus::Folded)
+    for (HostTensor &result : results)
+      if (!result.isFloat() && result.dtype != onnx_dtype::Bool)
+        for (int64_t &value : result.ints)
+          value = wrapToDType(value, result.dtype);
+  return status;
 }
 
 } // namespace dtc

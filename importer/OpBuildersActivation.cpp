@@ -91,10 +91,13 @@ LogicalResult clipBound(NodeContext &nc, int i, const char *what, double &bound)
   return success();
 }
 
-/// Clip with a bound known only at run time (a graph input): max(x, min),
-/// then min(that, max); a constant bound among them is materialized too.
+/// Clip with a bound known only at run time (a graph input), or of an
+/// integer tensor: max(x, min), then min(that, max); a constant bound among
+/// them is materialized too (in x's element type).
 LogicalResult buildClipRunTime(NodeContext &nc) {
-  Value y = floatInput(nc, 0);
+  Value y = nc.input(0);
+  if (y && llvm::cast<RankedTensorType>(y.getType()).getElementType().isInteger(1))
+    return nc.error() << "needs a numeric input, got " << y.getType(), failure();
   for (int i = 1; y && i <= 2; ++i) {
     if (!nc.hasInput(i))
       continue;
@@ -114,6 +117,9 @@ LogicalResult buildClipRunTime(NodeContext &nc) {
 /// Clip (ReLU6, Hardtanh): the bounds are inputs (dtc's opsets start at 11,
 /// where Clip's attributes became inputs); either may be absent.
 LogicalResult buildClip(NodeContext &nc) {
+  RankedTensorType type = nc.inputType(0);
+  if (type && llvm::isa<IntegerType>(type.getElementType()))
+    return buildClipRunTime(nc);
   for (int i = 1; i <= 2; ++i)
     if (nc.hasInput(i) && !nc.host(i))
       return buildClipRunTime(nc);

@@ -129,6 +129,8 @@ static LogicalResult buildPool(NodeContext &nc) {
   Value x = nc.input(0);
   if (!x)
     return failure();
+  if (!llvm::isa<FloatType>(typeOfValue(x).getElementType()))
+    return nc.error() << "pools float tensors only, got " << x.getType(), failure();
   std::optional<SmallVector<int64_t>> kernel = attrInts(nc.node, "kernel_shape");
   if (!kernel)
     return nc.error() << "kernel_shape is missing", failure();

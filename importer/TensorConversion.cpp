@@ -19,6 +19,12 @@ Type elementTypeFor(MLIRContext &ctx, int32_t dtype) {
   case onnx_dtype::Double: return b.getF64Type();
   case onnx_dtype::Int64: return b.getI64Type();
   case onnx_dtype::Int32: return b.getI32Type();
+  case onnx_dtype::Int16: return b.getI16Type();
+  case onnx_dtype::Int8: return b.getI8Type();
+  case onnx_dtype::UInt64: return b.getIntegerType(64, /*isSigned=*/false);
+  case onnx_dtype::UInt32: return b.getIntegerType(32, /*isSigned=*/false);
+  case onnx_dtype::UInt16: return b.getIntegerType(16, /*isSigned=*/false);
+  case onnx_dtype::UInt8: return b.getIntegerType(8, /*isSigned=*/false);
   case onnx_dtype::Bool: return b.getI1Type();
   default: return {};
   }
@@ -29,8 +35,14 @@ int32_t dtypeFor(Type t) {
   if (t.isF16()) return onnx_dtype::Float16;
   if (t.isBF16()) return onnx_dtype::BFloat16;
   if (t.isF64()) return onnx_dtype::Double;
+  if (t.isUnsignedInteger(64)) return onnx_dtype::UInt64;
+  if (t.isUnsignedInteger(32)) return onnx_dtype::UInt32;
+  if (t.isUnsignedInteger(16)) return onnx_dtype::UInt16;
+  if (t.isUnsignedInteger(8)) return onnx_dtype::UInt8;
   if (t.isInteger(64)) return onnx_dtype::Int64;
   if (t.isInteger(32)) return onnx_dtype::Int32;
+  if (t.isInteger(16)) return onnx_dtype::Int16;
+  if (t.isInteger(8)) return onnx_dtype::Int8;
   if (t.isInteger(1)) return onnx_dtype::Bool;
   return onnx_dtype::Undefined;
 }
@@ -46,7 +58,8 @@ std::string dtypeName(int32_t dtype) {
 }
 
 const char *supportedDTypes() {
-  return "float, float16, bfloat16, double, int64, int32, bool";
+  return "float, float16, bfloat16, double, int64, int32, int16, int8, uint64, uint32, "
+         "uint16, uint8, bool";
 }
 
 static const llvm::fltSemantics &semanticsFor(int32_t dtype) {
@@ -60,10 +73,11 @@ static const llvm::fltSemantics &semanticsFor(int32_t dtype) {
 
 static int64_t byteWidth(int32_t dtype) {
   switch (dtype) {
-  case onnx_dtype::Float: case onnx_dtype::Int32: return 4;
-  case onnx_dtype::Float16: case onnx_dtype::BFloat16: return 2;
-  case onnx_dtype::Double: case onnx_dtype::Int64: return 8;
-  case onnx_dtype::Bool: return 1;
+  case onnx_dtype::Float: case onnx_dtype::Int32: case onnx_dtype::UInt32: return 4;
+  case onnx_dtype::Float16: case onnx_dtype::BFloat16:
+  case onnx_dtype::Int16: case onnx_dtype::UInt16: return 2;
+  case onnx_dtype::Double: case onnx_dtype::Int64: case onnx_dtype::UInt64: return 8;
+  case onnx_dtype::Bool: case onnx_dtype::Int8: case onnx_dtype::UInt8: return 1;
   default: return 0;
   }
 }
@@ -74,6 +88,7 @@ static int64_t typedFieldSize(const onnx::TensorProto &t) {
   case onnx_dtype::Float: return t.float_data_size();
   case onnx_dtype::Double: return t.double_data_size();
   case onnx_dtype::Int64: return t.int64_data_size();
+  case onnx_dtype::UInt32: case onnx_dtype::UInt64: return t.uint64_data_size();
   default: return t.int32_data_size();
   }
 }
@@ -138,6 +153,13 @@ DenseElementsAttr tensorProtoToAttr(const onnx::TensorProto &t, RankedTensorType
     return DenseElementsAttr::get(type, llvm::ArrayRef(t.int64_data().data(), count));
   case onnx_dtype::Int32:
     return DenseElementsAttr::get(type, llvm::ArrayRef(t.int32_data().data(), count));
+  case onnx_dtype::Int16: case onnx_dtype::Int8: case onnx_dtype::UInt64:
+  case onnx_dtype::UInt32: case onnx_dtype::UInt16: case onnx_dtype::UInt8: {
+    HostTensor host;
+    if (!tensorProtoToHost(t, host, error))
+      return {};
+    return hostToAttr(host, type.getElementType());
+  }
   case onnx_dtype::Bool: {
     std::vector<bool> bits(count);
     for (int64_t i = 0; i < count; ++i)
@@ -164,6 +186,24 @@ static T readRaw(const std::string &raw, int64_t i) {
   T value;
   std::memcpy(&value, raw.data() + i * sizeof(T), sizeof(T));
   return value;
+}
+
+/// Element i of little-endian integer data of `dtype` (its bytes only).
+static int64_t rawIntegerBits(const std::string &raw, int64_t i, int32_t dtype) {
+  const int64_t width = byteWidth(dtype);
+  uint64_t bits = 0;
+  std::memcpy(&bits, raw.data() + i * width, width);
+  return static_cast<int64_t>(bits);
+}
+
+/// Element i of an integer tensor's typed field (int64_data; uint64_data for
+/// uint32 and uint64; int32_data for the narrower ones).
+static int64_t typedInteger(const onnx::TensorProto &t, int64_t i) {
+  switch (t.data_type()) {
+  case onnx_dtype::Int64: return t.int64_data(i);
+  case onnx_dtype::UInt64: case onnx_dtype::UInt32: return static_cast<int64_t>(t.uint64_data(i));
+  default: return t.int32_data(i);
+  }
 }
 
 static double halfBitsToDouble(int32_t dtype, uint16_t bits) {
@@ -195,11 +235,11 @@ bool tensorProtoToHost(const onnx::TensorProto &t, HostTensor &out, std::string 
       out.floats[i] = halfBitsToDouble(
           out.dtype, raw ? readRaw<uint16_t>(data, i) : t.int32_data(i) & 0xffff);
       break;
-    case onnx_dtype::Int64:
-      out.ints[i] = raw ? readRaw<int64_t>(data, i) : t.int64_data(i);
-      break;
-    case onnx_dtype::Int32:
-      out.ints[i] = raw ? readRaw<int32_t>(data, i) : t.int32_data(i);
+    case onnx_dtype::Int64: case onnx_dtype::Int32: case onnx_dtype::Int16:
+    case onnx_dtype::Int8: case onnx_dtype::UInt64: case onnx_dtype::UInt32:
+    case onnx_dtype::UInt16: case onnx_dtype::UInt8:
+      out.ints[i] = wrapToDType(raw ? rawIntegerBits(data, i, out.dtype) : typedInteger(t, i),
+                                out.dtype);
       break;
     case onnx_dtype::Bool:
       out.ints[i] = (raw ? data[i] != 0 : t.int32_data(i) != 0) ? 1 : 0;
@@ -236,8 +276,21 @@ DenseElementsAttr hostToAttr(const HostTensor &t, Type elementType) {
   SmallVector<llvm::APInt> values;
   values.reserve(count);
   for (int64_t i = 0; i < count; ++i)
-    values.emplace_back(width, static_cast<uint64_t>(t.intAt(i)), /*isSigned=*/true);
+    values.emplace_back(width, static_cast<uint64_t>(t.intAt(i)),
+                        /*isSigned=*/!elementType.isUnsignedInteger());
   return DenseElementsAttr::get(type, values);
+}
+
+int64_t wrapToDType(int64_t value, int32_t dtype) {
+  switch (dtype) {
+  case onnx_dtype::Int32: return static_cast<int32_t>(value);
+  case onnx_dtype::Int16: return static_cast<int16_t>(value);
+  case onnx_dtype::Int8: return static_cast<int8_t>(value);
+  case onnx_dtype::UInt32: return static_cast<uint32_t>(value);
+  case onnx_dtype::UInt16: return static_cast<uint16_t>(value);
+  case onnx_dtype::UInt8: return static_cast<uint8_t>(value);
+  default: return value; // int64, and uint64 as its bits
+  }
 }
 
 HostTensor castHost(const HostTensor &t, int32_t dtype) {
@@ -250,13 +303,10 @@ HostTensor castHost(const HostTensor &t, int32_t dtype) {
       out.floats[i] = t.floatAt(i);
     } else if (dtype == onnx_dtype::Bool) {
       out.ints[i] = t.isFloat() ? (t.floats[i] != 0.0) : (t.ints[i] != 0);
-    } else if (t.isFloat()) {
-      double v = t.floats[i];
-      out.ints[i] = std::isfinite(v) ? saturatingToInt64(v) : 0;
-      if (dtype == onnx_dtype::Int32)
-        out.ints[i] = static_cast<int32_t>(out.ints[i]);
     } else {
-      out.ints[i] = dtype == onnx_dtype::Int32 ? static_cast<int32_t>(t.ints[i]) : t.ints[i];
+      double v = t.isFloat() ? t.floats[i] : 0.0;
+      int64_t whole = !t.isFloat() ? t.ints[i] : std::isfinite(v) ? saturatingToInt64(v) : 0;
+      out.ints[i] = wrapToDType(whole, dtype);
     }
   }
   return out;

@@ -35,6 +35,9 @@ bool tensorProtoToHost(const onnx::TensorProto &tensor, HostTensor &out,
                        std::string &error);
 /// A dense attribute holding `tensor` with element type `elementType`.
 mlir::DenseElementsAttr hostToAttr(const HostTensor &tensor, mlir::Type elementType);
+/// `value` wrapped to the range of the integer `dtype` (two's complement, as
+/// a C++ conversion does); uint64 values above 2^63 are kept as their bits.
+int64_t wrapToDType(int64_t value, int32_t dtype);
 /// Converts the elements to `dtype` (ONNX Cast semantics on the host).
 HostTensor castHost(const HostTensor &tensor, int32_t dtype);
 
