@@ -31,8 +31,14 @@ std::string arithKind(Operation *op) {
       .Case("maximum", "Max").Case("minimum", "Min").Default("Pow");
 }
 
+/// Whether `v`'s elements are bfloat16 (stored as bits: the CPU's arithmetic
+/// and comparison templates would take them for uint16 numbers).
+bool isBf16(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getElementType().isBF16();
+}
+
 /// y = KERNEL(a, aShape, aRank, b, bShape, bRank, y, yShape, yRank) on
-/// float32; int64/int32 operands and Mod go to the CPU's arith kernel.
+/// float32; Mod and the other element types go to the CPU's arith kernel.
 template <typename OpT>
 LogicalResult emitBroadcastBinary(Operation *op, FunctionEmitter &fn) {
   auto binary = cast<OpT>(op);
@@ -46,9 +52,9 @@ LogicalResult emitBroadcastBinary(Operation *op, FunctionEmitter &fn) {
   if (fn.cuda())
     return codegenError(op) << "the CUDA kernels support only float32 operands"
                             << (mod ? " and no Mod" : "") << ", got " << a.getType();
-  if (type != "float" && type != "int64_t" && type != "int32_t")
-    return codegenError(op) << "the CPU kernels support float32, int64 and int32 operands, got "
-                            << a.getType();
+  if (type.empty() || isBf16(a))
+    return codegenError(op) << "the CPU kernels do no arithmetic on " << a.getType()
+                            << " (cast bfloat16 to float32 first)";
   fn.kernel("arith", broadcastArgs(fn, a, b, y) + ", dtcrt::cpu::Arith::" + arithKind(op));
   return success();
 }
@@ -143,36 +149,39 @@ LogicalResult emitExtremumGrad(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// Cast: float32 to and from bf16 (--precision=bf16) has a fast kernel on
+/// both targets; the CUDA kernels also convert float32 to and from int64, and
+/// the CPU's cast kernel converts between any two element types.
 LogicalResult emitCast(Operation *op, FunctionEmitter &fn) {
   auto cast = llvm::cast<CastOp>(op);
-  StringRef from = cppElementType(cast.getInput().getType());
-  StringRef to = cppElementType(cast.getOutput().getType());
+  StringRef from = runtimeDType(cast.getInput().getType());
+  StringRef to = runtimeDType(cast.getOutput().getType());
   std::string x = fn.ptr(cast.getInput()), y = fn.ptr(cast.getOutput());
   std::string n = num(fn.numel(cast.getOutput()));
-  // bf16 values are their bits (uint16_t) on both targets.
-  if (from == "float" && to == "uint16_t")
-    fn.kernel("cast_f32_to_bf16", x + ", " + y + ", " + n);
-  else if (from == "uint16_t" && to == "float")
-    fn.kernel("cast_bf16_to_f32", x + ", " + y + ", " + n);
-  else if (from == to)
+  using Pair = std::pair<StringRef, StringRef>;
+  static const Pair kBf16Casts[] = {{"F32", "BF16"}, {"BF16", "F32"}};
+  static const Pair kDeviceCasts[] = {{"F32", "I64"}, {"I64", "F32"}};
+  const Pair pair(from, to);
+  if (from == to)
     fn.copyBytes(y, x, tensorBytes(cast.getOutput().getType()));
-  else if (from == "float" && to == "int64_t")
-    fn.kernel("cast_f32_to_i64", x + ", " + y + ", " + n);
-  else if (from == "int64_t" && to == "float")
-    fn.kernel("cast_i64_to_f32", x + ", " + y + ", " + n);
+  else if (llvm::is_contained(kBf16Casts, pair) ||
+           (fn.cuda() && llvm::is_contained(kDeviceCasts, pair)))
+    fn.kernel(("cast_" + from.lower() + "_to_" + to.lower()), x + ", " + y + ", " + n);
   else if (fn.cuda())
-    return codegenError(op) << "the CUDA kernels have no cast from " << from << " to " << to;
-  else if (to == "uint8_t")  // to bool: nonzero is true (a plain conversion wraps)
-    fn.line("for (int64_t i = 0; i < " + n + "; ++i) " + y + "[i] = " + x + "[i] != 0;");
+    return codegenError(op) << "the CUDA kernels have no cast from "
+                            << cast.getInput().getType() << " to " << cast.getOutput().getType();
   else
-    fn.line("std::copy_n(" + x + ", " + n + ", " + y + ");  // " + from.str() + " -> " +
-            to.str());
+    fn.kernel("cast", x + ", dtcrt::DType::" + from.str() + ", " + y + ", dtcrt::DType::" +
+                          to.str() + ", " + n);
   return success();
 }
 
 /// y = compare(a, ..., b, ..., y, ..., PREDICATE), on any element type.
 LogicalResult emitCompare(Operation *op, FunctionEmitter &fn) {
   auto compare = cast<CompareOp>(op);
+  if (isBf16(compare.getLhs()))
+    return codegenError(op) << "the kernels do not compare " << compare.getLhs().getType()
+                            << " (cast bfloat16 to float32 first)";
   static const char *const kPredicates[] = {"Eq", "Lt", "Gt", "Le", "Ge"};
   fn.kernel("compare", broadcastArgs(fn, compare.getLhs(), compare.getRhs(),
                                      compare.getOutput()) +
@@ -194,9 +203,8 @@ LogicalResult emitLogical(Operation *op, FunctionEmitter &fn) {
 
 LogicalResult emitWhere(Operation *op, FunctionEmitter &fn) {
   auto where = cast<WhereOp>(op);
-  StringRef type = cppElementType(where.getX().getType());
-  if (type != "float" && type != "int64_t" && type != "int32_t" && type != "uint8_t")
-    return codegenError(op) << "the kernels pick float32, int64, int32 or bool values, got "
+  if (cppElementType(where.getX().getType()).empty())
+    return codegenError(op) << "the kernels do not pick values of type "
                             << where.getX().getType();
   Value c = where.getCondition(), x = where.getX(), z = where.getY(), y = where.getOutput();
   fn.kernel("where", fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +

@@ -27,11 +27,16 @@ class ProgramEmitter;
 /// Turns `text` into a C++ identifier ("fc1.weight" -> "fc1_weight").
 std::string sanitizeIdentifier(llvm::StringRef text);
 
-/// The C++ element type of a tensor type ("float", "int64_t", "uint8_t").
+/// The C++ element type of a tensor type ("float", "int64_t", "uint8_t" for
+/// bool and uint8, "uint16_t" for bf16 bits and uint16); "" if it has none.
 llvm::StringRef cppElementType(mlir::Type tensorType);
+/// The runtime's dtcrt::DType enumerator of a tensor type ("F32", "BF16").
+llvm::StringRef runtimeDType(mlir::Type tensorType);
 
 /// A float as a C++ literal that round-trips exactly.
 std::string floatLiteral(double value);
+/// A double as a C++ literal that round-trips exactly.
+std::string float64Literal(double value);
 
 class FunctionEmitter {
 public:

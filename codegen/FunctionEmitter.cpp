@@ -21,19 +21,39 @@ std::string sanitizeIdentifier(llvm::StringRef text) {
   return out;
 }
 
+namespace {
+/// How the generated code and the runtime see one MLIR element type.
+struct ElementNames {
+  StringRef cpp;    // its C++ storage type
+  StringRef dtype;  // its dtcrt::DType enumerator
+};
+
+ElementNames elementNames(Type element) {
+  if (element.isF32()) return {"float", "F32"};
+  if (element.isF64()) return {"double", "F64"};
+  if (element.isF16()) return {"dtcrt::cpu::Float16", "F16"};
+  if (element.isBF16()) return {"uint16_t", "BF16"};  // its bits (Kernels.h, section 10)
+  if (element.isInteger(1)) return {"uint8_t", "Bool"};
+  auto integer = llvm::dyn_cast<IntegerType>(element);
+  if (!integer)
+    return {"", ""};
+  const bool isUnsigned = integer.isUnsigned();
+  switch (integer.getWidth()) {
+  case 64: return isUnsigned ? ElementNames{"uint64_t", "U64"} : ElementNames{"int64_t", "I64"};
+  case 32: return isUnsigned ? ElementNames{"uint32_t", "U32"} : ElementNames{"int32_t", "I32"};
+  case 16: return isUnsigned ? ElementNames{"uint16_t", "U16"} : ElementNames{"int16_t", "I16"};
+  case 8: return isUnsigned ? ElementNames{"uint8_t", "U8"} : ElementNames{"int8_t", "I8"};
+  default: return {"", ""};
+  }
+}
+} // namespace
+
 StringRef cppElementType(Type type) {
-  Type element = llvm::cast<RankedTensorType>(type).getElementType();
-  if (element.isF32())
-    return "float";
-  if (element.isInteger(64))
-    return "int64_t";
-  if (element.isInteger(32))
-    return "int32_t";
-  if (element.isInteger(1))
-    return "uint8_t";
-  if (element.isBF16())  // its bits (runtime/cpu/Kernels.h, section 10)
-    return "uint16_t";
-  return "";
+  return elementNames(llvm::cast<RankedTensorType>(type).getElementType()).cpp;
+}
+
+StringRef runtimeDType(Type type) {
+  return elementNames(llvm::cast<RankedTensorType>(type).getElementType()).dtype;
 }
 
 std::string floatLiteral(double value) {
@@ -47,6 +67,17 @@ std::string floatLiteral(double value) {
   // "1f" is not a float literal: make it "1.f".
   if (text.find_first_of(".eE") == std::string::npos)
     text.insert(text.size() - 1, ".");
+  return text;
+}
+
+std::string float64Literal(double value) {
+  if (std::isnan(value) || std::isinf(value))
+    return "double(" + floatLiteral(value) + ")";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  std::string text(buffer);
+  if (text.find_first_of(".eE") == std::string::npos)
+    text += ".0";
   return text;
 }
 

@@ -61,13 +61,20 @@ std::string ProgramEmitter::declareStatic(StringRef type, StringRef prefix,
   return name;
 }
 
-/// The C++ text of element `i` of `value` (float, integer or bool).
+/// The C++ text of element `i` of `value` (float, integer or bool); float16
+/// and bfloat16 elements are their bits.
 static std::string elementLiteral(ElementsAttr value, uint64_t i) {
   Type element = value.getElementType();
+  if (element.isF16() || element.isBF16())
+    return std::to_string(value.getValues<APFloat>()[i].bitcastToAPInt().getZExtValue());
+  if (element.isF64())
+    return float64Literal(value.getValues<APFloat>()[i].convertToDouble());
   if (llvm::isa<FloatType>(element))
     return floatLiteral(value.getValues<APFloat>()[i].convertToDouble());
   if (element.isInteger(1))
     return value.getValues<bool>()[i] ? "1" : "0";
+  if (element.isUnsignedInteger())
+    return std::to_string(value.getValues<APInt>()[i].getZExtValue()) + "u";
   return std::to_string(value.getValues<APInt>()[i].getSExtValue());
 }
 
@@ -140,6 +147,21 @@ const OpEmitterTable &emitterTable() {
   return table;
 }
 
+/// Whether `op`'s emitter takes tensors of every element type: the CPU's
+/// templated kernels (arithmetic, comparisons, Where, data movement) and its
+/// cast kernel.
+bool takesEveryElementType(Operation *op) {
+  return isa<CastOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, ModOp, CompareOp,
+             WhereOp, TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, GatherOp>(op);
+}
+
+/// The element types the other kernels take: float32, int64, int32, bool,
+/// and bf16 (--precision=bf16).
+bool isKernelElement(Type element) {
+  return element.isF32() || element.isBF16() || element.isInteger(1) ||
+         element.isSignlessInteger(64) || element.isSignlessInteger(32);
+}
+
 struct EmittedFunction {
   std::string source;
   int64_t arenaBytes = 0;
@@ -169,19 +191,27 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
   FunctionEmitter fn(program, *plan);
   Block &body = func.front();
   unsigned numInputs = func.getNumArguments() - (kind == StepKind::Forward ? 0 : 1);
-  // bf16 exists only inside --precision=bf16 steps, not at the program's
-  // boundary (its inputs, outputs and TensorSpecs).
+  // CPU programs take and give every element type; GPU programs float32,
+  // int64, int32 and bool (bf16 exists there only inside --precision=bf16
+  // steps).
+  auto atBoundary = [&](Type type) {
+    StringRef dtype = runtimeDType(type);
+    return program.cuda ? llvm::is_contained({"F32", "I64", "I32", "Bool"}, dtype)
+                        : !dtype.empty();
+  };
+  const char *boundaryTypes = program.cuda ? "float32, int64, int32 and bool"
+                                           : "float, double, float16, bfloat16, the integers "
+                                             "and bool";
   for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
-    if (cppElementType(type).empty() || cppElementType(type) == "uint16_t")
-      return emitError(func.getLoc())
-             << "codegen: output " << i << " has type " << type
-             << "; program outputs support float32, int64, int32 and bool";
+    if (!atBoundary(type))
+      return emitError(func.getLoc()) << "codegen: output " << i << " has type " << type
+                                      << "; program outputs support " << boundaryTypes;
   for (BlockArgument arg : body.getArguments()) {
     StringRef type = cppElementType(arg.getType());
-    if (type.empty() || type == "uint16_t")
+    if (!atBoundary(arg.getType()))
       return emitError(func.getLoc())
              << "codegen: input " << arg.getArgNumber() << " has type " << arg.getType()
-             << "; the CPU kernels support float32, int64, int32 and bool";
+             << "; program inputs support " << boundaryTypes;
     bool isLabels = arg.getArgNumber() == numInputs;
     std::string name = isLabels ? "labels" : "in" + std::to_string(arg.getArgNumber());
     std::string source = isLabels ? std::string("ctx.labels")
@@ -215,12 +245,17 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
     }
     if (MemoryPlan::isView(&op))
       continue;
-    for (Value result : op.getResults())
-      if (llvm::isa<RankedTensorType>(result.getType()) &&
-          cppElementType(result.getType()).empty())
-        return codegenError(&op) << "result type " << result.getType()
-                                 << " is not supported; the CPU kernels support float32, "
-                                    "int64, int32 and bool";
+    if (!takesEveryElementType(&op)) {
+      SmallVector<Value> values(op.getOperands());
+      llvm::append_range(values, op.getResults());
+      for (Value value : values)
+        if (auto tensor = llvm::dyn_cast<RankedTensorType>(value.getType());
+            tensor && !isKernelElement(tensor.getElementType()))
+          return codegenError(&op)
+                 << "the kernels of this op take float32 tensors (int64, int32 and bool where "
+                    "they index or mask), not "
+                 << value.getType();
+    }
     auto it = emitterTable().find(op.getName().getStringRef());
     if (it == emitterTable().end())
       return codegenError(&op) << "no C++ emitter for this op";
@@ -282,11 +317,7 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
 /// C++ initializer of a TensorSpec.
 std::string tensorSpec(StringRef name, Type type) {
   auto tensor = llvm::cast<RankedTensorType>(type);
-  StringRef dtype = llvm::StringSwitch<StringRef>(cppElementType(type))
-                        .Case("float", "F32")
-                        .Case("int64_t", "I64")
-                        .Case("int32_t", "I32")
-                        .Default("Bool");
+  StringRef dtype = runtimeDType(type);
   std::string dims;
   for (int64_t d : tensor.getShape())
     dims += (dims.empty() ? "" : ", ") + std::to_string(d);
