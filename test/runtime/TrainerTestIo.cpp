@@ -12,6 +12,8 @@
 
 #include "onnx/onnx_pb.h"
 
+#include <cstring>
+
 using namespace dtcrt;
 using namespace dtcrt_test;
 
@@ -168,10 +170,45 @@ TEST(TrainerTensorProto, FileRoundTrip) {
   writeBytes(dir.file("b.pb"), b.SerializeAsString());
   HostTensor rb = readTensorProtoFile(dir.file("b.pb"));
   EXPECT_EQ(rb.data, (std::vector<char>{1, 0, 1}));
-  b.set_data_type(onnx::TensorProto::DOUBLE);
-  writeBytes(dir.file("d.pb"), b.SerializeAsString());
-  EXPECT_NE(errorOf([&] { readTensorProtoFile(dir.file("d.pb")); })
-                .find("unsupported data type DOUBLE"),
+  // Narrow types from their typed fields: int8 and float16 bits from
+  // int32_data, uint32 from uint64_data, double from double_data.
+  onnx::TensorProto n;
+  n.set_data_type(onnx::TensorProto::INT8);
+  n.add_dims(2);
+  n.add_int32_data(-3);
+  n.add_int32_data(127);
+  writeBytes(dir.file("i8.pb"), n.SerializeAsString());
+  HostTensor ri8 = readTensorProtoFile(dir.file("i8.pb"));
+  EXPECT_EQ(ri8.dtype, DType::I8);
+  EXPECT_EQ(ri8.data, (std::vector<char>{-3, 127}));
+  n.set_data_type(onnx::TensorProto::FLOAT16);
+  n.set_int32_data(0, 0x3c00);  // 1.0
+  writeBytes(dir.file("f16.pb"), n.SerializeAsString());
+  HostTensor rf16 = readTensorProtoFile(dir.file("f16.pb"));
+  EXPECT_EQ(rf16.dtype, DType::F16);
+  EXPECT_EQ(rf16.data, (std::vector<char>{0x00, 0x3c, 127, 0}));
+  onnx::TensorProto u;
+  u.set_data_type(onnx::TensorProto::UINT32);
+  u.add_dims(1);
+  u.add_uint64_data(4000000000u);
+  writeBytes(dir.file("u32.pb"), u.SerializeAsString());
+  HostTensor ru32 = readTensorProtoFile(dir.file("u32.pb"));
+  uint32_t u32 = 0;
+  std::memcpy(&u32, ru32.data.data(), 4);
+  EXPECT_EQ(u32, 4000000000u);
+  onnx::TensorProto d;
+  d.set_data_type(onnx::TensorProto::DOUBLE);
+  d.add_dims(1);
+  d.add_double_data(0.1);
+  writeBytes(dir.file("d.pb"), d.SerializeAsString());
+  HostTensor rd = readTensorProtoFile(dir.file("d.pb"));
+  double dv = 0;
+  std::memcpy(&dv, rd.data.data(), 8);
+  EXPECT_EQ(dv, 0.1);
+  b.set_data_type(onnx::TensorProto::COMPLEX64);
+  writeBytes(dir.file("c.pb"), b.SerializeAsString());
+  EXPECT_NE(errorOf([&] { readTensorProtoFile(dir.file("c.pb")); })
+                .find("unsupported data type COMPLEX64"),
             std::string::npos);
 }
 
