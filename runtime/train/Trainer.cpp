@@ -663,7 +663,7 @@ TrainResult Trainer::run() {
                           : plannedRankMemory(spec_, shardLayout_, workspace_.size());
     measureRankMemory(mine, state_.data(), state_.size());
     const std::vector<RankMemory> all = gatherRankMemory(*comm_, mine);
-    if (isSharded(spec_) || isStageOwned(spec_))
+    if (isSharded(spec_) || isStageOwned(spec_) || tensorParallel() > 1)
       for (size_t r = 0; r < all.size(); ++r) log.line(rankMemoryLine(static_cast<int>(r), all[r]));
     log.metricsLine(rankMemoryJson(all));
   };
