@@ -57,7 +57,8 @@ def run(build, program, ranks, steps, metrics):
             f"--max-steps={steps}", "--threads=1", f"--metrics={metrics}", "--timeout=600"]
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     rate = float(re.search(r"done: \d+ steps in [0-9.]+ s \(([0-9.]+) samples/s\)", out).group(1))
-    memory = [json.loads(l)["rank_memory"] for l in open(metrics) if "rank_memory" in l][0]
+    rows = [json.loads(l)["rank_memory"] for l in open(metrics) if "rank_memory" in l]
+    memory = rows[0] if rows else None  # one process logs none
     return rate, memory
 
 
