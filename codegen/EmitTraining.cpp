@@ -276,6 +276,20 @@ LogicalResult emitAdamUpdate(Operation *op, FunctionEmitter &fn) {
 
 /// The global gradient norm and clip coefficient; the norm also goes to the
 /// runtime (ctx.gradNorm) for the log.
+/// --tp: whether `grad` is the gradient of a weight each rank holds a slice
+/// of (the update that reads it names the param).
+bool isTensorParallelSlice(Value grad) {
+  for (Operation *user : grad.getUsers()) {
+    auto name = user->getAttrOfType<FlatSymbolRefAttr>("param");
+    if (!name)
+      continue;
+    auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(user, name);
+    if (param && param->hasAttr(attr::kTpSplit))
+      return true;
+  }
+  return false;
+}
+
 LogicalResult emitClipGradNorm(Operation *op, FunctionEmitter &fn) {
   auto clip = cast<ClipGradNormOp>(op);
   static unsigned counter = 0;
@@ -292,6 +306,33 @@ LogicalResult emitClipGradNorm(Operation *op, FunctionEmitter &fn) {
     fn.line("cuda::clip_grad_norm(" + table + "_device.get(" + table + ", state, arena), " + n +
             ", " + table + "_device.total, " + maxNorm + ", " + fn.ptr(clip.getResult()) +
             ", ctx.gradNorm, ctx.workspace, stream);");
+    return success();
+  }
+  // --tp: a split weight's gradient is a slice on each rank of the group;
+  // their squares are summed over the group, the others' counted once.
+  SmallVector<Value> whole, split;
+  for (Value grad : clip.getGrads())
+    (isTensorParallelSlice(grad) ? split : whole).push_back(grad);
+  if (!split.empty()) {
+    auto list = [&](ArrayRef<Value> values, const std::string &name) -> std::string {
+      std::string ptrs, counts;
+      for (Value grad : values) {
+        ptrs += (ptrs.empty() ? "" : ", ") + fn.ptr(grad);
+        counts += (counts.empty() ? "" : ", ") + num(fn.numel(grad));
+      }
+      if (values.empty())
+        return std::string("nullptr, nullptr, 0");
+      fn.line("const float* const " + table + name + "[] = {" + ptrs + "};");
+      fn.line("const int64_t " + table + name + "_sizes[] = {" + counts + "};");
+      return table + name + ", " + table + name + "_sizes, " + std::to_string(values.size());
+    };
+    std::string wholeArgs = list(whole, "_whole"), splitArgs = list(split, "_split");
+    fn.line("float " + table + "_split_squares = float(cpu::grad_sum_squares(" + splitArgs +
+            "));");
+    fn.line("ctx.tp->allReduce(&" + table + "_split_squares, 1, dtcrt::ReduceOp::Sum)->wait();");
+    fn.line("cpu::clip_grad_norm_from_sum(cpu::grad_sum_squares(" + wholeArgs + ") + " + table +
+            "_split_squares, " + maxNorm + ", " + fn.ptr(clip.getResult()) + ");");
+    fn.line("if (ctx.gradNorm) ctx.gradNorm[0] = " + fn.ptr(clip.getResult()) + "[0];");
     return success();
   }
   std::string grads, sizes;

@@ -500,6 +500,11 @@ void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
 // out[1] = min(1, max_norm / (norm + 1e-6)) formed in float as PyTorch does.
 void clip_grad_norm(const float* const* grads, const int64_t* sizes, int num, double maxNorm,
                     float* out);
+// The same in two parts, for gradients spread over ranks (--tp): the sum of
+// the squares of `num` gradients (in double, in order; 0 for none), and
+// out[0..1] from the sum of squares of all of them.
+double grad_sum_squares(const float* const* grads, const int64_t* sizes, int num);
+void clip_grad_norm_from_sum(double sumSquares, double maxNorm, float* out);
 
 // ============================================================================
 // 10. bfloat16 products (Bf16.cpp), for programs compiled with --precision=bf16

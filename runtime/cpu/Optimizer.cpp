@@ -117,13 +117,21 @@ void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
                      gradScale);
 }
 
-void clip_grad_norm(const float* const* grads, const int64_t* sizes, int num, double maxNorm,
-                    float* out) {
+double grad_sum_squares(const float* const* grads, const int64_t* sizes, int num) {
   double sum = 0;
   for (int k = 0; k < num; ++k) {
     const float* g = grads[k];
     for (int64_t i = 0; i < sizes[k]; ++i) sum += (double)g[i] * (double)g[i];
   }
+  return sum;
+}
+
+void clip_grad_norm(const float* const* grads, const int64_t* sizes, int num, double maxNorm,
+                    float* out) {
+  clip_grad_norm_from_sum(grad_sum_squares(grads, sizes, num), maxNorm, out);
+}
+
+void clip_grad_norm_from_sum(double sum, double maxNorm, float* out) {
   const float norm = (float)std::sqrt(sum);
   // PyTorch: max_norm / (total_norm + 1e-6), clamped to 1, in float32.
   const float coef = (float)maxNorm / (norm + 1e-6f);

@@ -794,9 +794,6 @@ int main(int argc, char **argv) {
                 " is not available yet (--strategy=none or ddp)";
     else if (target != "cpu")
       refusal = "is not available for --target=" + target.getValue() + " yet";
-    else if (clipGradNorm > 0.0)
-      refusal = "with --clip-grad-norm is not available yet (the norm would need every "
-                "rank's slices)";
     if (!refusal.empty()) {
       llvm::errs() << "dtc: error: --tp=" << tensorParallel << " " << refusal << "\n";
       return 1;
