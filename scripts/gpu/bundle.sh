@@ -11,11 +11,11 @@
 # (lowentropy_weights.py) so their embedded models compress: a device call
 # carries at most 64 MiB. Run here after a build (takes a few minutes):
 #   scripts/gpu/bundle.sh .gpu        (add /.gpu/ to $(git rev-parse --git-dir)/info/exclude)
-# then on the device:  run(command="scripts/gpu/check.sh .gpu", carry=[".gpu"])
+# (DTC_BUILD_DIR names another build folder) then on the device:  run(command="scripts/gpu/check.sh .gpu", carry=[".gpu"])
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:?usage: bundle.sh OUTDIR}"
-build="$root/build"
+build="${DTC_BUILD_DIR:-$root/build}"
 dtc="$build/bin/dtc"
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
 
@@ -44,7 +44,8 @@ resnet50-bf16 cuda $models/resnet50-le.onnx --batch-size=64 --optimizer=sgd --lr
 MODELS
 "$dtc" "$ex/mlp.onnx" --optimizer=sgd --lr=0.05 --strategy=ddp --target=cuda \
   -o "$out/bin/mlp-ddp-cuda"
-cp "$build/bin/dtcrun" "$build/runtime/test-runtime/dtcrt-test-cuda" "$out/bin/"
+cp "$build/bin/dtcrun" "$build/runtime/test-runtime/dtcrt-test-cuda" \
+  "$build/runtime/test-runtime/dtcrt-cuda-require-device" "$out/bin/"
 
 # Shared libraries outside the C library and the CUDA toolkit (the device
 # image has its own CUDA 13 and driver).

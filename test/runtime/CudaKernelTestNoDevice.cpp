@@ -2,7 +2,8 @@
 // empty), a program built for --target=cuda fails at start-up with one clear
 // line. The helper dtcrt-cuda-require-device calls requireDevice() and
 // Context::create() the way a generated main() does; this test runs it as a
-// subprocess and checks its exit status and stderr.
+// subprocess and checks its exit status and stderr. The helper is found where
+// the build put it or, in a bundle (scripts/gpu/bundle.sh), beside this test.
 #include "runtime/cuda/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef DTCRT_CUDA_REQUIRE_DEVICE_HELPER
 #error "DTCRT_CUDA_REQUIRE_DEVICE_HELPER must name the helper executable"
@@ -33,13 +35,25 @@ Result run(const std::string& command) {
   return r;
 }
 
+// The helper's path: the build's, else the same name beside this executable.
+std::string helperPath() {
+  const std::string built = DTCRT_CUDA_REQUIRE_DEVICE_HELPER;
+  if (access(built.c_str(), X_OK) == 0) return built;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return built;
+  std::string dir(self, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/') + 1);
+  return dir + built.substr(built.rfind('/') + 1);
+}
+
 const char* kMessage =
     "error: this program was compiled for --target=cuda but no CUDA device is visible "
     "(cudaGetDeviceCount: ";
 
 TEST(CudaNoDevice, RequireDeviceFailsWithOneClearLine) {
   const Result r =
-      run(std::string("env CUDA_VISIBLE_DEVICES= ") + DTCRT_CUDA_REQUIRE_DEVICE_HELPER);
+      run("env CUDA_VISIBLE_DEVICES= " + helperPath());
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_EQ(r.output.rfind(kMessage, 0), 0u) << r.output;
   ASSERT_FALSE(r.output.empty());
