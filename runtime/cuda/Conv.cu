@@ -1,7 +1,11 @@
 // Conv2d, NCHW, on cuDNN's convolution API (forward, backward data, backward
-// filter): descriptors and the heuristic's fastest algorithm whose workspace
-// fits ctx.workspace, cached per shape in the Context; FMA math (exact fp32)
-// unless ctx.allowTf32. cuDNN pads symmetrically, so asymmetric padding runs
+// filter): descriptors and the fastest algorithm whose workspace fits
+// ctx.workspace, cached per shape in the Context; FMA math (exact fp32)
+// unless ctx.allowTf32. The algorithm is measured (cuDNN's Find, on the
+// step's own buffers, the first time a shape runs outside CUDA-graph
+// capture), not taken from the heuristic: on an H100 the heuristic picks
+// direct, non-tensor-core kernels for NCHW bf16 that made ResNet-50's bf16
+// step 6x slower than its fp32 step (ncu, bench/results/gpu-throughput.md). cuDNN pads symmetrically, so asymmetric padding runs
 // on the direct kernels below (slow but exact). Bias add and its gradient
 // are own kernels. The same entry points exist for bf16 tensors (float32
 // compute, tensor-core math allowed) for --precision=bf16.
@@ -79,6 +83,21 @@ void check(const char* name, const Conv2dParams& p) {
 
 bool symmetric(const Conv2dParams& p) { return p.padT == p.padB && p.padL == p.padR; }
 
+// The math cuDNN may choose from: tensor cores for bf16, TF32 where allowed,
+// else exact fp32 FMA.
+cudnnMathType_t searchMath(const Context& ctx, bool bf16) {
+  if (bf16) return CUDNN_TENSOR_OP_MATH;
+  return ctx.allowTf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+// Whether algorithms may be measured now: not while the stream is being
+// captured into a CUDA graph (Find synchronizes), where the heuristic decides.
+bool canMeasure(const Context& ctx) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(ctx.stream, &status) == cudaSuccess &&
+         status == cudaStreamCaptureStatusNone;
+}
+
 // Float32 compute either way; bf16 plans may use tensor-core math.
 ConvPlan& planFor(Context& ctx, const Conv2dParams& p, bool bf16) {
   if (!ctx.impl || !ctx.dnn) fail("conv2d", "the Context is empty (destroyed or not created)");
@@ -106,8 +125,7 @@ ConvPlan& planFor(Context& ctx, const Conv2dParams& p, bool bf16) {
         plan.conv, (int)p.padT, (int)p.padL, (int)p.strideH, (int)p.strideW, (int)p.dilH,
         (int)p.dilW, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     DTCRT_CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan.conv, (int)p.groups));
-    DTCRT_CUDNN_CHECK(cudnnSetConvolutionMathType(
-        plan.conv, ctx.allowTf32 || bf16 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    DTCRT_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, searchMath(ctx, bf16)));
     int n = 0, c = 0, h = 0, w = 0;
     DTCRT_CUDNN_CHECK(
         cudnnGetConvolution2dForwardOutputDim(plan.conv, plan.x, plan.w, &n, &c, &h, &w));
@@ -263,9 +281,16 @@ void forward(Context& ctx, const Conv2dParams& p, const T* x, const T* w, const 
     if (!plan.haveFwd) {
       cudnnConvolutionFwdAlgoPerf_t perf[16];
       int count = 0;
-      DTCRT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.dnn, plan.x, plan.w,
-                                                               plan.conv, plan.y, 16, &count,
-                                                               perf));
+      setMath(plan, searchMath(ctx, plan.bf16));
+      DTCRT_CUDNN_CHECK(cudnnSetStream(ctx.dnn, ctx.stream));
+      if (canMeasure(ctx))
+        DTCRT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+            ctx.dnn, plan.x, x, plan.w, w, plan.conv, plan.y, y, 16, &count, perf,
+            ctx.workspace, ctx.workspaceBytes));
+      else
+        DTCRT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.dnn, plan.x, plan.w,
+                                                                 plan.conv, plan.y, 16, &count,
+                                                                 perf));
       const cudnnConvolutionFwdAlgoPerf_t* best = pick(perf, count, ctx, plan);
       if (!best) fail("conv2d_forward", "cuDNN has no algorithm within %zu workspace bytes",
                       ctx.workspaceBytes);
@@ -310,8 +335,15 @@ void backwardData(Context& ctx, const Conv2dParams& p, const T* dy, const T* w, 
   if (!plan.haveBwdData) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[16];
     int count = 0;
-    DTCRT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        ctx.dnn, plan.w, plan.y, plan.conv, plan.x, 16, &count, perf));
+    setMath(plan, searchMath(ctx, plan.bf16));
+    DTCRT_CUDNN_CHECK(cudnnSetStream(ctx.dnn, ctx.stream));
+    if (canMeasure(ctx))
+      DTCRT_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+          ctx.dnn, plan.w, w, plan.y, dy, plan.conv, plan.x, dx, 16, &count, perf,
+          ctx.workspace, ctx.workspaceBytes));
+    else
+      DTCRT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          ctx.dnn, plan.w, plan.y, plan.conv, plan.x, 16, &count, perf));
     const cudnnConvolutionBwdDataAlgoPerf_t* best = pick(perf, count, ctx, plan);
     if (!best) fail("conv2d_backward_data", "cuDNN has no algorithm within %zu workspace bytes",
                     ctx.workspaceBytes);
@@ -353,8 +385,15 @@ void backwardFilter(Context& ctx, const Conv2dParams& p, const T* x, const T* dy
   if (!plan.haveBwdFilter) {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[16];
     int count = 0;
-    DTCRT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        ctx.dnn, plan.x, plan.y, plan.conv, plan.w, 16, &count, perf));
+    setMath(plan, searchMath(ctx, plan.bf16));
+    DTCRT_CUDNN_CHECK(cudnnSetStream(ctx.dnn, ctx.stream));
+    if (canMeasure(ctx))
+      DTCRT_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          ctx.dnn, plan.x, x, plan.y, dy, plan.conv, plan.w, dw, 16, &count, perf,
+          ctx.workspace, ctx.workspaceBytes));
+    else
+      DTCRT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          ctx.dnn, plan.x, plan.y, plan.conv, plan.w, 16, &count, perf));
     const cudnnConvolutionBwdFilterAlgoPerf_t* best = pick(perf, count, ctx, plan);
     if (!best) fail("conv2d_backward_filter", "cuDNN has no algorithm within %zu workspace bytes",
                     ctx.workspaceBytes);

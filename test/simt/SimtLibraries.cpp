@@ -388,6 +388,27 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
     int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
   SIMT_ONE_ALGORITHM(cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
 }
+// Find (measure every algorithm on the caller's buffers): the one algorithm
+// above. The real Find writes its trials into the output, which the
+// convolution call that follows overwrites; the stand-in writes nothing.
+cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
+    cudnnHandle_t, const cudnnTensorDescriptor_t, const void*, const cudnnFilterDescriptor_t,
+    const void*, const cudnnConvolutionDescriptor_t, const cudnnTensorDescriptor_t, void*,
+    const int requested, int* count, cudnnConvolutionFwdAlgoPerf_t* perf, void*, size_t) {
+  SIMT_ONE_ALGORITHM(cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+}
+cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
+    cudnnHandle_t, const cudnnFilterDescriptor_t, const void*, const cudnnTensorDescriptor_t,
+    const void*, const cudnnConvolutionDescriptor_t, const cudnnTensorDescriptor_t, void*,
+    const int requested, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf, void*, size_t) {
+  SIMT_ONE_ALGORITHM(cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
+}
+cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    cudnnHandle_t, const cudnnTensorDescriptor_t, const void*, const cudnnTensorDescriptor_t,
+    const void*, const cudnnConvolutionDescriptor_t, const cudnnFilterDescriptor_t, void*,
+    const int requested, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf, void*, size_t) {
+  SIMT_ONE_ALGORITHM(cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+}
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t, const cudnnTensorDescriptor_t,
                                                       const cudnnFilterDescriptor_t,
                                                       const cudnnConvolutionDescriptor_t,
