@@ -455,23 +455,38 @@ TEST_F(CudaKernel, MultiTensorOptimizers) {
 
 // --precision=bf16 products: the CUDA kernels (cuBLASLt / cuDNN bf16, tensor
 // cores; own kernels for asymmetric padding) against the CPU kernels that
-// define them. Both round an fp32 sum once; summation order may flip a
-// rounding, so each element may differ by one bf16 ulp (2^-8 relative) and
-// few may differ at all.
+// define them. The CPU kernels round an fp32 sum once. cuBLASLt does too, so
+// summation order may flip a rounding: an element may differ by one bf16 ulp
+// (2^-8 relative) and few may differ at all (fewDiffer). cuDNN's bf16
+// convolution algorithms (the one measured fastest is taken) may split the
+// reduction and round partial sums to bf16: an element's error is then up to
+// a few bf16 ulps of those partial sums, whose size is that of the output's
+// values (their rms), not of the element, which cancellation can make small
+// (seen on an H100, cuDNN 9.19: 3 of 27648 elements up to 4 ulps off, e.g.
+// -5.379e-4 against -5.226e-4, outputs of rms ~4): the bound is 2^-10 of the
+// rms (8 ulps of it). A wrong index or a missed term gives errors of the
+// output's own size, far above either bound.
 void expectBf16Close(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want,
-                     const std::string& what) {
+                     const std::string& what, bool fewDiffer = true) {
   ASSERT_EQ(got.size(), want.size()) << what;
   Vec g(got.size()), w(want.size());
   cpu::cast_bf16_to_f32(got.data(), g.data(), (int64_t)g.size());
   cpu::cast_bf16_to_f32(want.data(), w.data(), (int64_t)w.size());
+  double squares = 0;
+  for (float v : w) squares += double(v) * v;
+  const float rms = w.empty() ? 0.0f : float(std::sqrt(squares / double(w.size())));
+  const float floor = fewDiffer ? 1e-6f : rms * (1.0f / 1024) + 1e-6f;
   size_t differ = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     if (got[i] == want[i]) continue;
     ++differ;
-    EXPECT_LE(std::fabs(g[i] - w[i]), std::fabs(w[i]) * (1.0f / 128) + 1e-6f)
-        << what << ": element " << i << " gpu " << g[i] << " cpu " << w[i];
+    EXPECT_LE(std::fabs(g[i] - w[i]), std::fabs(w[i]) * (1.0f / 128) + floor)
+        << what << ": element " << i << " gpu " << g[i] << " cpu " << w[i] << " (rms " << rms
+        << ")";
   }
-  EXPECT_LE(differ, g.size() / 20 + 1) << what << ": " << differ << " of " << g.size() << " differ";
+  if (fewDiffer) {
+    EXPECT_LE(differ, g.size() / 20 + 1) << what << ": " << differ << " of " << g.size() << " differ";
+  }
 }
 
 std::vector<uint16_t> bf16Of(const Vec& v) {
@@ -537,9 +552,10 @@ TEST_F(CudaKernel, Bf16ProductsMatchTheCpuDefinition) {
     gpu::conv2d_backward_data_bf16(ctx, p, gdy, gw, gdx);
     gpu::conv2d_backward_filter_bf16(ctx, p, gx, gdy, gdw);
     const std::string tag = " (padT=" + std::to_string(p.padT) + ")";
-    expectBf16Close(gy.get(), y, "conv2d_forward_bf16" + tag);
-    expectBf16Close(gdx.get(), dx, "conv2d_backward_data_bf16" + tag);
-    expectBf16Close(gdw.get(), dw, "conv2d_backward_filter_bf16" + tag);
+    const bool direct = p.padT != p.padB || p.padL != p.padR;  // own kernels
+    expectBf16Close(gy.get(), y, "conv2d_forward_bf16" + tag, direct);
+    expectBf16Close(gdx.get(), dx, "conv2d_backward_data_bf16" + tag, direct);
+    expectBf16Close(gdw.get(), dw, "conv2d_backward_filter_bf16" + tag, direct);
   }
 }
 
