@@ -32,20 +32,29 @@ step() { echo "== $*"; }
 step "kernel tests"
 "$bundle/bin/dtcrt-test-cuda" 2>&1 | tee "$out/kernel-tests.log" | tail -5 || status=1
 
-same_losses() {  # reference.jsonl candidate.jsonl relative-tolerance
+# ResNet-18 (batch norm at batch 16, a loss that rises at this learning rate)
+# is chaotic: cuDNN's backward algorithms are not deterministic (atomics, and
+# the algorithm is the one measured fastest), and the last-bit differences
+# grow about 30x per step (H100, 2026-11-25: 5e-7, 2e-5, 7e-4 at steps 1-3,
+# CPU vs CUDA; two CUDA runs differ at step 3). Only its first 2 steps are
+# compared, at the same bars (graphs vs none at 1e-5: the two runs may measure
+# different algorithms).
+same_losses() {  # reference.jsonl candidate.jsonl relative-tolerance [steps]
   python3 - "$@" <<'PY' || status=1
 import json, sys
 def losses(path):
     return [r["loss"] for r in map(json.loads, open(path)) if "loss" in r and "step" in r]
 ref, got, tol = losses(sys.argv[1]), losses(sys.argv[2]), float(sys.argv[3])
+if len(sys.argv) > 4:
+    ref, got = ref[:int(sys.argv[4])], got[:int(sys.argv[4])]
 worst = max((abs(a - b) / max(abs(a), 1e-12) for a, b in zip(ref, got)), default=float("inf"))
 print(f"{sys.argv[2]} vs {sys.argv[1]}: {len(got)} steps, worst relative loss difference {worst:.2e} (bar {tol:g})")
 sys.exit(0 if len(ref) == len(got) > 0 and worst <= tol else 1)
 PY
 }
 
-compare() {  # name steps: CPU vs CUDA (graphs on, the default) vs CUDA without graphs
-  local name=$1 steps=$2
+compare() {  # name steps [compared graph-tolerance]: CPU vs CUDA (graphs on) vs CUDA without graphs
+  local name=$1 steps=$2 compared=${3:-$2} graph_tol=${4:-1e-6}
   local flags=(--data=synthetic --shuffle=false --max-steps="$steps" --log-every=1)
   "$bundle/bin/$name-cpu" "${flags[@]}" --metrics="$out/$name-cpu.jsonl" --quiet --threads=8 ||
     { status=1; return; }
@@ -53,13 +62,13 @@ compare() {  # name steps: CPU vs CUDA (graphs on, the default) vs CUDA without 
     { status=1; return; }
   "$bundle/bin/$name-cuda" "${flags[@]}" --metrics="$out/$name-cuda-nographs.jsonl" \
     --cuda-graphs=false --quiet || { status=1; return; }
-  same_losses "$out/$name-cpu.jsonl" "$out/$name-cuda.jsonl" 1e-3
-  same_losses "$out/$name-cuda-nographs.jsonl" "$out/$name-cuda.jsonl" 1e-6
+  same_losses "$out/$name-cpu.jsonl" "$out/$name-cuda.jsonl" 1e-3 "$compared"
+  same_losses "$out/$name-cuda-nographs.jsonl" "$out/$name-cuda.jsonl" "$graph_tol" "$compared"
 }
 step "CUDA vs CPU losses"
 compare mlp 50
 compare lenet 30
-compare resnet18 10
+compare resnet18 10 2 1e-5
 compare gpt 20
 
 step "bf16: CUDA vs CPU (10 steps, 1e-2) and the bf16 curve against fp32 (500 steps)"
@@ -70,7 +79,10 @@ for name in mlp-bf16 lenet-bf16; do
     { status=1; continue; }
   same_losses "$out/$name-cpu.jsonl" "$out/$name-cuda.jsonl" 1e-2
 done
-long=(--data=synthetic --shuffle=false --max-steps=500 --log-every=1 --quiet)
+# (--epochs: a synthetic epoch is 100 steps. The labels are random, so both
+# curves stay near ln 10: this shows bf16 does not diverge, not that it
+# learns as fp32 does; the CPU tests compare bf16 learning on Fashion-MNIST.)
+long=(--data=synthetic --shuffle=false --epochs=5 --max-steps=500 --log-every=1 --quiet)
 "$bundle/bin/mlp-cuda" "${long[@]}" --metrics="$out/long-fp32.jsonl" &&
   "$bundle/bin/mlp-bf16-cuda" "${long[@]}" --metrics="$out/long-bf16.jsonl" &&
   python3 "$root/test/e2e/Inputs/curves_track.py" "$out/long-fp32.jsonl" "$out/long-bf16.jsonl" \
