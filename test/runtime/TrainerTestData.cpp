@@ -315,6 +315,21 @@ TEST(TrainerSynthetic, DeterministicAndInRange) {
   }
 }
 
+// A batch of 8 MiB or more is gathered by several threads: the rows must be
+// exactly those one thread writes, in the batch's order.
+TEST(TrainerSynthetic, LargeBatchesGatherInParallelInOrder) {
+  const int64_t rows = 512, rowElems = 4096;  // 8 MiB of float32
+  const Column col = Column::synthetic(4 * rows, {rowElems}, DType::F32, 11, 2);
+  std::vector<int64_t> indices(rows);
+  for (int64_t i = 0; i < rows; ++i) indices[i] = (i * 7919) % (4 * rows);
+  std::vector<float> batch(rows * rowElems), row(rowElems);
+  col.copyRows(indices.data(), rows, batch.data());
+  for (int64_t i = 0; i < rows; ++i) {
+    col.copyRow(indices[i], row.data());
+    ASSERT_TRUE(std::equal(row.begin(), row.end(), batch.begin() + i * rowElems)) << "row " << i;
+  }
+}
+
 TEST(TrainerSampler, NoShuffleShardsLikePyTorch) {
   // 10 samples, 3 ranks: padded to 12 with samples 0, 1; rank r takes r, r+3, ...
   const std::vector<std::vector<int64_t>> want = {{0, 3, 6, 9}, {1, 4, 7, 0}, {2, 5, 8, 1}};
