@@ -23,30 +23,46 @@ PipelinePlace pipelinePlace(const ProgramSpec& spec, int rank, int worldSize) {
   p.stages = spec.pipelineStages;
   p.replicas = spec.dataParallel;
   p.microBatches = spec.microBatches;
+  p.tensorParallel = spec.tensorParallel > 1 ? spec.tensorParallel : 1;
   if (p.stages < 1 || p.replicas < 1 || p.microBatches < 1 || !spec.stageSteps ||
       !spec.stageArenaBytes)
     fail("internal: malformed pipeline program (", p.stages, " stages, ", p.replicas,
          " replicas, ", p.microBatches, " micro-batches)");
   for (int s = 0; s < p.stages; ++s)
     if (!spec.stageSteps[s]) fail("internal: the pipeline program has no step for stage ", s);
-  const int64_t need = int64_t(p.stages) * p.replicas;
+  const int64_t need = int64_t(p.stages) * p.replicas * p.tensorParallel;
   if (worldSize != need)
     fail("this program is a ", p.stages, "-stage pipeline with ",
-         plural(p.replicas, "data-parallel replica", "data-parallel replicas"), " and needs ",
-         plural(need, "rank", "ranks"), ", but the job has ", worldSize,
+         plural(p.replicas, "data-parallel replica", "data-parallel replicas"),
+         p.tensorParallel > 1 ? str(", each stage tensor parallel over ", p.tensorParallel, " ranks,")
+                              : std::string(),
+         " and needs ", plural(need, "rank", "ranks"), ", but the job has ", worldSize,
          " (start it with dtcrun --nproc-per-node=", need, ")");
-  p.stage = rank % p.stages;
-  p.replica = rank / p.stages;
+  p.tpRank = rank % p.tensorParallel;
+  p.stage = (rank / p.tensorParallel) % p.stages;
+  p.replica = rank / (p.tensorParallel * p.stages);
   return p;
 }
 
+namespace {
+// World rank of (replica, stage, tensor-parallel rank).
+int worldRank(const PipelinePlace& p, int replica, int stage, int tpRank) {
+  return (replica * p.stages + stage) * p.tensorParallel + tpRank;
+}
+} // namespace
+
 PipelineGroups makePipelineGroups(Communicator& world, const PipelinePlace& place) {
-  std::vector<int> stages, replicas;
-  for (int s = 0; s < place.stages; ++s) stages.push_back(place.replica * place.stages + s);
-  for (int q = 0; q < place.replicas; ++q) replicas.push_back(place.stage + q * place.stages);
+  std::vector<int> stages, replicas, tp;
+  for (int s = 0; s < place.stages; ++s)
+    stages.push_back(worldRank(place, place.replica, s, place.tpRank));
+  for (int q = 0; q < place.replicas; ++q)
+    replicas.push_back(worldRank(place, q, place.stage, place.tpRank));
+  for (int t = 0; t < place.tensorParallel; ++t)
+    tp.push_back(worldRank(place, place.replica, place.stage, t));
   PipelineGroups g;
   g.pipe = makeSubgroup(world, stages, 0);
   g.dataParallel = makeSubgroup(world, replicas, kSubgroupTagSpan);
+  if (place.tensorParallel > 1) g.tensorParallel = makeSubgroup(world, tp, 2 * kSubgroupTagSpan);
   return g;
 }
 

@@ -1,7 +1,9 @@
 // Pipeline: what the trainer does differently for a pipeline program
 // (ProgramSpec::pipelineStages > 0, dtc --strategy=pipeline): where this rank
-// sits (stage r % N of replica r / N), the job-size check, the two
-// communicators of a rank (its replica's stages, its stage's replicas), the
+// sits (stage r % N of replica r / N; with --tp=T, rank r is tensor-parallel
+// rank r % T of stage (r / T) % N of replica r / (T N)), the job-size check,
+// the communicators of a rank (its replica's stages, its stage's replicas,
+// with --tp its stage's tensor-parallel group), the
 // byte range of each stage's params in the state buffer and the broadcast that
 // gives every rank the whole trained state ("syncing the stages"), and the
 // activation-memory report of the first step.
@@ -22,21 +24,26 @@ struct PipelinePlace {
   int stages = 1;       // N
   int replicas = 1;     // K
   int microBatches = 1; // M
-  int stage = 0;        // s = rank % N
-  int replica = 0;      // q = rank / N
+  int tensorParallel = 1;  // T (dtc --tp), 1 without
+  int stage = 0;        // s = (rank / T) % N
+  int replica = 0;      // q = rank / (T N)
+  int tpRank = 0;       // t = rank % T
 };
 
-// This rank's place. Throws Error unless worldSize == N * K, e.g.
+// This rank's place. Throws Error unless worldSize == N * K * T, e.g.
 // "this program is a 2-stage pipeline with 1 data-parallel replica and needs
 // 2 ranks, but the job has 3 (start it with dtcrun --nproc-per-node=2)",
 // or when the spec is malformed.
 PipelinePlace pipelinePlace(const ProgramSpec& spec, int rank, int worldSize);
 
 // The communicators of one rank over `world`: the N stages of its replica
-// (peer = stage) and the K replicas of its stage (rank = replica).
+// (peer = stage) and the K replicas of its stage (rank = replica), both
+// among the ranks of its tensor-parallel rank t; with --tp, the T ranks of
+// its stage in its replica (rank = t).
 struct PipelineGroups {
   std::unique_ptr<Communicator> pipe;
   std::unique_ptr<Communicator> dataParallel;
+  std::unique_ptr<Communicator> tensorParallel;  // null without --tp
 };
 PipelineGroups makePipelineGroups(Communicator& world, const PipelinePlace& place);
 

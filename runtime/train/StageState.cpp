@@ -7,6 +7,7 @@
 #include "runtime/support/Error.h"
 #include "runtime/support/Files.h"
 #include "runtime/support/TensorInfo.h"
+#include "runtime/support/TensorSlices.h"
 #include "runtime/train/CheckpointShards.h"
 
 #include <cstring>
@@ -45,7 +46,7 @@ size_t stageOffset(const ProgramSpec& spec, int32_t i) {
   return p.offset - spec.stageStateBase[p.stage];
 }
 
-void loadStageState(const ProgramSpec& spec, int stage, char* state) {
+void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank) {
   const size_t bytes = stageBytes(spec, stage);
   std::memset(state, 0, bytes);
   if (!spec.onnxBytes || spec.onnxSize == 0) return;
@@ -60,7 +61,8 @@ void loadStageState(const ProgramSpec& spec, int stage, char* state) {
            "'s state buffer (", bytes, " bytes)");
     if (!model.has(p.tensor.name))
       fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
-    copyInitializer(p, model.get(p.tensor.name), state + at, bytes - at);
+    copyInitializer(p, model.get(p.tensor.name), state + at, bytes - at,
+                    TpSlice{tpRank, spec.tensorParallel});
   }
 }
 
@@ -103,7 +105,7 @@ void StageCheckpointState::put(const Slice& s, const void* src) {
               static_cast<size_t>(s.end - s.begin) * elem);
 }
 
-std::vector<char> gatherWholeState(Communicator& world, const ProgramSpec& spec,
+std::vector<char> gatherWholeState(Communicator& pipe, const ProgramSpec& spec,
                                    const PipelinePlace& place, const char* mine) {
   std::vector<char> whole(spec.stateBytes, 0);
   for (int32_t i = 0; i < spec.numParams; ++i)
@@ -115,20 +117,94 @@ std::vector<char> gatherWholeState(Communicator& world, const ProgramSpec& spec,
   for (int s = 0; s < place.stages; ++s) {
     const ByteRange r = ownRange(ranges, s);
     if (r.end <= r.begin) continue;
-    // Rank s is stage s of replica 0.
-    if (world.rank() == s)
+    // Rank s of the pipe group is stage s.
+    if (pipe.rank() == s)
       std::memcpy(whole.data() + r.begin, mine + (r.begin - spec.stageStateBase[s]),
                   r.end - r.begin);
-    works.push_back(world.broadcast(whole.data() + r.begin, r.end - r.begin, s));
+    works.push_back(pipe.broadcast(whole.data() + r.begin, r.end - r.begin, s));
   }
   for (auto& w : works) w->wait();
   return whole;
 }
 
+namespace {
+
+// --save with --tp: rank 0 walks the param table (serializeWith's order) and
+// takes each weight of a later stage from that stage's ranks of replica 0,
+// each split weight as T slices placed into the whole tensor. The senders
+// walk the same table: one message per weight (per slice), in order.
+void saveStagedSlices(Communicator& world, const ProgramSpec& spec, const PipelinePlace& place,
+                      const char* mine, const std::string& path) {
+  const int parts = place.tensorParallel;
+  auto saved = [&](int32_t i) {
+    const ParamKind kind = spec.params[i].kind;
+    return kind == ParamKind::Weight || kind == ParamKind::Buffer;
+  };
+  auto local = [&](int32_t i) {  // held by rank 0 (stage 0, tensor-parallel rank 0)
+    return spec.params[i].stage <= 0;
+  };
+  if (world.rank() != 0) {
+    if (place.replica != 0) return;
+    for (int32_t i = 0; i < spec.numParams; ++i) {
+      const ParamSpec& p = spec.params[i];
+      if (!saved(i) || p.stage != place.stage || (local(i) && place.tpRank == 0)) continue;
+      if (p.tpSplitDim < 0 && place.tpRank != 0) continue;  // replicated: rank t = 0 sends
+      world.send(mine + stageOffset(spec, i), byteSize(p.tensor), 0, kStageParamsTag)->wait();
+    }
+    return;
+  }
+  std::vector<char> slices, whole;
+  int32_t next = 0;  // params before `next` have been received (or were local)
+  // Receives param i's value (slices assembled) into `whole`; or, for a
+  // param rank 0 holds whole, points at it.
+  auto take = [&](int32_t i) -> const char* {
+    const ParamSpec& p = spec.params[i];
+    const size_t bytes = byteSize(p.tensor);
+    const int base = p.stage * parts;  // world rank of (replica 0, stage, t = 0)
+    if (p.tpSplitDim < 0) {
+      if (local(i)) return mine + stageOffset(spec, i);
+      whole.resize(bytes);
+      world.recv(whole.data(), bytes, base, kStageParamsTag)->wait();
+      return whole.data();
+    }
+    slices.resize(bytes * static_cast<size_t>(parts));
+    for (int t = 0; t < parts; ++t) {
+      char* dst = slices.data() + static_cast<size_t>(t) * bytes;
+      if (local(i) && t == 0)
+        std::memcpy(dst, mine + stageOffset(spec, i), bytes);
+      else
+        world.recv(dst, bytes, base + t, kStageParamsTag)->wait();
+    }
+    const SplitView view = splitView(p, parts);
+    whole.resize(bytes * static_cast<size_t>(parts));
+    for (int t = 0; t < parts; ++t)
+      placeSlice(slices.data() + static_cast<size_t>(t) * bytes, view.dims, view.dim, t, parts,
+                 dtypeSize(p.tensor.dtype), whole.data());
+    return whole.data();
+  };
+  // Weights the ONNX does not ask for were sent all the same: taken and dropped.
+  auto skipTo = [&](int32_t i) {
+    if (i < next) fail("internal: --save asked for the params out of the table's order");
+    for (; next < i; ++next)
+      if (saved(next)) take(next);
+    next = i + 1;
+  };
+  const std::string bytes = OnnxModel(spec.onnxBytes, spec.onnxSize)
+                                .serializeWith(spec, [&](int32_t i) -> const char* {
+                                  skipTo(i);
+                                  return take(i);
+                                });
+  skipTo(spec.numParams);
+  writeFileAtomic(path, bytes);
+}
+
+} // namespace
+
 void saveStagedModel(Communicator& world, const ProgramSpec& spec, const PipelinePlace& place,
                      const char* mine, const std::string& path) {
   if (!spec.onnxBytes || spec.onnxSize == 0)
     fail("--save=", path, ": this program embeds no ONNX model to write back");
+  if (place.tensorParallel > 1) return saveStagedSlices(world, spec, place, mine, path);
   const std::vector<ByteRange> ranges = stageStateRanges(spec);
   const int rank = world.rank();
   if (rank != 0) {

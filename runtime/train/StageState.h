@@ -6,7 +6,10 @@
 // writes its stage's params, as fsdp ranks write their shards), --save (rank
 // 0 writes the ONNX receiving one stage's params at a time) and --eval (for
 // now the whole-model eval step, on a whole state gathered for the
-// evaluation and freed after it).
+// evaluation and freed after it). With --tp a stage's params are this
+// tensor-parallel rank's slices: its checkpoints write element ranges of the
+// whole tensors (TensorParallelCheckpointState restricted to the stage) and
+// --save assembles each split weight on rank 0.
 #pragma once
 
 #include "runtime/Program.h"
@@ -32,9 +35,9 @@ bool stageHolds(const ProgramSpec& spec, int stage, int32_t i);
 size_t stageOffset(const ProgramSpec& spec, int32_t i);
 
 // Stage `stage`'s buffer (stageStateBytes[stage] bytes) as the program
-// starts: its params' initializers from the embedded ONNX, zero optimizer
-// state.
-void loadStageState(const ProgramSpec& spec, int stage, char* state);
+// starts: its params' initializers from the embedded ONNX (tensor-parallel
+// rank `tpRank`'s slices of the split ones), zero optimizer state.
+void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank = 0);
 
 // A stage's buffer meets a checkpoint: it saves its stage's params when
 // `saves` (the stage's rank of replica 0; stage 0 also the unowned params
@@ -55,15 +58,18 @@ private:
 };
 
 // The whole-model state buffer (ProgramSpec::stateBytes, laid out per
-// ParamSpec::offset) from every stage's buffer: the stage's rank of replica
-// 0 broadcasts its params. Collective over `world`; `mine` is this rank's
-// stage buffer.
-std::vector<char> gatherWholeState(Communicator& world, const ProgramSpec& spec,
+// ParamSpec::offset; with --tp this rank's slices) from every stage's
+// buffer: each stage's rank of the pipe group (this rank's replica and
+// tensor-parallel rank) broadcasts its params. Collective over `pipe`
+// (makePipelineGroups' pipe, rank = stage); `mine` is this rank's stage
+// buffer.
+std::vector<char> gatherWholeState(Communicator& pipe, const ProgramSpec& spec,
                                    const PipelinePlace& place, const char* mine);
 
 // --save: rank 0 writes the ONNX model with the trained weights to `path`,
 // receiving the stages' params one stage at a time from the ranks of
-// replica 0 (its own buffer and one other stage's params at most).
+// replica 0 (its own buffer and one other stage's params at most); with
+// --tp one weight at a time, each split one from its stage's T ranks.
 // Collective over `world`.
 void saveStagedModel(Communicator& world, const ProgramSpec& spec, const PipelinePlace& place,
                      const char* mine, const std::string& path);

@@ -7,6 +7,7 @@
 #include "runtime/support/Files.h"
 #include "runtime/support/TensorInfo.h"
 #include "runtime/support/TensorSlices.h"
+#include "runtime/train/StageState.h"
 
 #include <cstring>
 
@@ -32,8 +33,19 @@ Runs runsOf(const ParamSpec& p, int parts) {
 } // namespace
 
 TensorParallelCheckpointState::TensorParallelCheckpointState(const ProgramSpec& spec, char* state,
-                                                             int tpRank, bool saves)
-    : spec_(spec), state_(state), tpRank_(tpRank), saves_(saves) {}
+                                                             int tpRank, bool saves, int stage)
+    : spec_(spec), state_(state), tpRank_(tpRank), saves_(saves), stage_(stage) {}
+
+bool TensorParallelCheckpointState::holds(int32_t param) const {
+  return spec_.params[param].kind != ParamKind::Constant &&
+         (stage_ < 0 || stageHolds(spec_, stage_, param));
+}
+
+bool TensorParallelCheckpointState::savesParam(int32_t param) const {
+  const ParamSpec& p = spec_.params[param];
+  if (!holds(param) || (p.tpSplitDim < 0 && tpRank_ != 0)) return false;
+  return stage_ < 0 || p.stage == stage_ || (p.stage == -1 && stage_ == 0);
+}
 
 std::vector<CheckpointState::Slice> TensorParallelCheckpointState::held(int32_t param) const {
   const ParamSpec& p = spec_.params[param];
@@ -50,20 +62,17 @@ std::vector<CheckpointState::Slice> TensorParallelCheckpointState::held(int32_t 
 std::vector<CheckpointState::Slice> TensorParallelCheckpointState::savedSlices() const {
   std::vector<Slice> out;
   if (!saves_) return out;
-  for (int32_t i = 0; i < spec_.numParams; ++i) {
-    const ParamSpec& p = spec_.params[i];
-    if (p.kind == ParamKind::Constant || (p.tpSplitDim < 0 && tpRank_ != 0)) continue;
-    for (const Slice& s : held(i)) out.push_back(s);
-  }
+  for (int32_t i = 0; i < spec_.numParams; ++i)
+    if (savesParam(i))
+      for (const Slice& s : held(i)) out.push_back(s);
   return out;
 }
 
 std::vector<CheckpointState::Slice> TensorParallelCheckpointState::loadedSlices() const {
   std::vector<Slice> out;
-  for (int32_t i = 0; i < spec_.numParams; ++i) {
-    if (spec_.params[i].kind == ParamKind::Constant) continue;
-    for (const Slice& s : held(i)) out.push_back(s);
-  }
+  for (int32_t i = 0; i < spec_.numParams; ++i)
+    if (holds(i))
+      for (const Slice& s : held(i)) out.push_back(s);
   return out;
 }
 
@@ -79,7 +88,8 @@ char* TensorParallelCheckpointState::at(int32_t param, int64_t index) const {
            "'s slice");
     local = (b * r.local + s) * r.trailing + t;
   }
-  return state_ + p.offset + static_cast<size_t>(local) * dtypeSize(p.tensor.dtype);
+  const size_t base = stage_ < 0 ? p.offset : stageOffset(spec_, param);
+  return state_ + base + static_cast<size_t>(local) * dtypeSize(p.tensor.dtype);
 }
 
 void TensorParallelCheckpointState::get(const Slice& s, void* dst) const {

@@ -17,9 +17,13 @@ namespace dtcrt {
 // holds. Split params: its chunk of each outer block; the others whole. It
 // saves (when `saves`: the first group) its chunks, and the replicated
 // params when it is the group's rank 0; it loads everything it holds.
+// `stage` >= 0: a pipeline rank of that stage, whose buffer holds that
+// stage's params (StageState.h) and which saves those (stage 0 also the
+// unowned ones).
 class TensorParallelCheckpointState : public CheckpointState {
 public:
-  TensorParallelCheckpointState(const ProgramSpec& spec, char* state, int tpRank, bool saves);
+  TensorParallelCheckpointState(const ProgramSpec& spec, char* state, int tpRank, bool saves,
+                                int stage = -1);
   std::vector<Slice> savedSlices() const override;
   void get(const Slice& s, void* dst) const override;
   std::vector<Slice> loadedSlices() const override;
@@ -31,11 +35,15 @@ private:
   char* at(int32_t param, int64_t index) const;
   // The ranges of param `param` this rank holds.
   std::vector<Slice> held(int32_t param) const;
+  // Whether this rank's buffer holds param `param`, and whether it saves it.
+  bool holds(int32_t param) const;
+  bool savesParam(int32_t param) const;
 
   const ProgramSpec& spec_;
   char* state_;
   int tpRank_;
   bool saves_;
+  int stage_;
 };
 
 class Communicator;

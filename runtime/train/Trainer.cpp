@@ -49,7 +49,8 @@ int64_t countWeights(const ProgramSpec& spec) {
 size_t rankStateBytes(const ProgramSpec& spec, const ShardLayout& layout, Communicator* comm) {
   if (!isStageOwned(spec)) return layout.stateBytes;
   const int rank = comm ? comm->rank() : 0;
-  return spec.stageStateBytes[rank % spec.pipelineStages];
+  const int tp = spec.tensorParallel > 1 ? spec.tensorParallel : 1;
+  return spec.stageStateBytes[(rank / tp) % spec.pipelineStages];  // pipelinePlace's stage
 }
 
 } // namespace
@@ -164,6 +165,10 @@ void Trainer::prefetchBatch(const Dataset& d, const int64_t* indices, int64_t ro
 Trainer::~Trainer() = default;
 
 std::unique_ptr<CheckpointState> Trainer::checkpointState() {
+  // --tp in a pipeline: this stage's slices, as element ranges.
+  if (isStageOwned(spec_) && place_.tensorParallel > 1)
+    return std::make_unique<TensorParallelCheckpointState>(
+        spec_, state_.data(), place_.tpRank, /*saves=*/place_.replica == 0, place_.stage);
   if (isStageOwned(spec_))
     return std::make_unique<StageCheckpointState>(spec_, state_.data(), place_.stage,
                                                   /*saves=*/place_.replica == 0);
@@ -180,7 +185,7 @@ std::unique_ptr<CheckpointState> Trainer::checkpointState() {
 
 void Trainer::loadRankState() {
   if (isStageOwned(spec_))
-    loadStageState(spec_, place_.stage, state_.data());
+    loadStageState(spec_, place_.stage, state_.data(), place_.tpRank);
   else if (spec_.shardParameters)
     loadInitialShard(spec_, state_.data(), shard_);  // never the whole weights
   else
@@ -282,8 +287,9 @@ float Trainer::pipelineStep(double lr, int64_t step, StepTracer* trace) {
   spec_.stageSteps[place_.stage](ctx);
   if (trace) trace->end();
   // The last stage of each replica has its micro-batches' mean loss: the
-  // step's loss is their mean over the replicas, on every rank.
-  float v = place_.stage == place_.stages - 1 ? stageLoss : 0.0f;
+  // step's loss is their mean over the replicas, on every rank (--tp: the
+  // stage's ranks hold the same loss; rank t = 0's counts).
+  float v = place_.stage == place_.stages - 1 && place_.tpRank == 0 ? stageLoss : 0.0f;
   if (comm_->size() > 1) comm_->allReduce(&v, 1, ReduceOp::Sum)->wait();
   return v / static_cast<float>(place_.replicas);
 }
@@ -490,17 +496,23 @@ TrainResult Trainer::run() {
   // ZeRO-3: a rank holds only its shard of the weights (it loaded no
   // other part; this makes sure).
   if (spec_.shardParameters) releaseOtherShards(shard_);
-  if (tensorParallel() > 1) connectTensorParallel();
+  if (tensorParallel() > 1 && !pipeline_) connectTensorParallel();
   // GPU programs: the host state is final; the device state is its copy from
   // here on, and the host copy is refreshed (downloadState) when read.
   if (device_) device_->upload(dState_.data(), state_.data(), spec_.stateBytes);
   if (pipeline_) {
     groups_ = makePipelineGroups(*comm_, place_);
+    if (tensorParallel() > 1 && !isStageOwned(spec_))
+      fail("internal: a tensor-parallel pipeline program without stage-owned state");
     if (isStageOwned(spec_))
       groups_.dataParallel->broadcast(state_.data(), state_.size(), 0)->wait();
     // Connects what the groups' send/recv need before the first step.
     groups_.pipe->barrier();
     groups_.dataParallel->barrier();
+    if (groups_.tensorParallel) {
+      tp_ = groups_.tensorParallel.get();
+      tp_->barrier();
+    }
   }
 
   DistributedSampler sampler(train.size(), stepRows_, pos.shuffle, pos.seed, shard, shards);
@@ -542,7 +554,10 @@ TrainResult Trainer::run() {
                  place_.replicas, place_.replicas == 1 ? " replica, " : " replicas, ",
                  place_.microBatches, " micro-batches of ", spec_.batchSize, " (",
                  shards > 1 ? str(stepRows_, " per replica, ") : std::string(), samplesPerStep,
-                 " per step)");
+                 " per step)",
+                 tensorParallel() > 1
+                     ? str(", each stage's layers tensor parallel over ", tensorParallel(), " ranks")
+                     : std::string());
   else if (tensorParallel() > 1)
     layout = str(", batch ", spec_.batchSize,
                  shards > 1 ? str(" per group on ", shards, " data-parallel groups (",
@@ -594,7 +609,7 @@ TrainResult Trainer::run() {
     // would not need them, is not implemented yet).
     std::vector<char> whole;
     if (isStageOwned(spec_)) {
-      whole = gatherWholeState(*comm_, spec_, place_, state_.data());
+      whole = gatherWholeState(*groups_.pipe, spec_, place_, state_.data());
       evalState_ = whole.data();
       if (!gatherNoted)
         log.line(str("eval: every rank gathers the whole model's state (", formatMiB(whole.size()),

@@ -261,6 +261,25 @@ TEST(TrainerPipeline, JobSizeMustBeStagesTimesReplicas) {
   EXPECT_EQ(p.stage, 1);
   EXPECT_EQ(p.replica, 1);
   EXPECT_EQ(p.microBatches, kMicro);
+  EXPECT_EQ(p.tpRank, 0);
+
+  // --tp=2: rank r is tensor-parallel rank r % 2 of stage (r / 2) % 2 of
+  // replica r / 4 (a stage's ranks are consecutive, as --tp's groups are).
+  ProgramSpec split = two;
+  split.tensorParallel = 2;
+  EXPECT_EQ(errorOf([&] { pipelinePlace(split, 0, 4); }),
+            "this program is a 2-stage pipeline with 2 data-parallel replicas, each stage tensor "
+            "parallel over 2 ranks, and needs 8 ranks, but the job has 4 (start it with dtcrun "
+            "--nproc-per-node=8)");
+  p = pipelinePlace(split, 6, 8);
+  EXPECT_EQ(p.tensorParallel, 2);
+  EXPECT_EQ(p.tpRank, 0);
+  EXPECT_EQ(p.stage, 1);
+  EXPECT_EQ(p.replica, 1);
+  p = pipelinePlace(split, 3, 8);
+  EXPECT_EQ(p.tpRank, 1);
+  EXPECT_EQ(p.stage, 1);
+  EXPECT_EQ(p.replica, 0);
 
   // The trainer refuses before touching data or peers; one process of a
   // 2-stage pipeline is an error, not a hang.
