@@ -789,9 +789,9 @@ int main(int argc, char **argv) {
     std::string refusal;
     if (mode != Mode::Train)
       refusal = "needs --mode=train";
-    else if (strategy != "none" && strategy != "ddp")
-      refusal = "with --strategy=" + strategy.getValue() +
-                " is not available yet (--strategy=none or ddp)";
+    else if (strategy == "fsdp")
+      refusal = "with --strategy=fsdp is not available yet (--strategy=none, ddp, model or "
+                "pipeline)";
     else if (target != "cpu")
       refusal = "is not available for --target=" + target.getValue() + " yet";
     if (!refusal.empty()) {
