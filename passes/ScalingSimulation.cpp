@@ -65,6 +65,11 @@ public:
     auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
     weightsStaySharded = level && level.getValue() == "parameters";
     streams.overlap = cluster.overlapsCompute;
+    // --tp=K: groups of K consecutive devices reduce inside the group; the
+    // data-parallel collectives run between the groups' same-index devices.
+    if (auto tp = module->getAttrOfType<IntegerAttr>(attr::kTensorParallel))
+      groupSize = std::max<int64_t>(1, tp.getInt());
+    replicas = std::max<int64_t>(1, devices / groupSize);
   }
 
   void replay(func::FuncOp step) {
@@ -81,19 +86,26 @@ public:
 
 private:
   void replay(Operation &op) {
-    if (auto start = dyn_cast<AllReduceStartOp>(&op)) {
+    if (auto reduce = dyn_cast<TpReduceOp>(&op)) {
+      // Megatron's g: the group's partial sums, before anything reads them.
+      const double bytes = double(tensorBytes(reduce.getType()));
+      prediction.communicatedBytes += bytes;
+      streams.blocking(cluster.allReduceSeconds(bytes, groupSize));
+    } else if (isa<TpCopyOp>(op)) {
+      return;  // forward: the identity
+    } else if (auto start = dyn_cast<AllReduceStartOp>(&op)) {
       // ZeRO-2/3's buckets that only sharded updates read are reduce-scattered.
       const double bytes = bytesOf(start.getGrads());
       prediction.communicatedBytes += bytes;
       streams.start(&op, start->hasAttr(attr::kSharded)
-                             ? cluster.reduceScatterSeconds(bytes, devices)
-                             : cluster.allReduceSeconds(bytes, devices));
+                             ? cluster.reduceScatterSeconds(bytes, replicas)
+                             : cluster.allReduceSeconds(bytes, replicas));
     } else if (auto wait = dyn_cast<AllReduceWaitOp>(&op)) {
       streams.wait(wait.getStart());
     } else if (auto start = dyn_cast<GatherParamsStartOp>(&op)) {
       const double bytes = bytesOf(start.getGathered());
       prediction.communicatedBytes += bytes;
-      streams.start(&op, cluster.allGatherSeconds(bytes, devices));
+      streams.start(&op, cluster.allGatherSeconds(bytes, replicas));
     } else if (auto wait = dyn_cast<GatherParamsWaitOp>(&op)) {
       streams.wait(wait.getStart());
     } else if (auto gather = dyn_cast<GatherWeightShardsOp>(&op)) {
@@ -106,12 +118,12 @@ private:
         if (auto param = module.lookupSymbol<ParamOp>(cast<FlatSymbolRefAttr>(name).getValue()))
           bytes += double(tensorBytes(param.getType()));
       prediction.communicatedBytes += bytes;
-      streams.blocking(cluster.allGatherSeconds(bytes, devices));
+      streams.blocking(cluster.allGatherSeconds(bytes, replicas));
     } else {
       double seconds = estimateSeconds(&op, machine);
       // A sharded update runs on the device's 1/n of the weight.
       if (isa<SgdUpdateOp, AdamUpdateOp>(op) && op.hasAttr(attr::kSharded))
-        seconds /= double(devices);
+        seconds /= double(replicas);
       streams.device += seconds;
       prediction.computeSeconds += seconds;
     }
@@ -120,6 +132,8 @@ private:
   ModuleOp module;
   const ClusterModel &cluster;
   int64_t devices;
+  int64_t groupSize = 1;  // --tp's K
+  int64_t replicas = 1;   // devices / K: the data-parallel ranks
   MachineModel machine;
   bool weightsStaySharded = false;
   TwoStreams streams;

@@ -10,7 +10,9 @@
 // collective ended. Overlap is exactly what the schedule in the IR allows:
 // a ddp bucket started during backward hides behind the rest of backward,
 // the last one is exposed. Updates of sharded weights (ZeRO) run on 1/n of
-// the weights.
+// the weights. With --tp=K the devices form groups of K: each tp_reduce is
+// an all-reduce over its group that the device waits for at once, and the
+// data-parallel collectives run over the devices / K groups.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_PASSES_SCALINGSIMULATION_H

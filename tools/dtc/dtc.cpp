@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "DiagnosticPrinter.h"
 #include "Report.h"
+#include "AutoPlan.h"
 #include "Simulate.h"
 #include "Tune.h"
 #include "codegen/Codegen.h"
@@ -68,11 +69,12 @@ cl::opt<bool> simulate("simulate",
                                 "--cluster, without compiling a program or running anything"),
                        cl::init(false), cl::cat(dtcCategory));
 cl::opt<std::string> clusterFile("cluster",
-                                 cl::desc("--simulate: the cluster description (JSON, see "
+                                 cl::desc("--simulate, --strategy=auto: the cluster description (JSON, see "
                                           "clusters/ and docs/cluster-model.md)"),
                                  cl::value_desc("FILE"), cl::init(""), cl::cat(dtcCategory));
 cl::opt<int64_t> devices("devices",
-                         cl::desc("--simulate: the largest number of devices to predict"),
+                         cl::desc("--simulate: the largest number of devices to predict; "
+                                  "--strategy=auto: the devices to plan for"),
                          cl::init(0), cl::cat(dtcCategory));
 cl::opt<std::string> memoryLimit(
     "memory-limit",
@@ -182,8 +184,9 @@ cl::opt<std::string> strategy("strategy",
                                        "(ddp with the optimizer state sharded over the "
                                        "ranks, see --shard), model "
                                        "(layers split over --stages ranks, one batch at a "
-                                       "time) or pipeline (the same split fed with "
-                                       "micro-batches)"),
+                                       "time), pipeline (the same split fed with "
+                                       "micro-batches) or auto (the fastest of them all, "
+                                       "--tp included, on --devices of --cluster)"),
                               cl::init("none"), cl::cat(dtcCategory));
 cl::opt<std::string> shard("shard",
                            cl::desc("fsdp: what is sharded over the ranks: optimizer "
@@ -367,17 +370,25 @@ bool checkMemoryLimit(mlir::ModuleOp module, bool quiet = false) {
 /// fsdp training step and a readable cluster file with enough devices.
 /// Returns an error message; loads the cluster.
 std::optional<std::string> checkSimulateFlags(std::optional<dtc::ClusterModel> &cluster) {
-  if (!simulate)
-    return std::string("--cluster and --devices are for --simulate");
+  const bool autoPlan = strategy == "auto";
+  if (!simulate && !autoPlan)
+    return std::string("--cluster and --devices are for --simulate and --strategy=auto");
+  const std::string flag = simulate ? "--simulate" : "--strategy=auto";
   if (clusterFile.empty())
-    return std::string("--simulate needs --cluster=FILE (see clusters/)");
+    return flag + " needs --cluster=FILE (see clusters/; this machine: "
+                  "clusters/this-machine-cpu.json)";
   if (devices < 1)
     return "--devices must be at least 1, got " + std::to_string(devices);
-  if (strategy != "ddp" && strategy != "fsdp")
+  if (simulate && strategy != "ddp" && strategy != "fsdp")
     return "--simulate models --strategy=ddp and fsdp, not --strategy=" + strategy;
-  if (mode != Mode::Train || emit != Emit::Binary || report || tune)
+  if (simulate && (mode != Mode::Train || emit != Emit::Binary || report || tune))
     return std::string("--simulate replaces the output: no --emit, --report, --tune or "
                        "--mode=infer with it");
+  if (autoPlan && (tensorParallel.getNumOccurrences() || stages.getNumOccurrences() ||
+                   dataParallel.getNumOccurrences() || microBatchesFlag.getNumOccurrences() ||
+                   !splitAt.empty() || ranks.getNumOccurrences()))
+    return std::string("--strategy=auto chooses --tp, --stages, --dp, --micro-batches and the "
+                       "ranks itself (--split-at: name a strategy)");
   llvm::Expected<dtc::ClusterModel> loaded = dtc::loadClusterModel(clusterFile);
   if (!loaded)
     return llvm::toString(loaded.takeError());
@@ -390,6 +401,11 @@ std::optional<std::string> checkSimulateFlags(std::optional<dtc::ClusterModel> &
 
 /// Micro-batches per step (pipelines; resolved from --micro-batches in main).
 int64_t microBatches = 1;
+
+/// --strategy=auto: the plans weighed and the chosen one's index.
+std::vector<dtc::PlanResult> autoPlans;
+int autoChosen = -1;
+int64_t autoGlobalBatch = 0;  // the step's --batch-size, all devices together
 
 /// The passes between import and the chosen output: the library's pipeline
 /// (passes/Pipeline.h) with the options the flags give.
@@ -618,6 +634,130 @@ void printAutoChoice(llvm::raw_ostream &os) {
   }
 }
 
+/// Sets the flags to `plan`'s.
+void applyPlan(const dtc::Plan &plan) {
+  strategy = plan.strategy;
+  if (!plan.shard.empty())
+    shard = plan.shard;
+  tensorParallel = plan.tensorParallel;
+  stages = plan.stages;
+  dataParallel = plan.strategy == "pipeline" ? plan.replicas : 1;
+  microBatches = plan.microBatches;
+  microBatchesFlag = std::to_string(plan.microBatches);
+  batchSize = plan.batchSize;
+}
+
+/// --strategy=auto: compiles and predicts every plan for --devices devices
+/// of `cluster`, keeps the fastest that fits (--tune: of the three best
+/// predicted, the fastest measured here) and sets the flags to it.
+mlir::LogicalResult chooseAutoPlan(mlir::MLIRContext &context, const dtc::ClusterModel &cluster,
+                                   int argc, char **argv) {
+  const int64_t globalBatch = batchSize;
+  autoGlobalBatch = globalBatch;
+  const int64_t limit =
+      memoryLimit.empty() ? int64_t(cluster.device.memoryBytes) : parseSize(memoryLimit);
+  if (limit <= 0) {
+    llvm::errs() << "dtc: error: --memory-limit=" << memoryLimit
+                 << ": expected a positive number of bytes, optionally with K, M or G\n";
+    return mlir::failure();
+  }
+  for (const dtc::Plan &plan : dtc::candidatePlans(devices, globalBatch)) {
+    dtc::PlanResult result;
+    result.plan = plan;
+    applyPlan(plan);
+    // A plan that does not compile (nothing to split over --tp, say) is
+    // listed with its reason, not reported as an error.
+    std::string error;
+    mlir::ScopedDiagnosticHandler quiet(&context, [&](mlir::Diagnostic &d) {
+      if (d.getSeverity() == mlir::DiagnosticSeverity::Error && error.empty())
+        error = d.str();
+      return mlir::success();
+    });
+    dtc::ImportOptions options;
+    options.batchSize = isPipeline() ? batchSize / microBatches : int64_t(batchSize);
+    mlir::OwningOpRef<mlir::ModuleOp> module = dtc::importOnnxFile(context, inputPath, options);
+    if (!module) {
+      llvm::errs() << "dtc: error: " << (error.empty() ? "cannot import the model" : error)
+                   << "\n";
+      return mlir::failure();  // the model itself: every plan would fail
+    }
+    if (mlir::failed(runPipeline(*module)) ||
+        mlir::failed(dtc::predictPlan(*module, cluster, result)))
+      result.refusal = error.empty() ? "does not compile" : error;
+    else if (result.bytesPerDevice > limit)
+      result.refusal = llvm::formatv("needs {0:f1} MiB per device, over {1:f1} MiB",
+                                     double(result.bytesPerDevice) / (1 << 20),
+                                     double(limit) / (1 << 20))
+                           .str();
+    autoPlans.push_back(result);
+  }
+  std::vector<size_t> order;
+  for (size_t i = 0; i < autoPlans.size(); ++i)
+    if (autoPlans[i].refusal.empty())
+      order.push_back(i);
+  if (order.empty()) {
+    dtc::printPlans(autoPlans, -1, globalBatch, devices, llvm::errs());
+    llvm::errs() << "dtc: error: --strategy=auto: no plan for " << devices
+                 << " devices compiles and fits (see above)\n";
+    return mlir::failure();
+  }
+  llvm::stable_sort(order, [](size_t a, size_t b) {
+    return autoPlans[a].predictedSeconds < autoPlans[b].predictedSeconds;
+  });
+  // Within 2% of the fastest prediction (the model's noise), the simpler
+  // plan wins: the candidates' order (ddp, fsdp's levels, pipelines, --tp).
+  const double fastest = autoPlans[order.front()].predictedSeconds;
+  autoChosen = int(*llvm::min_element(order));
+  for (size_t i : order)
+    if (autoPlans[i].predictedSeconds <= fastest * 1.02) {
+      autoChosen = int(std::min<size_t>(size_t(autoChosen), i));
+    }
+  if (autoPlans[size_t(autoChosen)].predictedSeconds > fastest * 1.02)
+    autoChosen = int(order.front());
+  if (tune) {
+    // The chosen plan and the next best predicted, three in all.
+    std::vector<size_t> timed = {size_t(autoChosen)};
+    for (size_t i : order)
+      if (timed.size() < 3 && i != size_t(autoChosen))
+        timed.push_back(i);
+    double best = 0;
+    for (size_t i : timed) {
+      dtc::PlanResult &r = autoPlans[i];
+      applyPlan(r.plan);
+      dtc::ImportOptions options;
+      options.batchSize = isPipeline() ? batchSize / microBatches : int64_t(batchSize);
+      std::string binaryModel;
+      options.binaryModel = &binaryModel;
+      mlir::OwningOpRef<mlir::ModuleOp> module = dtc::importOnnxFile(context, inputPath, options);
+      llvm::SmallString<128> program;
+      llvm::sys::fs::createTemporaryFile("dtc-tune", "", program);
+      if (!module || mlir::failed(runPipeline(*module)) ||
+          mlir::failed(writeProgram(*module, binaryModel, argc, argv, program.str().str())))
+        return mlir::failure();
+      llvm::Expected<double> seconds = dtc::measureStepSeconds(
+          argv[0], program.str().str(), int(r.plan.ranks()), globalBatch);
+      llvm::sys::fs::remove(program);
+      if (!seconds) {
+        llvm::errs() << "dtc: error: " << llvm::toString(seconds.takeError()) << "\n";
+        return mlir::failure();
+      }
+      r.measuredSeconds = *seconds;
+      if (best == 0 || *seconds < best) {
+        best = *seconds;
+        autoChosen = int(i);
+      }
+    }
+  }
+  const dtc::PlanResult &win = autoPlans[size_t(autoChosen)];
+  applyPlan(win.plan);
+  if (!report)
+    llvm::errs() << "dtc: --strategy=auto: " << win.plan.describe() << " (" << win.plan.flags()
+                 << "), predicted " << llvm::formatv("{0:f3}", win.predictedSeconds * 1e3)
+                 << " ms per step; run it with dtcrun --nproc-per-node=" << win.plan.ranks()
+                 << " (--report lists the " << autoPlans.size() << " plans)\n";
+  return mlir::success();
+}
+
 /// --emit-schedule=FILE.json: the cost model's timeline of one step.
 mlir::LogicalResult writeSchedule(mlir::ModuleOp module) {
   mlir::FailureOr<dtc::PipelineTimeline> timeline = dtc::simulatePipeline(module);
@@ -734,9 +874,10 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
-  if (strategy != "none" && strategy != "ddp" && strategy != "fsdp" && !isPipeline()) {
+  if (strategy != "none" && strategy != "ddp" && strategy != "fsdp" && strategy != "auto" &&
+      !isPipeline()) {
     llvm::errs() << "dtc: error: --strategy=" << strategy
-                 << " is not supported (expected none, ddp, fsdp, model or pipeline)\n";
+                 << " is not supported (expected none, ddp, fsdp, model, pipeline or auto)\n";
     return 1;
   }
   if (shard.getNumOccurrences() && strategy != "fsdp") {
@@ -806,7 +947,8 @@ int main(int argc, char **argv) {
   if (!checkFiniteFlags())
     return 1;
   std::optional<dtc::ClusterModel> cluster;
-  if (simulate || clusterFile.getNumOccurrences() || devices.getNumOccurrences()) {
+  if (simulate || strategy == "auto" || clusterFile.getNumOccurrences() ||
+      devices.getNumOccurrences()) {
     std::optional<std::string> error = checkSimulateFlags(cluster);
     if (error) {
       llvm::errs() << "dtc: error: " << *error << "\n";
@@ -819,6 +961,13 @@ int main(int argc, char **argv) {
     return 1;
   if (!emitSchedule.empty() && !checkOutputPath(emitSchedule))
     return 1;
+  const bool autoPlanned = strategy == "auto";
+  if (autoPlanned && emit == Emit::Imported) {
+    llvm::errs() << "dtc: error: --strategy=auto: --emit=imported is before any strategy\n";
+    return 1;
+  }
+  if (autoPlanned && mlir::failed(chooseAutoPlan(context, *cluster, argc, argv)))
+    return 1;
   if (isPipeline()) {
     std::optional<std::string> error =
         emit == Emit::Imported ? std::nullopt : resolveMicroBatches(context);
@@ -828,11 +977,11 @@ int main(int argc, char **argv) {
     }
     if (microBatches == 0)
       return 1;  // a candidate failed to compile; its error is printed
-    if (tune && mlir::failed(tuneMicroBatches(context, argc, argv)))
+    if (tune && !autoPlanned && mlir::failed(tuneMicroBatches(context, argc, argv)))
       return 1;
   } else if (dataParallel != 1 || stages != 0 || !splitAt.empty() ||
-             microBatchesFlag.getNumOccurrences() || schedule.getNumOccurrences() ||
-             !emitSchedule.empty() || tune) {
+             (microBatchesFlag.getNumOccurrences() && !autoPlanned) ||
+             schedule.getNumOccurrences() || !emitSchedule.empty() || (tune && !autoPlanned)) {
     llvm::errs() << "dtc: error: --stages, --split-at, --micro-batches, --schedule, --dp, "
                     "--tune and --emit-schedule need --strategy=model or --strategy=pipeline\n";
     return 1;
@@ -852,7 +1001,7 @@ int main(int argc, char **argv) {
     return 1;
   // fsdp without --shard under --memory-limit: the coarsest sharding level
   // whose plan fits (the finer ones move more data per step).
-  if (!memoryLimit.empty() && emit != Emit::Imported && strategy == "fsdp" &&
+  if (!memoryLimit.empty() && emit != Emit::Imported && strategy == "fsdp" && !autoPlanned &&
       !shard.getNumOccurrences() && parseSize(memoryLimit) > 0 && ranks >= 0) {
     for (const char *level : {"gradients", "parameters"}) {
       if (checkMemoryLimit(*module, /*quiet=*/true))
@@ -867,7 +1016,8 @@ int main(int argc, char **argv) {
                      << " to fit (--shard=" << shard << ")\n";
     }
   }
-  if (!memoryLimit.empty() && emit != Emit::Imported && !checkMemoryLimit(*module))
+  if (!memoryLimit.empty() && emit != Emit::Imported && !autoPlanned &&
+      !checkMemoryLimit(*module))
     return 1;
   if (simulate)
     return mlir::failed(dtc::printScaling(*module, *cluster, devices, batchSize, strategy,
@@ -875,6 +1025,8 @@ int main(int argc, char **argv) {
                ? 1
                : 0;
   if (report) {
+    if (autoPlanned)
+      dtc::printPlans(autoPlans, autoChosen, autoGlobalBatch, devices, llvm::outs());
     printAutoChoice(llvm::outs());
     return mlir::failed(dtc::printReport(*module, llvm::outs())) ? 1 : 0;
   }

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""dtc --strategy=auto against a sweep: is the plan it picks the fastest?
+
+For each model, `dtc --strategy=auto --devices=2 --cluster=clusters/this-machine-cpu.json
+--report` lists every plan for this machine's 2 cores with its predicted step
+time and the flags that compile it. This script compiles every plan with
+those flags, times it here (dtcrun, synthetic data, one thread per rank, the
+median step of steps 6..STEPS, best of 2 runs), and reports per model: each
+plan's predicted and measured step, the prediction's error, the plan auto
+chose (without --tune: the prediction alone), and how far its measured step
+is from the best measured plan's.
+
+Models: the zoo's transformers and CNNs that train quickly here
+(test/zoo/zoo_models.py: bert_encoder, nanogpt, vit_tiny, lenet5_avgpool,
+resnet18 at batch 8) and the examples' MLP and LeNet.
+
+Run:  /usr/bin/python3 bench/auto_plan.py [--build DIR] [--out FILE.md]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLUSTER = os.path.join(ROOT, "clusters", "this-machine-cpu.json")
+# name, source, global batch, optimizer flags
+MODELS = [
+    ("mlp", "examples", 64, ["--optimizer=adam", "--lr=0.001"]),
+    ("lenet", "examples", 64, ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"]),
+    ("lenet5_avgpool", "zoo", 64, ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"]),
+    ("bert_encoder", "zoo", 16, ["--optimizer=adamw", "--lr=0.001"]),
+    ("nanogpt", "zoo", 16, ["--optimizer=adamw", "--lr=0.001"]),
+    ("vit_tiny", "zoo", 16, ["--optimizer=adamw", "--lr=0.001"]),
+    ("resnet18", "zoo", 8, ["--optimizer=sgd", "--lr=0.01", "--momentum=0.9"]),
+]
+ROW = re.compile(r"^  (.+?)\s{2,}(-- .*|([0-9.]+)\s+([0-9.]+)\s+(\S+)\s+(--.*?|))(\s+<- chosen)?$")
+
+
+def onnx_path(name, source, work):
+    if source == "examples":
+        return os.path.join(ROOT, "examples", "models", name + ".onnx")
+    path = os.path.join(work, name + ".onnx")
+    if not os.path.exists(path):
+        sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
+        import run_zoo
+        import zoo_models
+        run_zoo.export(name, zoo_models.MODELS[name], path)
+    return path
+
+
+def plans(dtc, onnx, batch, flags):
+    out = subprocess.run([dtc, onnx, "--strategy=auto", "--devices=2", "--cluster=" + CLUSTER,
+                          f"--batch-size={batch}", "--report"] + flags,
+                         check=True, capture_output=True, text=True).stdout
+    rows = []
+    for line in out.splitlines():
+        if line.startswith("chosen:"):
+            break
+        m = ROW.match(line)
+        if not m or m.group(1).startswith("plan"):
+            continue
+        if m.group(2).startswith("--"):
+            rows.append({"plan": m.group(1).strip(), "refused": m.group(2)[3:]})
+            continue
+        rows.append({"plan": m.group(1).strip(), "predicted": float(m.group(3)) / 1e3,
+                     "flags": m.group(6).split(), "chosen": bool(m.group(7))})
+    return rows
+
+
+def ranks_of(flags):
+    get = lambda key, default: next((int(f.split("=")[1]) for f in flags
+                                     if f.startswith(key + "=")), default)
+    tp, stages, dp = get("--tp", 1), get("--stages", 0), get("--dp", 1)
+    if stages:
+        return stages * dp * tp
+    return 2 if any(f.startswith("--strategy=") for f in flags) else tp
+
+
+def measure(build, program, ranks, steps):
+    best = None
+    for _ in range(2):
+        run = subprocess.run([os.path.join(build, "bin", "dtcrun"), f"--nproc-per-node={ranks}",
+                              "--master-port=0", program, "--data=synthetic", "--epochs=1000",
+                              f"--max-steps={steps}", "--log-every=1", "--threads=1"],
+                             capture_output=True, text=True, timeout=600)
+        if run.returncode != 0:
+            raise RuntimeError(run.stdout[-1000:] + run.stderr[-1000:])
+        rates = [float(r) for r in re.findall(r"\(([0-9.]+) samples/s\)", run.stdout)]
+        times = [1.0 / r for r in rates[5:] if r > 0]  # seconds per sample, steps 6..
+        t = statistics.median(times) if times else None
+        if t is not None and (best is None or t < best):
+            best = t
+    return best  # seconds per sample: step time / global batch
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--out")
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--models", default=",".join(m[0] for m in MODELS))
+    a = p.parse_args()
+    dtc = os.path.join(a.build, "bin", "dtc")
+    work = tempfile.mkdtemp(prefix="dtc-auto-")
+    lines = ["# --strategy=auto against a sweep of every plan (2 devices: this machine's cores)\n",
+             f"Command: `/usr/bin/python3 bench/auto_plan.py{' --out ' + a.out if a.out else ''}`\n",
+             "Each plan compiled with the flags `--report` lists, run under dtcrun on synthetic "
+             f"data (one thread per rank, median step of steps 6..{a.steps}, best of 2 runs). "
+             "Predicted: the cluster model of clusters/this-machine-cpu.json. Step times in ms "
+             "for the same global batch.\n"]
+    summary = ["| model | batch | auto's plan | its measured ms | best measured plan | best ms "
+               "| auto / best | mean abs prediction error |", "|---|---|---|---|---|---|---|---|"]
+    for name, source, batch, flags in MODELS:
+        if name not in a.models.split(","):
+            continue
+        onnx = onnx_path(name, source, work)
+        rows = plans(dtc, onnx, batch, flags)
+        lines += [f"\n## {name} (batch {batch})\n", "| plan | predicted ms | measured ms | error |",
+                  "|---|---|---|---|"]
+        for i, r in enumerate(rows):
+            if "refused" in r:
+                lines.append(f"| {r['plan']} | refused: {r['refused']} | | |")
+                continue
+            program = os.path.join(work, f"{name}-{i}")
+            subprocess.run([dtc, onnx] + r["flags"] + flags + ["-o", program], check=True,
+                           capture_output=True)
+            per_sample = measure(a.build, program, ranks_of(r["flags"]), a.steps)
+            r["measured"] = per_sample * batch
+            r["error"] = (r["predicted"] - r["measured"]) / r["measured"]
+            lines.append(f"| {r['plan']}{' (auto)' if r['chosen'] else ''} | "
+                         f"{r['predicted'] * 1e3:.3f} | {r['measured'] * 1e3:.3f} | "
+                         f"{r['error'] * 100:+.0f}% |")
+            print(name, r["plan"], f"{r['predicted'] * 1e3:.3f}", f"{r['measured'] * 1e3:.3f}",
+                  flush=True)
+        timed = [r for r in rows if "measured" in r]
+        best = min(timed, key=lambda r: r["measured"])
+        chosen = next(r for r in timed if r["chosen"])
+        err = statistics.mean(abs(r["error"]) for r in timed)
+        summary.append(f"| {name} | {batch} | {chosen['plan']} | {chosen['measured'] * 1e3:.3f} | "
+                       f"{best['plan']} | {best['measured'] * 1e3:.3f} | "
+                       f"{chosen['measured'] / best['measured']:.2f} | {err * 100:.0f}% |")
+    text = "\n".join(lines[:3] + ["\n## Summary\n"] + summary + lines[3:]) + "\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()

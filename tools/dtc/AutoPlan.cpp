@@ -1,0 +1,154 @@
+//===- AutoPlan.cpp - dtc --strategy=auto: the plans weighed -------------===//
+#include "AutoPlan.h"
+
+#include "Report.h"
+#include "passes/PipelineSimulation.h"
+#include "passes/ScalingSimulation.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace dtc {
+
+int64_t Plan::ranks() const {
+  if (strategy == "pipeline") return stages * replicas * tensorParallel;
+  return replicas * tensorParallel;
+}
+
+std::string Plan::describe() const {
+  std::string tp = tensorParallel > 1 ? llvm::formatv("tp {0}", tensorParallel).str() : "";
+  if (strategy == "pipeline")
+    return llvm::formatv("pipeline {0} stages x {1} micro-batches{2}{3}", stages, microBatches,
+                         replicas > 1 ? llvm::formatv(" x {0} replicas", replicas).str() : "",
+                         tp.empty() ? "" : " x " + tp)
+        .str();
+  if (strategy == "ddp" || strategy == "fsdp") {
+    std::string name = strategy == "ddp" ? "ddp" : "fsdp " + shard;
+    return tp.empty() ? llvm::formatv("{0} on {1} ranks", name, replicas).str()
+                      : llvm::formatv("{0} {1} groups x {2}", name, replicas, tp).str();
+  }
+  return tp.empty() ? std::string("one process") : tp;
+}
+
+std::string Plan::flags() const {
+  std::string f;
+  if (strategy != "none") f += "--strategy=" + strategy;
+  if (strategy == "fsdp") f += " --shard=" + shard;
+  if (strategy == "pipeline")
+    f += llvm::formatv(" --stages={0} --micro-batches={1}{2}", stages, microBatches,
+                       replicas > 1 ? llvm::formatv(" --dp={0}", replicas).str() : "")
+             .str();
+  if (tensorParallel > 1) f += llvm::formatv(" --tp={0}", tensorParallel).str();
+  f += llvm::formatv(" --batch-size={0}", batchSize).str();
+  return llvm::StringRef(f).ltrim().str();
+}
+
+std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
+  std::vector<Plan> plans;
+  if (devices == 1) {
+    Plan p;
+    p.batchSize = globalBatch;
+    plans.push_back(p);
+    return plans;
+  }
+  for (int64_t tp = 1; tp <= devices; ++tp) {
+    if (devices % tp != 0) continue;
+    const int64_t groups = devices / tp;
+    // Data parallel over the groups (ddp, fsdp at each level; fsdp is not
+    // combined with --tp yet).
+    if (globalBatch % groups == 0) {
+      Plan p;
+      p.tensorParallel = tp;
+      p.replicas = groups;
+      p.batchSize = globalBatch / groups;
+      p.strategy = groups == 1 ? "none" : "ddp";
+      plans.push_back(p);
+      if (groups > 1 && tp == 1)
+        for (const char *level : {"optimizer", "gradients", "parameters"}) {
+          Plan f = p;
+          f.strategy = "fsdp";
+          f.shard = level;
+          plans.push_back(f);
+        }
+    }
+    // Pipelines of S >= 2 stages, R replicas, each stage over tp ranks.
+    for (int64_t stages = 2; stages <= groups; ++stages) {
+      if (groups % stages != 0) continue;
+      const int64_t replicas = groups / stages;
+      if (globalBatch % replicas != 0) continue;
+      const int64_t perReplica = globalBatch / replicas;
+      for (int64_t micro : {stages, 2 * stages, 4 * stages}) {
+        if (micro > perReplica || perReplica % micro != 0) continue;
+        Plan p;
+        p.strategy = "pipeline";
+        p.stages = stages;
+        p.replicas = replicas;
+        p.tensorParallel = tp;
+        p.microBatches = micro;
+        p.batchSize = perReplica;
+        plans.push_back(p);
+      }
+    }
+  }
+  return plans;
+}
+
+mlir::LogicalResult predictPlan(mlir::ModuleOp module, const ClusterModel &cluster,
+                                PlanResult &result) {
+  const Plan &plan = result.plan;
+  if (plan.strategy == "pipeline") {
+    // Each device runs its stage; the replicas' gradient all-reduces and the
+    // stages' tensor-parallel reductions are costed as kernels by the cost
+    // model, not on the cluster's links.
+    mlir::FailureOr<PipelineTimeline> timeline =
+        simulatePipeline(module, cluster.machineModel());
+    if (mlir::failed(timeline)) return mlir::failure();
+    result.predictedSeconds = timeline->stepSeconds;
+  } else {
+    mlir::FailureOr<StepPrediction> step =
+        simulateDataParallelStep(module, cluster, plan.ranks());
+    if (mlir::failed(step)) return mlir::failure();
+    result.predictedSeconds = step->stepSeconds;
+    result.communicatedBytes = step->communicatedBytes;
+  }
+  mlir::FailureOr<RankBytes> bytes = plannedRankBytes(module, plan.replicas);
+  if (mlir::failed(bytes)) return mlir::failure();
+  result.bytesPerDevice = bytes->total();
+  return mlir::success();
+}
+
+void printPlans(const std::vector<PlanResult> &results, int chosen, int64_t globalBatch,
+                int64_t devices, llvm::raw_ostream &os) {
+  const bool measured = llvm::any_of(results, [](auto &r) { return r.measuredSeconds >= 0; });
+  os << "strategy=auto: " << results.size() << " plans for " << devices
+     << " devices, a step of " << globalBatch << " samples (predicted"
+     << (measured ? "; measured by --tune" : "") << ")\n";
+  os << "  plan                                                step ms   MiB/device   comm MiB"
+     << (measured ? "  measured ms" : "") << "  flags\n";
+  for (auto [i, r] : llvm::enumerate(results)) {
+    os << llvm::format("  %-50s", r.plan.describe().c_str());
+    if (!r.refusal.empty()) {
+      os << "  -- " << r.refusal << "\n";
+      continue;
+    }
+    os << llvm::format(" %8.3f   %10.2f", r.predictedSeconds * 1e3,
+                       double(r.bytesPerDevice) / (1024.0 * 1024.0));
+    // (A pipeline's activation messages are costed, not counted.)
+    if (r.plan.strategy == "pipeline")
+      os << "          -";
+    else
+      os << llvm::format("   %8.2f", r.communicatedBytes / (1024.0 * 1024.0));
+    if (measured && r.measuredSeconds >= 0)
+      os << llvm::format("  %11.3f", r.measuredSeconds * 1e3);
+    else if (measured)
+      os << "            -";
+    os << "  " << r.plan.flags() << (int(i) == chosen ? "  <- chosen" : "") << "\n";
+  }
+  if (chosen < 0) return;
+  const PlanResult &win = results[size_t(chosen)];
+  os << "chosen: " << win.plan.describe() << " (" << win.plan.flags() << "): the "
+     << (measured ? "fastest measured" : "fastest predicted")
+     << " of the plans that compile and fit each device's memory\n";
+}
+
+} // namespace dtc
