@@ -1,6 +1,7 @@
 // dtcrt: the collectives every communicator gets unless it does better —
 // see Communicator.h.
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/Completion.h"
 
 #include <cstring>
 #include <numeric>
@@ -30,6 +31,13 @@ std::unique_ptr<Work> Communicator::allGatherBlocks(const float* mine, float* ou
   if (before > 0) std::memset(out, 0, before * sizeof(float));
   if (total > before + own) std::memset(out + before + own, 0, (total - before - own) * sizeof(float));
   return allReduce(out, total, ReduceOp::Sum);
+}
+
+void checkPeer(const char* name, int peer, int rank, int size) {
+  if (peer < 0 || peer >= size || peer == rank)
+    throw CommError(std::string(name) + ": peer rank " + std::to_string(peer) +
+                    " is not another rank of 0.." + std::to_string(size - 1) + " (this is rank " +
+                    std::to_string(rank) + ")");
 }
 
 } // namespace dtcrt

@@ -1,6 +1,7 @@
 // dtcrt: GlooCommunicator — see GlooCommunicator.h.
 #include "runtime/comm/GlooCommunicator.h"
 
+#include "runtime/comm/Completion.h"
 #include "runtime/comm/Reduction.h"
 
 #include <gloo/allgather.h>
@@ -75,36 +76,6 @@ bool contains(const std::string& s, const char* needle) {
   return s.find(needle) != std::string::npos;
 }
 
-class WorkState {
-public:
-  void finish(std::string error) {
-    std::lock_guard<std::mutex> lock(m_);
-    error_ = std::move(error);
-    done_ = true;
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(m_);
-    cv_.wait(lock, [this] { return done_; });
-    if (!error_.empty()) throw CommError(error_);
-  }
-
-private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::string error_;
-};
-
-class QueuedWork : public Work {
-public:
-  explicit QueuedWork(std::shared_ptr<WorkState> s) : state_(std::move(s)) {}
-  void wait() override { state_->wait(); }
-
-private:
-  std::shared_ptr<WorkState> state_;
-};
-
 void sumFloats(void* c, const void* a, const void* b, size_t n) {
   float* out = static_cast<float*>(c);
   const float* x = static_cast<const float*>(a);
@@ -131,7 +102,7 @@ struct GlooCommunicator::Impl {
     const char* name;
     std::function<void()> run;
     int peerHint;  // the rank a timeout waits on, when known; else -1
-    std::shared_ptr<WorkState> state;
+    std::shared_ptr<Completion> state;
   };
   std::mutex m;
   std::condition_variable cv;
@@ -204,13 +175,13 @@ struct GlooCommunicator::Impl {
   }
 
   std::unique_ptr<Work> enqueue(const char* name, int peerHint, std::function<void()> fn) {
-    auto state = std::make_shared<WorkState>();
+    auto state = std::make_shared<Completion>();
     {
       std::lock_guard<std::mutex> lock(m);
       queue.push_back({name, std::move(fn), peerHint, state});
     }
     cv.notify_all();
-    return std::make_unique<QueuedWork>(state);
+    return std::make_unique<CompletionWork>(state);
   }
 
   std::string notRun(const char* name) {
@@ -587,15 +558,6 @@ std::unique_ptr<Work> GlooCommunicator::reduceScatter(const float* in, float* ou
     impl->reduceScatter(in, out, countPerRank, mean);
   });
 }
-
-namespace {
-void checkPeer(const char* name, int peer, int rank, int size) {
-  if (peer < 0 || peer >= size || peer == rank)
-    throw CommError(std::string(name) + ": peer rank " + std::to_string(peer) +
-                    " is not another rank of 0.." + std::to_string(size - 1) + " (this is rank " +
-                    std::to_string(rank) + ")");
-}
-}  // namespace
 
 std::unique_ptr<Work> GlooCommunicator::send(const void* data, size_t bytes, int peer, int tag) {
   checkPeer("send", peer, rank_, size_);

@@ -1,6 +1,8 @@
 // dtcrt: ShmCommunicator — see ShmCommunicator.h.
 #include "runtime/comm/ShmCommunicator.h"
 
+#include "runtime/comm/Completion.h"
+
 #include "runtime/comm/GlooCommunicator.h"
 #include "runtime/comm/Reduction.h"
 
@@ -139,31 +141,6 @@ void removeLeftoverSegments() {
 
 // ---- Work ------------------------------------------------------------------
 
-class WorkState {
-public:
-  void finish(std::string error) {
-    std::lock_guard<std::mutex> lock(m_);
-    error_ = std::move(error);
-    done_.store(true, std::memory_order_release);
-    cv_.notify_all();
-  }
-  bool done() const { return done_.load(std::memory_order_acquire); }
-  void waitDone() {
-    std::unique_lock<std::mutex> lock(m_);
-    cv_.wait(lock, [this] { return done(); });
-  }
-  void rethrow() {
-    std::lock_guard<std::mutex> lock(m_);
-    if (!error_.empty()) throw CommError(error_);
-  }
-
-private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::atomic<bool> done_{false};
-  std::string error_;
-};
-
 }  // namespace
 
 struct ShmCommunicator::Impl {
@@ -196,7 +173,7 @@ struct ShmCommunicator::Impl {
   struct Op {
     const char* name;
     std::function<void()> run;
-    std::shared_ptr<WorkState> state;
+    std::shared_ptr<Completion> state;
   };
   bool threaded = false;
   std::mutex m;
@@ -650,14 +627,14 @@ struct ShmCommunicator::Impl {
   }
 
   // Synchronous mode: runs queued operations, oldest first, until `state` is done.
-  void runUntil(WorkState& state) {
+  void runUntil(Completion& state) {
     std::lock_guard<std::mutex> lock(runMutex);
     Op op;
     while (!state.done() && popFront(op)) execute(op);
   }
 
-  std::shared_ptr<WorkState> enqueue(const char* name, std::function<void()> fn) {
-    auto state = std::make_shared<WorkState>();
+  std::shared_ptr<Completion> enqueue(const char* name, std::function<void()> fn) {
+    auto state = std::make_shared<Completion>();
     {
       std::lock_guard<std::mutex> lock(m);
       queue.push_back({name, std::move(fn), state});
@@ -700,7 +677,7 @@ namespace {
 
 class ShmWork : public Work {
 public:
-  ShmWork(std::shared_ptr<ShmCommunicator::Impl> impl, std::shared_ptr<WorkState> state)
+  ShmWork(std::shared_ptr<ShmCommunicator::Impl> impl, std::shared_ptr<Completion> state)
       : impl_(std::move(impl)), state_(std::move(state)) {}
   void wait() override {
     if (!state_->done()) {
@@ -714,7 +691,7 @@ public:
 
 private:
   std::shared_ptr<ShmCommunicator::Impl> impl_;
-  std::shared_ptr<WorkState> state_;
+  std::shared_ptr<Completion> state_;
 };
 
 }  // namespace
@@ -809,15 +786,6 @@ void ShmCommunicator::barrier() {
   Impl* impl = impl_.get();
   ShmWork(impl_, impl_->enqueue("barrier", [impl] { impl->barrierPhase(); })).wait();
 }
-
-namespace {
-void checkPeer(const char* name, int peer, int rank, int size) {
-  if (peer < 0 || peer >= size || peer == rank)
-    throw CommError(std::string(name) + ": peer rank " + std::to_string(peer) +
-                    " is not another rank of 0.." + std::to_string(size - 1) + " (this is rank " +
-                    std::to_string(rank) + ")");
-}
-}  // namespace
 
 // Point-to-point through Gloo, connected on first use: pipelines send
 // activations rarely compared with DDP's all-reduces, and a job that never

@@ -1,6 +1,7 @@
 // dtcrt: makeSubgroup — see Subgroup.h.
 #include "runtime/comm/Subgroup.h"
 
+#include "runtime/comm/Completion.h"
 #include "runtime/comm/Reduction.h"
 
 #include <algorithm>
@@ -21,36 +22,6 @@ std::string listOf(const std::vector<int>& ranks) {
   for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
   return s;
 }
-
-class WorkState {
-public:
-  void finish(std::string error) {
-    std::lock_guard<std::mutex> lock(m_);
-    error_ = std::move(error);
-    done_ = true;
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(m_);
-    cv_.wait(lock, [this] { return done_; });
-    if (!error_.empty()) throw CommError(error_);
-  }
-
-private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::string error_;
-};
-
-class GroupWork : public Work {
-public:
-  explicit GroupWork(std::shared_ptr<WorkState> s) : state_(std::move(s)) {}
-  void wait() override { state_->wait(); }
-
-private:
-  std::shared_ptr<WorkState> state_;
-};
 
 // Checks shared by both group kinds.
 void checkP2P(const char* name, int peer, int tag, int rank, int size, const std::string& ranks) {
@@ -293,11 +264,11 @@ private:
     const char* name;
     int tag;
     std::function<void(int)> run;
-    std::shared_ptr<WorkState> state;
+    std::shared_ptr<Completion> state;
   };
 
   std::unique_ptr<Work> enqueue(const char* name, std::function<void(int)> fn) {
-    auto state = std::make_shared<WorkState>();
+    auto state = std::make_shared<Completion>();
     {
       std::lock_guard<std::mutex> lock(m_);
       // Every member issues the same collectives in the same order: the
@@ -306,7 +277,7 @@ private:
       queue_.push_back({name, tag, std::move(fn), state});
     }
     cv_.notify_all();
-    return std::make_unique<GroupWork>(state);
+    return std::make_unique<CompletionWork>(state);
   }
 
   void run() {
