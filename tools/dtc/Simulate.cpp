@@ -16,8 +16,16 @@ mlir::LogicalResult printScaling(mlir::ModuleOp module, const ClusterModel &clus
   // --accumulate=N: a step trains N micro-batches of the batch.
   const int64_t micro = accumulationSteps(module);
   const int64_t samplesPerDevice = batchPerDevice * micro;
+  // --tp=K: whole groups of K devices, from one group up.
+  int64_t group = 1;
+  if (auto tp = module->getAttrOfType<mlir::IntegerAttr>("dtc.tensor_parallel"))
+    group = std::max<int64_t>(1, tp.getInt());
+  if (maxDevices < group || maxDevices % group != 0) {
+    module.emitError() << "--devices=" << maxDevices << " is not a multiple of --tp=" << group;
+    return mlir::failure();
+  }
   std::vector<int64_t> counts;
-  for (int64_t n = 1; n < maxDevices; n *= 2)
+  for (int64_t n = group; n < maxDevices; n *= 2)
     counts.push_back(n);
   counts.push_back(maxDevices);
   os << "cluster " << (cluster.name.empty() ? "(unnamed)" : cluster.name) << ": "
@@ -25,24 +33,27 @@ mlir::LogicalResult printScaling(mlir::ModuleOp module, const ClusterModel &clus
      << strategy << ", batch " << batchPerDevice;
   if (micro > 1)
     os << " x " << micro << " micro-batches";
-  os << " per device (weak scaling)\n";
+  if (group > 1)
+    os << " per group of " << group << " tensor-parallel devices (weak scaling)\n";
+  else
+    os << " per device (weak scaling)\n";
   os << "devices nodes    step ms  compute ms  comm ms  exposed ms   memory/device  "
         "samples/s  efficiency\n";
   double oneDevice = 0.0;
   for (int64_t n : counts) {
     mlir::FailureOr<StepPrediction> step = simulateDataParallelStep(module, cluster, n);
-    mlir::FailureOr<RankBytes> memory = plannedRankBytes(module, n);
+    mlir::FailureOr<RankBytes> memory = plannedRankBytes(module, n / group);
     if (mlir::failed(step) || mlir::failed(memory))
       return mlir::failure();
-    if (n == 1)
-      oneDevice = step->stepSeconds;
+    if (n == group)
+      oneDevice = step->stepSeconds;  // one device (one group under --tp)
     const int64_t nodes = (n + cluster.devicesPerNode - 1) / cluster.devicesPerNode;
     const double bytes = double(memory->total());
     os << llvm::format("%7lld %5lld %10.3f  %10.3f %8.3f  %10.3f  %10.3f MiB  %9.1f  %9.1f%%",
                        (long long)n, (long long)nodes, step->stepSeconds * 1e3,
                        step->computeSeconds * 1e3, step->communicationSeconds * 1e3,
                        step->exposedSeconds() * 1e3, bytes / (1024.0 * 1024.0),
-                       double(n * samplesPerDevice) / step->stepSeconds,
+                       double(n / group * samplesPerDevice) / step->stepSeconds,
                        100.0 * oneDevice / step->stepSeconds)
        << (bytes > cluster.device.memoryBytes ? "  (over the device's memory)" : "") << "\n";
   }
