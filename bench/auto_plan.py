@@ -5,7 +5,7 @@ For each model, `dtc --strategy=auto --devices=2 --cluster=clusters/this-machine
 --report` lists every plan for this machine's 2 cores with its predicted step
 time and the flags that compile it. This script compiles every plan with
 those flags, times it here (dtcrun, synthetic data, one thread per rank, the
-median step of steps 6..STEPS, best of 2 runs), and reports per model: each
+median step of steps 6..STEPS, best of 3 runs), and reports per model: each
 plan's predicted and measured step, the prediction's error, the plan auto
 chose (without --tune: the prediction alone), and how far its measured step
 is from the best measured plan's.
@@ -81,7 +81,7 @@ def ranks_of(flags):
 
 def measure(build, program, ranks, steps):
     best = None
-    for _ in range(2):
+    for _ in range(3):
         run = subprocess.run([os.path.join(build, "bin", "dtcrun"), f"--nproc-per-node={ranks}",
                               "--master-port=0", program, "--data=synthetic", "--epochs=1000",
                               f"--max-steps={steps}", "--log-every=1", "--threads=1"],
@@ -104,11 +104,12 @@ def main():
     p.add_argument("--models", default=",".join(m[0] for m in MODELS))
     a = p.parse_args()
     dtc = os.path.join(a.build, "bin", "dtc")
+    start_load = os.getloadavg()
     work = tempfile.mkdtemp(prefix="dtc-auto-")
     lines = ["# --strategy=auto against a sweep of every plan (2 devices: this machine's cores)\n",
              f"Command: `/usr/bin/python3 bench/auto_plan.py{' --out ' + a.out if a.out else ''}`\n",
              "Each plan compiled with the flags `--report` lists, run under dtcrun on synthetic "
-             f"data (one thread per rank, median step of steps 6..{a.steps}, best of 2 runs). "
+             f"data (one thread per rank, median step of steps 6..{a.steps}, best of 3 runs). "
              "Predicted: the cluster model of clusters/this-machine-cpu.json. Step times in ms "
              "for the same global batch.\n"]
     summary = ["| model | batch | auto's plan | its measured ms | best measured plan | best ms "
@@ -142,7 +143,8 @@ def main():
         summary.append(f"| {name} | {batch} | {chosen['plan']} | {chosen['measured'] * 1e3:.3f} | "
                        f"{best['plan']} | {best['measured'] * 1e3:.3f} | "
                        f"{chosen['measured'] / best['measured']:.2f} | {err * 100:.0f}% |")
-    text = "\n".join(lines[:3] + ["\n## Summary\n"] + summary + lines[3:]) + "\n"
+    load = "Load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}; at the end: {:.2f} {:.2f} {:.2f} (2 cores; other work on the machine shows as load above 2).\n".format(*start_load, *os.getloadavg())
+    text = "\n".join(lines[:3] + [load, "\n## Summary\n"] + summary + lines[3:]) + "\n"
     print(text)
     if a.out:
         with open(a.out, "w") as f:
