@@ -392,6 +392,14 @@ def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
     `dtc.stage` that owns it; a weight or buffer used by two stages is an
     error.
 
+    @eval_step is cut into `@stage<S>_eval` the same way (one batch, no
+    micro-batches, forward only): each op on the earliest stage at or after
+    its operands' stages and the stage owning a weight it reads; the last
+    stage returns the loss and the correct count, the others 0; @eval_step
+    is then removed, so no rank needs another stage's weights. If some op
+    reads a weight of an earlier stage than its input, @eval_step stays
+    (the runtime evaluates on gathered state).
+
     After (2 stages, 2 micro-batches, 1f1b), in @stage0_step:
     ```mlir
     dtc.schedule_phase {micro_batch = 0 : i64, phase = "forward"}

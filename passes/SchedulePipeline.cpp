@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "passes/PipelineEvalStages.h"
+
 #include "dialect/DtcDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -382,8 +384,13 @@ struct SchedulePipelinePass : dtc::impl::SchedulePipelineBase<SchedulePipelinePa
       return signalPassFailure();
     int64_t stages = 0;
     for (auto func : module.getOps<func::FuncOp>())
-      stages += func.getSymName().starts_with("stage");
+      stages += func.getSymName().starts_with("stage") && func.getSymName().ends_with("_step");
     train.erase();
+    // The evaluation through the stages too, so that no rank needs the
+    // whole model's weights (else @eval_step stays, on gathered state).
+    if (auto eval = module.lookupSymbol<func::FuncOp>("eval_step"))
+      if (buildStageEvals(module, eval, stages))
+        eval.erase();
     Builder b(&getContext());
     module->setAttr("dtc.strategy", b.getStringAttr(strategy));
     module->setAttr("dtc.pipeline",

@@ -13,6 +13,7 @@
 // RUN:   | grep -E "^// -{5}$|func.func @stage|schedule_phase" | FileCheck %s --check-prefix=ORDER-GPIPE
 // RUN: dtc-opt %s -split-input-file -dtc-differentiate -dtc-schedule-pipeline="micro-batches=4 schedule=1f1b" -dtc-verify-pipeline -verify-diagnostics \
 // RUN:   | grep -E "^// -{5}$|func.func @stage|schedule_phase" | FileCheck %s --check-prefix=ORDER-OFOB
+// RUN: dtc-opt %s -split-input-file -dtc-differentiate -dtc-schedule-pipeline="micro-batches=2" -verify-diagnostics | FileCheck %s --check-prefix=EVAL
 // RUN: not dtc-opt %s -split-input-file -dtc-differentiate -dtc-schedule-pipeline=schedule=zigzag 2>&1 | FileCheck %s --check-prefix=BAD-SCHEDULE
 // RUN: not dtc-opt %s -split-input-file -dtc-differentiate -dtc-schedule-pipeline=micro-batches=0 2>&1 | FileCheck %s --check-prefix=BAD-COUNT
 //
@@ -547,4 +548,72 @@ func.func @train_step(%x: tensor<2x4xf32>, %t: tensor<2x4xf32>) -> tensor<f32> {
   %0 = dtc.mul %x, %w {dtc.stage = 0 : i64} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   %1 = dtc.mse_loss %0, %t {dtc.stage = 0 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
   return %1 : tensor<f32>
+}
+
+// -----
+
+// @eval_step is cut into @stage<S>_eval: each op on the stage that holds
+// its weight (or after its inputs' stages), one batch, the activation sent
+// on; the last stage returns the loss and the correct count, the others
+// zeros; @eval_step is removed.
+// EVAL-LABEL: func.func @stage0_eval(%arg0: tensor<2x6xf32> {dtc.name = "input"}, %arg1: tensor<2xi64> {dtc.name = "labels"}) -> (tensor<f32> {dtc.name = "loss"}, tensor<i64> {dtc.name = "correct"})
+// EVAL-NOT: dtc.micro_batch
+// EVAL: %[[E0:.*]] = dtc.gemm %arg0
+// EVAL-NEXT: %[[E1:.*]] = dtc.relu %[[E0]]
+// EVAL-NEXT: %[[T:.*]] = dtc.send_start %[[E1]] {peer = 1 : i64, tag = 0 : i64}
+// EVAL: dtc.send_wait %[[T]], %[[E1]]
+// EVAL: return %{{.*}}, %{{.*}} : tensor<f32>, tensor<i64>
+// EVAL-LABEL: func.func @stage1_eval
+// EVAL: %[[R:.*]] = dtc.recv {peer = 0 : i64, tag = 0 : i64} : tensor<2x4xf32>
+// EVAL-NEXT: %[[L:.*]] = dtc.gemm %[[R]]
+// EVAL-NEXT: %[[LOSS:.*]] = dtc.softmax_cross_entropy %[[L]], %arg1
+// EVAL-NEXT: %[[C:.*]] = dtc.count_correct %[[L]], %arg1
+// EVAL-NEXT: return %[[LOSS]], %[[C]] : tensor<f32>, tensor<i64>
+// EVAL-NOT: @eval_step
+dtc.param weight @fc1.weight : tensor<4x6xf32> = dense<0.1> : tensor<4x6xf32>
+dtc.param weight @fc2.weight : tensor<3x4xf32> = dense<0.2> : tensor<3x4xf32>
+func.func @train_step(%x: tensor<2x6xf32> {dtc.name = "input"}, %labels: tensor<2xi64> {dtc.name = "labels"}) -> (tensor<f32> {dtc.name = "loss"}) {
+  %w1 = dtc.param_ref @fc1.weight : tensor<4x6xf32>
+  %w2 = dtc.param_ref @fc2.weight : tensor<3x4xf32>
+  %0 = dtc.gemm %x, %w1 {dtc.stage = 0 : i64, transB = true} : (tensor<2x6xf32>, tensor<4x6xf32>) -> tensor<2x4xf32>
+  %1 = dtc.relu %0 {dtc.stage = 0 : i64} : tensor<2x4xf32>
+  %2 = dtc.gemm %1, %w2 {dtc.stage = 1 : i64, transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  %3 = dtc.softmax_cross_entropy %2, %labels {dtc.stage = 1 : i64} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+  return %3 : tensor<f32>
+}
+func.func @eval_step(%x: tensor<2x6xf32> {dtc.name = "input"}, %labels: tensor<2xi64> {dtc.name = "labels"}) -> (tensor<f32> {dtc.name = "loss"}, tensor<i64> {dtc.name = "correct"}) {
+  %w1 = dtc.param_ref @fc1.weight : tensor<4x6xf32>
+  %w2 = dtc.param_ref @fc2.weight : tensor<3x4xf32>
+  %0 = dtc.gemm %x, %w1 {transB = true} : (tensor<2x6xf32>, tensor<4x6xf32>) -> tensor<2x4xf32>
+  %1 = dtc.relu %0 : tensor<2x4xf32>
+  %2 = dtc.gemm %1, %w2 {transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  %3 = dtc.softmax_cross_entropy %2, %labels : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+  %4 = dtc.count_correct %2, %labels : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<i64>
+  return %3, %4 : tensor<f32>, tensor<i64>
+}
+
+// -----
+
+// An evaluation that reads stage 0's weight after a stage-1 value cannot be
+// cut (stage 1 does not hold that weight): @eval_step stays, whole.
+// EVAL-LABEL: func.func @eval_step
+// EVAL-NOT: @stage0_eval
+dtc.param weight @fc1.weight : tensor<4x4xf32> = dense<0.1> : tensor<4x4xf32>
+dtc.param weight @fc2.weight : tensor<4x4xf32> = dense<0.2> : tensor<4x4xf32>
+func.func @train_step(%x: tensor<2x4xf32> {dtc.name = "input"}, %labels: tensor<2xi64> {dtc.name = "labels"}) -> (tensor<f32> {dtc.name = "loss"}) {
+  %w1 = dtc.param_ref @fc1.weight : tensor<4x4xf32>
+  %w2 = dtc.param_ref @fc2.weight : tensor<4x4xf32>
+  %0 = dtc.gemm %x, %w1 {dtc.stage = 0 : i64, transB = true} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %1 = dtc.gemm %0, %w2 {dtc.stage = 1 : i64, transB = true} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %2 = dtc.softmax_cross_entropy %1, %labels {dtc.stage = 1 : i64} : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<f32>
+  return %2 : tensor<f32>
+}
+func.func @eval_step(%x: tensor<2x4xf32> {dtc.name = "input"}, %labels: tensor<2xi64> {dtc.name = "labels"}) -> (tensor<f32> {dtc.name = "loss"}, tensor<i64> {dtc.name = "correct"}) {
+  %w1 = dtc.param_ref @fc1.weight : tensor<4x4xf32>
+  %w2 = dtc.param_ref @fc2.weight : tensor<4x4xf32>
+  %0 = dtc.gemm %x, %w2 {transB = true} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %1 = dtc.gemm %0, %w1 {transB = true} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %2 = dtc.softmax_cross_entropy %1, %labels : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<f32>
+  %3 = dtc.count_correct %1, %labels : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<i64>
+  return %2, %3 : tensor<f32>, tensor<i64>
 }

@@ -1,0 +1,178 @@
+//===- PipelineEvalStages.cpp - @eval_step cut into stages ---------------===//
+#include "passes/PipelineEvalStages.h"
+
+#include "dialect/DtcDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+
+namespace dtc {
+
+namespace {
+
+bool isFree(Operation *op) { return isa<ParamRefOp, ConstantOp>(op); }
+
+/// A value computed on stage `from` and read on stage `to`, on `tag`.
+struct Edge {
+  int64_t from, to, tag;
+};
+
+class EvalStages {
+public:
+  EvalStages(ModuleOp module, func::FuncOp eval, int64_t stages)
+      : module(module), eval(eval), stages(stages) {}
+
+  bool assign();
+  void build(int64_t stage);
+
+private:
+  /// The stage owning the weight `name` refers to, or -1 (unowned).
+  int64_t ownerOf(StringRef name) {
+    auto param = module.lookupSymbol<ParamOp>(name);
+    auto stage = param ? param->getAttrOfType<IntegerAttr>("dtc.stage") : IntegerAttr();
+    return stage ? stage.getInt() : -1;
+  }
+  Value lookup(Value v);
+
+  ModuleOp module;
+  func::FuncOp eval;
+  int64_t stages;
+  llvm::DenseMap<Operation *, int64_t> stageOf;
+  llvm::MapVector<std::pair<Value, int64_t>, Edge> edges;
+
+  // The stage being built.
+  int64_t current = 0;
+  func::FuncOp stageFunc;
+  OpBuilder builder{module.getContext()};
+  IRMapping values;
+};
+
+bool EvalStages::assign() {
+  for (Operation &op : eval.front().without_terminator()) {
+    if (isFree(&op))
+      continue;
+    int64_t stage = 0;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp(); def && stageOf.count(def))
+        stage = std::max(stage, stageOf[def]);
+    // The weights it reads, as operands or by name.
+    SmallVector<int64_t> owners;
+    for (Value operand : op.getOperands())
+      if (auto ref = operand.getDefiningOp<ParamRefOp>())
+        owners.push_back(ownerOf(ref.getName()));
+    for (NamedAttribute named : op.getAttrs())
+      if (auto ref = llvm::dyn_cast<FlatSymbolRefAttr>(named.getValue()))
+        owners.push_back(ownerOf(ref.getValue()));
+    for (int64_t owner : owners) {
+      if (owner < 0)
+        continue;
+      if (owner < stage)
+        return false;  // its input arrives after the stage holding its weight
+      stage = owner;
+    }
+    stageOf[&op] = stage;
+  }
+  // The loss and the correct count: on the last stage.
+  for (Value result : eval.front().getTerminator()->getOperands()) {
+    Operation *def = result.getDefiningOp();
+    if (!def || isFree(def) || stageOf.lookup(def) != stages - 1)
+      return false;
+  }
+  for (Operation &op : eval.front().without_terminator()) {
+    if (isFree(&op))
+      continue;
+    for (Value result : op.getResults())
+      for (Operation *user : result.getUsers())
+        if (stageOf.count(user) && stageOf[user] != stageOf[&op]) {
+          auto key = std::make_pair(result, stageOf[user]);
+          const int64_t tag = int64_t(edges.size());
+          if (!edges.count(key))
+            edges[key] = {stageOf[&op], stageOf[user], tag};
+        }
+  }
+  return true;
+}
+
+Value EvalStages::lookup(Value v) {
+  if (Value mapped = values.lookupOrNull(v))
+    return mapped;
+  if (auto arg = llvm::dyn_cast<BlockArgument>(v))
+    return stageFunc.getArgument(arg.getArgNumber());
+  Operation *def = v.getDefiningOp();
+  if (isFree(def)) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&stageFunc.front());
+    Value copy = builder.clone(*def)->getResult(0);
+    values.map(v, copy);
+    return copy;
+  }
+  const Edge &edge = edges.find({v, current})->second;
+  Value received = builder.create<RecvOp>(v.getLoc(), v.getType(),
+                                          builder.getI64IntegerAttr(edge.from),
+                                          builder.getI64IntegerAttr(edge.tag));
+  values.map(v, received);
+  return received;
+}
+
+void EvalStages::build(int64_t stage) {
+  current = stage;
+  values.clear();
+  builder.setInsertionPoint(eval);
+  stageFunc = builder.create<func::FuncOp>(eval.getLoc(), "stage" + std::to_string(stage) + "_eval",
+                                           eval.getFunctionType());
+  if (ArrayAttr args = eval.getAllArgAttrs())
+    stageFunc.setAllArgAttrs(args);
+  if (ArrayAttr results = eval.getAllResultAttrs())
+    stageFunc.setAllResultAttrs(results);
+  stageFunc.setVisibility(eval.getVisibility());
+  builder.setInsertionPointToEnd(stageFunc.addEntryBlock());
+  SmallVector<std::pair<Value, Value>> sends;  // (token, value)
+  for (Operation &op : eval.front().without_terminator()) {
+    if (isFree(&op) || stageOf[&op] != stage)
+      continue;
+    for (Value operand : op.getOperands())
+      values.map(operand, lookup(operand));
+    Operation *clone = builder.clone(op, values);
+    for (auto [result, copy] : llvm::zip(op.getResults(), clone->getResults()))
+      for (int64_t to = stage + 1; to < stages; ++to)
+        if (auto it = edges.find({result, to}); it != edges.end())
+          sends.push_back({builder.create<SendStartOp>(op.getLoc(), copy,
+                                                       builder.getI64IntegerAttr(to),
+                                                       builder.getI64IntegerAttr(it->second.tag)),
+                           copy});
+  }
+  for (auto [token, value] : sends)
+    builder.create<SendWaitOp>(eval.getLoc(), token, value);
+  SmallVector<Value> results;
+  for (Value result : eval.front().getTerminator()->getOperands()) {
+    if (stage == stages - 1) {
+      results.push_back(values.lookup(result));
+      continue;
+    }
+    // Only the last stage knows the loss and the correct count.
+    auto type = llvm::cast<RankedTensorType>(result.getType());
+    Attribute zero = llvm::isa<FloatType>(type.getElementType())
+                         ? Attribute(builder.getFloatAttr(type.getElementType(), 0.0))
+                         : Attribute(builder.getIntegerAttr(type.getElementType(), 0));
+    results.push_back(
+        builder.create<ConstantOp>(eval.getLoc(), DenseElementsAttr::get(type, zero)));
+  }
+  builder.create<func::ReturnOp>(eval.getLoc(), results);
+}
+
+} // namespace
+
+bool buildStageEvals(ModuleOp module, func::FuncOp eval, int64_t stages) {
+  if (!eval || eval.empty() || stages < 2)
+    return false;
+  EvalStages cut(module, eval, stages);
+  if (!cut.assign())
+    return false;
+  for (int64_t s = 0; s < stages; ++s)
+    cut.build(s);
+  return true;
+}
+
+} // namespace dtc
