@@ -541,6 +541,16 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   SmallVector<func::FuncOp> stages = stageFunctions(module);
   for (func::FuncOp stage : stages)
     steps.push_back({stage, StepKind::Train});
+  // The evaluation cut into the same stages (dtc-schedule-pipeline), if it was.
+  SmallVector<func::FuncOp> stageEvals;
+  for (size_t s = 0; s < stages.size(); ++s)
+    if (auto func = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) + "_eval"))
+      stageEvals.push_back(func);
+  if (!stageEvals.empty() && stageEvals.size() != stages.size())
+    return module.emitError("some pipeline stages have an @stage<S>_eval and others not");
+  for (func::FuncOp stage : stageEvals)
+    steps.push_back({stage, StepKind::Eval});
+  SmallVector<int64_t> stageArenaBytes(stages.size(), 0);
   std::string stageArenas;
   // Stage-owned state: stage s's step addresses its own buffer, which holds
   // only the constants and stage s's params.
@@ -558,7 +568,10 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
     if (!func)
       continue;
     const auto *stageIt = llvm::find(stages, func);
-    const int64_t stageIndex = stageIt == stages.end() ? -1 : stageIt - stages.begin();
+    const auto *evalIt = llvm::find(stageEvals, func);
+    const int64_t stageIndex = stageIt != stages.end()      ? stageIt - stages.begin()
+                               : evalIt != stageEvals.end() ? evalIt - stageEvals.begin()
+                                                            : -1;
     if (stageIndex >= 0 && !state->stageBytes.empty()) {
       if (stageIndex >= int64_t(state->stageBytes.size()))
         return func.emitOpError("has no state buffer (dtc.stage_state_bytes)");
@@ -586,13 +599,18 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
     functions += "\n" + emitted->source;
     arenaBytes = std::max(arenaBytes, emitted->arenaBytes);
     llvm::append_range(workspaceTerms, emitted->workspaceTerms);
-    if (llvm::is_contained(stages, func))
-      stageArenas += (stageArenas.empty() ? "" : ", ") + std::to_string(emitted->arenaBytes);
+    // A stage's arena holds its step's and its evaluation's.
+    if (stageIndex >= 0)
+      stageArenaBytes[size_t(stageIndex)] =
+          std::max(stageArenaBytes[size_t(stageIndex)], emitted->arenaBytes);
   }
+  for (int64_t bytes : stageArenaBytes)
+    stageArenas += (stageArenas.empty() ? "" : ", ") + std::to_string(bytes);
   // A pipeline: the stages' steps, and how the job is laid out.
   auto pipeline = module->getAttrOfType<DictionaryAttr>("dtc.pipeline");
   std::string pipelineTables;
   std::string stageStateSpec;
+  std::string stageEvalSpec;
   std::string pipelineSpec = "    .pipelineStages = 0,\n    .dataParallel = 1,\n"
                              "    .microBatches = 1,\n    .stageSteps = nullptr,\n"
                              "    .stageArenaBytes = nullptr,\n    .schedule = \"\",\n";
@@ -602,6 +620,13 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
       names += (names.empty() ? "" : ", ") + stage.getSymName().str();
     pipelineTables = "const dtcrt::StepFunction kStageSteps[] = {" + names + "};\n" +
                      "const size_t kStageArenaBytes[] = {" + stageArenas + "};\n";
+    if (!stageEvals.empty()) {
+      std::string evals;
+      for (func::FuncOp stage : stageEvals)
+        evals += (evals.empty() ? "" : ", ") + stage.getSymName().str();
+      pipelineTables += "const dtcrt::StepFunction kStageEvals[] = {" + evals + "};\n";
+      stageEvalSpec = "    .stageEvalSteps = kStageEvals,\n";
+    }
     if (!state->stageBytes.empty()) {
       std::string bytes, base;
       for (auto [b, o] : llvm::zip(state->stageBytes, state->stageBase)) {
@@ -630,7 +655,11 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
     outputs += "    " + tensorSpec(name ? name.getValue() : "output",
                                    forward.getResultTypes()[i]) + ",\n";
   }
-  func::FuncOp labelled = train ? train : eval;
+  // (A staged pipeline's evaluation takes the micro-batch's labels.)
+  func::FuncOp labelled = train                ? train
+                          : eval               ? eval
+                          : stageEvals.empty() ? func::FuncOp()
+                                               : stageEvals.front();
   std::string labels = labelled
                            ? tensorSpec("labels", labelled.getArgumentTypes().back())
                            : std::string("{\"labels\", dtcrt::DType::I64, 0, {}}");
@@ -736,6 +765,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    .shardParameters = " << (shardsParameters(module) ? "true" : "false") << ",\n"
      << stageStateSpec
      << "    .tensorParallel = " << tensorParallelOf(module) << ",\n"
+     << stageEvalSpec
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

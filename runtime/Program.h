@@ -363,6 +363,12 @@ struct ProgramSpec {
   // (ParamSpec::tpSplitDim) and sum partial products over the group
   // (ctx.comm). 1: no tensor parallelism.
   int32_t tensorParallel = 1;
+  // Pipelines: the evaluation cut into the stages, [pipelineStages] (null:
+  // evalStep on the whole state, gathered). One call of stageEvalSteps[s]
+  // runs stage s's part of one batch (batchSize rows of every input and of
+  // the labels) and writes *ctx.loss and *ctx.correct on the last stage (0
+  // on the others).
+  const StepFunction* stageEvalSteps = nullptr;
 };
 
 } // namespace dtcrt

@@ -4,8 +4,9 @@
 // loads, updates, checkpoints and measures only that. What needs more than
 // one stage gathers it here: checkpoints (each stage's rank of replica 0
 // writes its stage's params, as fsdp ranks write their shards), --save (rank
-// 0 writes the ONNX receiving one stage's params at a time) and --eval (for
-// now the whole-model eval step, on a whole state gathered for the
+// 0 writes the ONNX receiving one stage's params at a time) and --eval when
+// the program has no stage evaluation steps (ProgramSpec::stageEvalSteps:
+// then the whole-model eval step, on a whole state gathered for the
 // evaluation and freed after it). With --tp a stage's params are this
 // tensor-parallel rank's slices: its checkpoints write element ranges of the
 // whole tensors (TensorParallelCheckpointState restricted to the stage) and

@@ -357,11 +357,15 @@ double Trainer::averageOverRanks(double value) {
 }
 
 EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
-  if (!spec_.evalStep) fail("--eval: this program was compiled without an eval step");
-  // Each data-parallel shard evaluates its part (--tp: a group, together).
-  const int shards = worldSize() / tensorParallel();
-  DistributedSampler sampler(test.size(), spec_.batchSize, /*shuffle=*/false, 0,
-                             processRank() / tensorParallel(), shards);
+  // Pipelines whose evaluation was cut into the stages: each rank runs its
+  // stage's part of every batch of its replica's shard.
+  const bool staged = pipeline_ && spec_.stageEvalSteps;
+  if (!spec_.evalStep && !staged) fail("--eval: this program was compiled without an eval step");
+  // Each data-parallel shard evaluates its part (--tp: a group, together; a
+  // staged pipeline: a replica, its stages together).
+  const int shards = staged ? place_.replicas : worldSize() / tensorParallel();
+  const int shard = staged ? place_.replica : processRank() / tensorParallel();
+  DistributedSampler sampler(test.size(), spec_.batchSize, /*shuffle=*/false, 0, shard, shards);
   const int64_t batches = sampler.batchesPerEpoch();
   if (batches == 0)
     fail("--eval: the test set has ", test.size(), " samples, fewer than one batch of ",
@@ -372,9 +376,26 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   for (int64_t b = 0; b < batches; ++b) {
     fillBatch(test, order.data() + b * spec_.batchSize, spec_.batchSize);
     int64_t correct = 0;
-    const float loss = runOnBatch(spec_.evalStep, 0.0, 0, &correct, /*initialLoss=*/0.0f);
+    float loss = 0.0f;
+    if (staged) {
+      StepContext ctx = context(&loss, &correct, 0.0, 0);
+      ctx.comm = groups_.dataParallel.get();
+      ctx.pipe = groups_.pipe.get();
+      spec_.stageEvalSteps[place_.stage](ctx);
+    } else {
+      loss = runOnBatch(spec_.evalStep, 0.0, 0, &correct, /*initialLoss=*/0.0f);
+    }
     lossSum += loss;
     correctSum += correct;
+  }
+  if (staged) {
+    // The last stage's rank (t = 0) of each replica has its shard's sums.
+    const bool counts = place_.stage == place_.stages - 1 && place_.tpRank == 0;
+    float sums[2] = {counts ? static_cast<float>(lossSum) : 0.0f,
+                     counts ? static_cast<float>(correctSum) : 0.0f};
+    comm_->allReduce(sums, 2, ReduceOp::Sum)->wait();
+    lossSum = sums[0] / static_cast<double>(shards);
+    correctSum = sums[1] / static_cast<double>(shards);
   }
   // Every rank evaluated its shard: average over ranks.
   EvalResult r;
@@ -608,7 +629,7 @@ TrainResult Trainer::run() {
     // params, gathered for the evaluation only (pipelined evaluation, which
     // would not need them, is not implemented yet).
     std::vector<char> whole;
-    if (isStageOwned(spec_)) {
+    if (isStageOwned(spec_) && !spec_.stageEvalSteps) {
       whole = gatherWholeState(*groups_.pipe, spec_, place_, state_.data());
       evalState_ = whole.data();
       if (!gatherNoted)
