@@ -86,6 +86,18 @@ Column Column::mapped(std::shared_ptr<const MappedFile> file, size_t offset, Sto
   return c;
 }
 
+Column Column::decoded(std::shared_ptr<const RowSource> source, int64_t count,
+                       std::vector<int64_t> rowDims) {
+  Column c;
+  c.storage_ = Storage::Decoded;
+  c.dtype_ = DType::F32;
+  c.count_ = count;
+  c.rowElems_ = numElements(rowDims);
+  c.rowDims_ = std::move(rowDims);
+  c.source_ = std::move(source);
+  return c;
+}
+
 size_t Column::storedSize() const {
   switch (storage_) {
   case Storage::MappedF32: return 4;
@@ -118,7 +130,7 @@ int64_t Column::tokenAt(int64_t k) const {
   return v;
 }
 
-void Column::copyRow(int64_t index, void* dst) const {
+void Column::copyRow(int64_t index, void* dst, int64_t epoch) const {
   const int64_t n = rowElems_;
   const int64_t base = index * n;
   switch (storage_) {
@@ -171,6 +183,9 @@ void Column::copyRow(int64_t index, void* dst) const {
     for (int64_t j = 0; j < n; ++j) out[j] = tokenAt(base + j);
     return;
   }
+  case Storage::Decoded:
+    source_->fillRow(index, epoch, static_cast<float*>(dst));
+    return;
   }
 }
 
@@ -195,21 +210,26 @@ void Column::materialize(size_t maxBytes) {
 constexpr size_t kParallelGatherBytes = size_t(4) << 20;
 constexpr unsigned kMaxGatherThreads = 8;
 
-void Column::copyRows(const int64_t* indices, int64_t n, void* dst) const {
+void Column::copyRows(const int64_t* indices, int64_t n, void* dst, int64_t epoch) const {
   char* out = static_cast<char*>(dst);
   const size_t rb = rowBytes();
   auto gather = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) copyRow(indices[i], out + i * rb);
+    for (int64_t i = begin; i < end; ++i) copyRow(indices[i], out + i * rb, epoch);
   };
   const size_t bytes = static_cast<size_t>(n) * rb;
-  const unsigned threads = std::min<unsigned>(
-      {std::max(1u, std::thread::hardware_concurrency()), kMaxGatherThreads,
-       static_cast<unsigned>(bytes / (kParallelGatherBytes / 2) + 1)});
-  if (bytes < kParallelGatherBytes || threads < 2) {
+  // Decoded rows (an image each) are worth a thread whatever their size.
+  const unsigned threads =
+      storage_ == Storage::Decoded
+          ? std::min<unsigned>(source_->threads(), static_cast<unsigned>(std::max<int64_t>(n, 1)))
+          : std::min<unsigned>({std::max(1u, std::thread::hardware_concurrency()),
+                                kMaxGatherThreads,
+                                static_cast<unsigned>(bytes / (kParallelGatherBytes / 2) + 1)});
+  if ((bytes < kParallelGatherBytes && storage_ != Storage::Decoded) || threads < 2) {
     gather(0, n);
     return;
   }
-  // Row ranges per thread; the first error (a bad token id) is rethrown here.
+  // Row ranges per thread; the first error (a bad token id, a corrupt image)
+  // is rethrown here.
   std::vector<std::thread> pool;
   std::vector<std::exception_ptr> errors(threads);
   const int64_t per = (n + threads - 1) / threads;
@@ -256,6 +276,7 @@ int64_t Column::intValue(int64_t index, int64_t j) const {
   }
   case Storage::MappedU16:
   case Storage::MappedU32: return tokenAt(k);
+  case Storage::Decoded: return 0;
   }
   return 0;
 }

@@ -4,7 +4,10 @@
 // bytes in memory and is scaled to [0,1] only when a batch is filled;
 // synthetic columns have no storage at all and compute each value from
 // (seed, sample index, element index); mapped columns read a memory-mapped
-// file in place (npy arrays already in the model's dtype, token files).
+// file in place (npy arrays already in the model's dtype, token files);
+// decoded columns hold nothing either and ask a RowSource for each row (an
+// image folder decodes and transforms the sample's file). A row may depend on
+// the epoch (augmentations): copyRow/copyRows take it.
 #pragma once
 
 #include "runtime/Program.h"
@@ -16,6 +19,18 @@
 #include <vector>
 
 namespace dtcrt {
+
+// Computes rows on demand for a Decoded column. fillRow is called from
+// several threads at once (one row each) and must depend only on its
+// arguments.
+class RowSource {
+public:
+  virtual ~RowSource() = default;
+  // Writes row `index` of `epoch` (the column's rowElements() float32 values).
+  virtual void fillRow(int64_t index, int64_t epoch, float* dst) const = 0;
+  // Threads a batch's rows are spread over (at least 1).
+  virtual unsigned threads() const = 0;
+};
 
 class Column {
 public:
@@ -30,6 +45,7 @@ public:
     MappedI64,    // int64 values in a mapped file
     MappedU16,    // uint16 token ids in a mapped file, delivered as int64
     MappedU32,    // uint32 token ids in a mapped file, delivered as int64
+    Decoded,      // float32 rows computed by a RowSource
   };
 
   Column() = default;
@@ -54,6 +70,10 @@ public:
                        int64_t count, std::vector<int64_t> rowDims, DType dtype,
                        int64_t tokenLimit = 0);
 
+  // `count` float32 rows of per-sample shape `rowDims`, each computed by `source`.
+  static Column decoded(std::shared_ptr<const RowSource> source, int64_t count,
+                        std::vector<int64_t> rowDims);
+
   int64_t count() const { return count_; }
   const std::vector<int64_t>& rowDims() const { return rowDims_; }
   int64_t rowElements() const { return rowElems_; }
@@ -66,10 +86,11 @@ public:
   // and for every other column, unchanged. Values are identical either way.
   void materialize(size_t maxBytes);
 
-  // Writes sample `index` (rowElements() values of dtype()) to `dst`.
-  void copyRow(int64_t index, void* dst) const;
+  // Writes sample `index` (rowElements() values of dtype()) to `dst`; only
+  // Decoded rows depend on `epoch`.
+  void copyRow(int64_t index, void* dst, int64_t epoch = 0) const;
   // Writes samples indices[0..n) one after the other (a batch) to `dst`.
-  void copyRows(const int64_t* indices, int64_t n, void* dst) const;
+  void copyRows(const int64_t* indices, int64_t n, void* dst, int64_t epoch = 0) const;
   // Sample `index` element `j` as an integer (labels range checks).
   int64_t intValue(int64_t index, int64_t j) const;
 
@@ -87,6 +108,7 @@ private:
   std::shared_ptr<const MappedFile> file_;  // Mapped*: the file
   size_t offset_ = 0;                       //   where row 0 starts
   int64_t tokenLimit_ = 0;                  //   MappedU16/U32: ids must be below (0: any)
+  std::shared_ptr<const RowSource> source_; // Decoded: computes the rows
 
   // Mapped*: bytes per stored value, and element k's address.
   size_t storedSize() const;

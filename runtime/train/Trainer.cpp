@@ -132,8 +132,8 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   if (opts_.cudaGraphs && device_->hasGraphs()) graphs_ = std::make_unique<StepGraphs>(*device_);
 }
 
-void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows) {
-  const bool prefetched = prefetchedFrom_ == &d &&
+void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, int64_t epoch) {
+  const bool prefetched = prefetchedFrom_ == &d && prefetchedEpoch_ == epoch &&
                           prefetchedIndices_.size() == static_cast<size_t>(rows) &&
                           std::equal(indices, indices + rows, prefetchedIndices_.begin());
   prefetchedFrom_ = nullptr;
@@ -150,15 +150,17 @@ void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows) 
     return;
   }
   for (size_t i = 0; i < batchInputs_.size(); ++i)
-    d.inputs[i].copyRows(indices, rows, batchInputs_[i]);
-  d.labels.copyRows(indices, rows, batchLabels_);
+    d.inputs[i].copyRows(indices, rows, batchInputs_[i], epoch);
+  d.labels.copyRows(indices, rows, batchLabels_, epoch);
 }
 
-void Trainer::prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows) {
+void Trainer::prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows,
+                            int64_t epoch) {
   for (size_t i = 0; i < spareInputs_.size(); ++i)
-    d.inputs[i].copyRows(indices, rows, spareInputs_[i].data());
-  d.labels.copyRows(indices, rows, spareLabels_.data());
+    d.inputs[i].copyRows(indices, rows, spareInputs_[i].data(), epoch);
+  d.labels.copyRows(indices, rows, spareLabels_.data(), epoch);
   prefetchedFrom_ = &d;
+  prefetchedEpoch_ = epoch;
   prefetchedIndices_.assign(indices, indices + rows);
 }
 
@@ -741,7 +743,7 @@ TrainResult Trainer::run() {
         float loss = NAN;
         size_t arenaPeak = 0;
         if (pipeline_) {
-          fillBatch(train, order.data() + pos.batchInEpoch * stepRows_, stepRows_);
+          fillBatch(train, order.data() + pos.batchInEpoch * stepRows_, stepRows_, pos.epoch);
           if (runStep == 1) std::memset(arena_.data(), kArenaPattern, arena_.size());
           // --trace: steps 2-4 of this run (step 1 warms up).
           const bool traced = !opts_.trace.empty() && runStep >= 2 && runStep <= 4;
@@ -758,7 +760,7 @@ TrainResult Trainer::run() {
           double lossSum = 0;
           for (int64_t m = 0; m < micro; ++m) {
             const int64_t batch = pos.batchInEpoch * micro + m;  // in this epoch's order
-            fillBatch(train, order.data() + batch * spec_.batchSize, spec_.batchSize);
+            fillBatch(train, order.data() + batch * spec_.batchSize, spec_.batchSize, pos.epoch);
             // GPU programs: the next batch of this epoch (if this run takes it)
             // loads while the device runs this one.
             const bool lastOfRun = opts_.maxSteps > 0 && pos.step + 1 >= opts_.maxSteps;
@@ -766,7 +768,8 @@ TrainResult Trainer::run() {
             std::function<void()> prefetch;
             if (device_ && !last)
               prefetch = [&, batch] {
-                prefetchBatch(train, order.data() + (batch + 1) * spec_.batchSize, spec_.batchSize);
+                prefetchBatch(train, order.data() + (batch + 1) * spec_.batchSize, spec_.batchSize,
+                              pos.epoch);
               };
             lossSum += runOnBatch(m + 1 < micro ? spec_.accumulateStep : spec_.trainStep, stepLr,
                                   pos.step + 1, nullptr, NAN, prefetch);

@@ -116,10 +116,11 @@ private:
   void loadRankState();
   // Copies the samples `indices[0..rows)` of `d` into the input/label buffers
   // (GPU programs: takes the prefetched batch instead when it is that one).
-  void fillBatch(const Dataset& d, const int64_t* indices, int64_t rows);
+  // `epoch` selects the augmentation of image folders.
+  void fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, int64_t epoch = 0);
   // GPU programs: fills the spare page-locked buffers with the batch the
   // next fillBatch will ask for, while the device runs the current step.
-  void prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows);
+  void prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows, int64_t epoch = 0);
   StepContext context(float* loss, int64_t* correct, double lr, int64_t step);
   // How this rank's state meets a checkpoint: FullState, or fsdp's shards.
   std::unique_ptr<CheckpointState> checkpointState();
@@ -178,6 +179,7 @@ private:
   HostMemory spareLabels_;
   const Dataset* prefetchedFrom_ = nullptr;
   std::vector<int64_t> prefetchedIndices_;
+  int64_t prefetchedEpoch_ = 0;
   int64_t prefetchCount_ = 0;
   // All of them carved from one device allocation.
   DeviceBlock dBlock_;
