@@ -3,7 +3,8 @@
 # programs (dtcrt_main). Include it after the `dtcrt` (kernels) target exists:
 #   include(${CMAKE_CURRENT_LIST_DIR}/TrainerSources.cmake)
 # Needs Debian's libonnx-dev (libonnx_proto, built with ONNX_ML and the
-# `onnx` namespace), protobuf and zlib.
+# `onnx` namespace), protobuf, zlib, and libjpeg-turbo and libpng (image
+# folders: libjpeg62-turbo-dev, libpng-dev).
 include_guard(GLOBAL)
 set(DTCRT_RUNTIME_DIR ${CMAKE_CURRENT_LIST_DIR})
 
@@ -12,6 +13,11 @@ if(NOT TARGET protobuf::libprotobuf)
 endif()
 find_package(ZLIB REQUIRED)
 find_library(DTCRT_ONNX_PROTO_LIBRARY onnx_proto REQUIRED)
+find_library(DTCRT_JPEG_LIBRARY jpeg REQUIRED)
+find_library(DTCRT_PNG_LIBRARY NAMES png16 png REQUIRED)
+find_path(DTCRT_JPEG_INCLUDE_DIR jpeglib.h REQUIRED)
+find_path(DTCRT_PNG_INCLUDE_DIR png.h REQUIRED)
+# (Cache variables: codegen's link line for generated programs names them too.)
 
 add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/support/Files.cpp
@@ -20,6 +26,9 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/support/TensorSlices.cpp
   ${DTCRT_RUNTIME_DIR}/data/Column.cpp
   ${DTCRT_RUNTIME_DIR}/data/Idx.cpp
+  ${DTCRT_RUNTIME_DIR}/data/ImageDecode.cpp
+  ${DTCRT_RUNTIME_DIR}/data/ImageTransform.cpp
+  ${DTCRT_RUNTIME_DIR}/data/ImageFolder.cpp
   ${DTCRT_RUNTIME_DIR}/data/Npy.cpp
   ${DTCRT_RUNTIME_DIR}/data/Sampler.cpp
   ${DTCRT_RUNTIME_DIR}/data/Dataset.cpp
@@ -56,9 +65,11 @@ target_compile_features(dtcrt_trainer PUBLIC cxx_std_17)
 # Only the io/ sources include onnx/onnx_pb.h; the public headers do not.
 target_compile_definitions(dtcrt_trainer PRIVATE ONNX_ML=1 ONNX_NAMESPACE=onnx)
 target_compile_options(dtcrt_trainer PRIVATE -Wall -Wextra -Wno-unused-parameter)
+target_include_directories(dtcrt_trainer PRIVATE ${DTCRT_JPEG_INCLUDE_DIR} ${DTCRT_PNG_INCLUDE_DIR})
 target_link_libraries(dtcrt_trainer
   PUBLIC dtcrt
-  PRIVATE ${DTCRT_ONNX_PROTO_LIBRARY} protobuf::libprotobuf ZLIB::ZLIB)
+  PRIVATE ${DTCRT_ONNX_PROTO_LIBRARY} protobuf::libprotobuf ZLIB::ZLIB
+  ${DTCRT_JPEG_LIBRARY} ${DTCRT_PNG_LIBRARY})
 
 # main() of generated programs: link it (with dtcrt_trainer) and the
 # generated source that defines dtc_program().
