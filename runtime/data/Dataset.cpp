@@ -3,6 +3,7 @@
 #include "runtime/data/Dataset.h"
 
 #include "runtime/data/Idx.h"
+#include "runtime/data/ImageFolder.h"
 #include "runtime/cpu/Kernels.h"  // kIgnoreIndex
 #include "runtime/data/Npy.h"
 #include "runtime/data/Tokens.h"
@@ -157,8 +158,20 @@ Dataset loadTokens(const ProgramSpec& spec, const std::string& file, int tokenBy
 
 } // namespace
 
+// The image flags only make sense for image folders.
+void checkNoImageOptions(const std::string& data, const ImageOptions& image) {
+  if (image.any())
+    fail("--augment, --normalize and --data-workers apply to image folders only; --data=", data,
+         " is not one (no train/ folder of class folders)");
+}
+
 Dataset loadDataset(const ProgramSpec& spec, const std::string& data, Split split, uint64_t seed,
-                    int worldSize, int tokenBytes) {
+                    int worldSize, int tokenBytes, const ImageOptions& image) {
+  if (dirExists(data) && dirExists(joinPath(data, "train"))) {
+    checkNoTokenType(data, tokenBytes, "an image folder");
+    return loadImageFolder(spec, data, split, seed, image);
+  }
+  checkNoImageOptions(data, image);
   if (data == "synthetic") {
     checkNoTokenType(data, tokenBytes, "random data");
     return syntheticDataset(spec, split, seed, worldSize);
@@ -192,7 +205,7 @@ Dataset loadDataset(const ProgramSpec& spec, const std::string& data, Split spli
   }
   fail("--data=", data, ": found neither ", pn, "_x.npy/", pn, "_y.npy nor ", pi,
        "-images-idx3-ubyte[.gz]/", pi, "-labels-idx1-ubyte[.gz] nor ",
-       split == Split::Train ? "train.bin" : "val.bin");
+       split == Split::Train ? "train.bin" : "val.bin", " nor a train/ image folder");
 }
 
 } // namespace dtcrt

@@ -5,17 +5,22 @@
 //   synthetic   deterministic random data from the seed (see Synthetic.cpp);
 //   DIR         IDX files (train-images-idx3-ubyte[.gz], ...), npy pairs
 //               (train_x.npy, train_y.npy; test_x.npy, test_y.npy for eval)
-//               or token files (train.bin; val.bin for eval; see Tokens.h);
+//               or token files (train.bin; val.bin for eval; see Tokens.h)
+//               or an image folder (train/; test/ or val/ for eval; class
+//               folders of PNG/JPEG files; see ImageFolder.h);
 //   FILE        a token file (training only).
 // npy arrays in the model's dtype and token files are memory-mapped and
-// read in place; the rest is converted into memory.
+// read in place; images are decoded batch by batch; the rest is converted
+// into memory.
 // Every check happens here, up front, with errors naming the file: count
 // mismatch between samples and labels, sample shape mismatch, labels outside
-// [0, C) for cross-entropy; except token ids, checked batch by batch.
+// [0, C) for cross-entropy; except token ids and image files, checked batch
+// by batch.
 #pragma once
 
 #include "runtime/Program.h"
 #include "runtime/data/Column.h"
+#include "runtime/data/ImageTransform.h"
 
 #include <string>
 #include <vector>
@@ -37,9 +42,12 @@ constexpr int64_t kSyntheticTestBatches = 10;
 
 // Loads `split` of --data=`data` for `spec`. `tokenBytes` is --tokens (2
 // for uint16, 4 for uint32, 0 when not given: uint16, and any other kind of
-// data is accepted). Throws Error naming the file.
+// data is accepted). `image` holds --augment, --normalize and --data-workers
+// (image folders only: given for any other data they are an error). Throws
+// Error naming the file.
 Dataset loadDataset(const ProgramSpec& spec, const std::string& data, Split split,
-                    uint64_t seed, int worldSize = 1, int tokenBytes = 0);
+                    uint64_t seed, int worldSize = 1, int tokenBytes = 0,
+                    const ImageOptions& image = ImageOptions());
 
 // C for a cross-entropy program with int64 labels (the last dim of output 0),
 // else 0 (no range check).

@@ -67,7 +67,8 @@ bool runGradCheck(const ProgramSpec& spec, const Options& opts) {
     b.inputs.emplace_back(byteSize(spec.inputs[i]));
     b.inputPtrs.push_back(b.inputs.back().data());
   }
-  Dataset data = loadDataset(spec, opts.data, Split::Train, opts.seed, 1, opts.tokenBytes);
+  Dataset data = loadDataset(spec, opts.data, Split::Train, opts.seed, 1, opts.tokenBytes,
+                             opts.image);
   DistributedSampler sampler(data.size(), spec.batchSize, /*shuffle=*/false, 0, 0, 1);
   if (sampler.batchesPerEpoch() == 0) fail("--gradcheck: --data has no full batch");
   std::vector<int64_t> order = sampler.epochIndices(0);

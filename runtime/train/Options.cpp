@@ -76,6 +76,11 @@ const std::map<std::string, Flag>& flagTable() {
          if (v != "uint16" && v != "uint32") fail(f, ": expected uint16 or uint32, got '", v, "'");
          o.tokenBytes = v == "uint16" ? 2 : 4;
        }}},
+      {"--augment", {false, true, false, [](Options& o, auto&, auto& v) { parseAugment(v, o.image); }}},
+      {"--normalize", {false, true, false, [](Options& o, auto&, auto& v) { parseNormalize(v, o.image); }}},
+      {"--data-workers", {false, true, false, [](Options& o, auto& f, auto& v) {
+         o.image.workers = static_cast<int>(parseInt(f, v, 1));
+       }}},
       {"--epochs", {false, true, false, [](Options& o, auto& f, auto& v) { o.epochs = parseInt(f, v, 1); }}},
       {"--max-steps", {false, true, false, [](Options& o, auto& f, auto& v) { o.maxSteps = parseInt(f, v, 1); }}},
       {"--lr", {false, true, false, [](Options& o, auto& f, auto& v) {
@@ -170,7 +175,7 @@ Options parseOptions(int argc, const char* const* argv, ProgramMode mode,
   if (o.help) return o;
   if (mode == ProgramMode::Train) {
     if (o.data.empty()) fail("--data: required (a directory of IDX, npy or token files, a token file, "
-                              "or 'synthetic')");
+                              "an image folder, or 'synthetic')");
     if (o.resume && o.checkpointDir.empty()) fail("--resume: needs --checkpoint-dir=DIR");
     if (o.checkpointEvery > 0 && o.checkpointDir.empty())
       fail("--checkpoint-every: needs --checkpoint-dir=DIR");
@@ -199,7 +204,12 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
       "                         IDX files (train-images-idx3-ubyte[.gz], ...), npy pairs\n",
       "                         (train_x.npy, train_y.npy; test_x.npy, test_y.npy), token\n",
       "                         files (train.bin; val.bin for --eval) or one token file,\n",
-      "                         or deterministic random data\n",
+      "                         an image folder (train/, test/ or val/: a folder of\n",
+      "                         PNG/JPEG files per class), or deterministic random data\n",
+      "  --augment=LIST         image folders: random-resized-crop,hflip (torchvision's\n",
+      "                         RandomResizedCrop to the input's HxW, RandomHorizontalFlip)\n",
+      "  --normalize=M,..:S,..  image folders: per-channel (x - mean) / std after x/255\n",
+      "  --data-workers=N       image folders: decoding threads (default min(8, cores))\n",
       "  --tokens=uint16|uint32 the id type of token files (default uint16, nanoGPT's);\n",
       "                         a model [batch, T] -> [batch, T] trains on windows of T\n",
       "                         tokens, the labels the next T (see docs/user-guide.md)\n",

@@ -7,6 +7,7 @@
 // which runProgram prints as "error: ..." before exiting with status 1.
 #pragma once
 
+#include "runtime/data/ImageTransform.h"
 #include "runtime/train/LrSchedule.h"
 
 #include <cstdint>
@@ -23,6 +24,7 @@ struct Options {
   // Training.
   std::string data;            // --data=DIR|FILE|synthetic (required)
   int tokenBytes = 0;          // --tokens=uint16|uint32: 2 or 4, 0 = not given (uint16)
+  ImageOptions image;          // --augment, --normalize, --data-workers (image folders)
   int64_t epochs = 1;          // --epochs=N
   int64_t maxSteps = 0;        // --max-steps=N, 0 = no limit (counts resumed steps too)
   bool lrSet = false;          // --lr=X given

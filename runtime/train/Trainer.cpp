@@ -478,10 +478,11 @@ TrainResult Trainer::run() {
   const int64_t batchesPerStep = stepRows_ / spec_.batchSize;
   Dataset train = loadDataset(spec_, opts_.data, Split::Train, opts_.seed,
                               pipeline_ ? static_cast<int>(shards * batchesPerStep) : shards,
-                              opts_.tokenBytes);
+                              opts_.tokenBytes, opts_.image);
   Dataset test;
   if (opts_.eval)
-    test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, shards, opts_.tokenBytes);
+    test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, shards, opts_.tokenBytes,
+                       opts_.image);
 
   Logger log(opts_.quiet, opts_.metrics, /*appendMetrics=*/opts_.resume, forceTty_,
              opts_.resume ? pos.metricsBytes : TrainPosition::kNoMetricsBytes);

@@ -1,4 +1,5 @@
-# Unit tests of the non-kernel runtime (dtcrt_trainer): options, data readers,
+# Unit tests of the non-kernel runtime (dtcrt_trainer): options, data readers
+# (image folders too: the tests write PNG and JPEG files with libpng/libjpeg),
 # sampler, ONNX and TensorProto I/O, checkpoints, and the whole training loop
 # on hand-written fake programs (a 2-stage pipeline on forked ranks too; GPU
 # programs through a host-memory device backend, and the real CUDA backend's
@@ -19,6 +20,7 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestLrSchedule.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestData.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestTokens.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestImages.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestIo.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpoint.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestCheckpointShards.cpp
@@ -34,7 +36,8 @@ add_executable(dtcrt_trainer_tests
 # The tests build ONNX models with the protobuf API, like the io/ sources.
 target_compile_definitions(dtcrt_trainer_tests PRIVATE ONNX_ML=1 ONNX_NAMESPACE=onnx)
 target_link_libraries(dtcrt_trainer_tests PRIVATE dtcrt_trainer ${DTCRT_ONNX_PROTO_LIBRARY}
-  protobuf::libprotobuf ZLIB::ZLIB GTest::gtest GTest::gtest_main)
+  protobuf::libprotobuf ZLIB::ZLIB ${DTCRT_JPEG_LIBRARY} ${DTCRT_PNG_LIBRARY} GTest::gtest
+  GTest::gtest_main)
 gtest_discover_tests(dtcrt_trainer_tests TEST_PREFIX "runtime.trainer." DISCOVERY_TIMEOUT 60
                      PROPERTIES TIMEOUT 180)
 
