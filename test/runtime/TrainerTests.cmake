@@ -109,3 +109,7 @@ if(TARGET dtcrt_cuda_backend)
     TIMEOUT 60
     PASS_REGULAR_EXPRESSION "^error: this program was compiled for --target=cuda but no CUDA device is visible \\([^\n]*\\)\nstatus 1\n$|^skipped: a GPU is visible")
 endif()
+
+# The image-folder loading benchmark tool (bench/image_loader.py runs it).
+add_executable(dtcrt_image_loader_bench ${DTCRT_TRAINER_TEST_DIR}/../../bench/image_loader.cpp)
+target_link_libraries(dtcrt_image_loader_bench PRIVATE dtcrt_trainer)
