@@ -36,7 +36,7 @@ MODELS = [
     ("vit_tiny", "zoo", 16, ["--optimizer=adamw", "--lr=0.001"]),
     ("resnet18", "zoo", 8, ["--optimizer=sgd", "--lr=0.01", "--momentum=0.9"]),
 ]
-ROW = re.compile(r"^  (.+?)\s{2,}(-- .*|([0-9.]+)\s+([0-9.]+)\s+(\S+)\s+(--.*?|))(\s+<- chosen)?$")
+ROW = re.compile(r"^  (.+?)\s{2,}(-- .*|([0-9.]+)\s+([0-9.]+)\s+(\S+)\s+(.*?))(\s+<- chosen)?$")
 
 
 def onnx_path(name, source, work):
@@ -51,10 +51,10 @@ def onnx_path(name, source, work):
     return path
 
 
-def plans(dtc, onnx, batch, flags):
+def plans(dtc, onnx, batch, flags, tune=False):
     out = subprocess.run([dtc, onnx, "--strategy=auto", "--devices=2", "--cluster=" + CLUSTER,
-                          f"--batch-size={batch}", "--report"] + flags,
-                         check=True, capture_output=True, text=True).stdout
+                          f"--batch-size={batch}", "--report"] + (["--tune"] if tune else []) +
+                         flags, check=True, capture_output=True, text=True).stdout
     rows = []
     for line in out.splitlines():
         if line.startswith("chosen:"):
@@ -65,8 +65,11 @@ def plans(dtc, onnx, batch, flags):
         if m.group(2).startswith("--"):
             rows.append({"plan": m.group(1).strip(), "refused": m.group(2)[3:]})
             continue
+        rest = m.group(6).split()
+        if rest and not rest[0].startswith("--"):  # --tune's measured column
+            rest = rest[1:]
         rows.append({"plan": m.group(1).strip(), "predicted": float(m.group(3)) / 1e3,
-                     "flags": m.group(6).split(), "chosen": bool(m.group(7))})
+                     "flags": rest, "chosen": bool(m.group(7))})
     return rows
 
 
@@ -113,7 +116,8 @@ def main():
              "Predicted: the cluster model of clusters/this-machine-cpu.json. Step times in ms "
              "for the same global batch.\n"]
     summary = ["| model | batch | auto's plan | its measured ms | best measured plan | best ms "
-               "| auto / best | mean abs prediction error |", "|---|---|---|---|---|---|---|---|"]
+               "| auto / best | --tune's plan | --tune / best | mean abs prediction error |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
     for name, source, batch, flags in MODELS:
         if name not in a.models.split(","):
             continue
@@ -140,9 +144,14 @@ def main():
         best = min(timed, key=lambda r: r["measured"])
         chosen = next(r for r in timed if r["chosen"])
         err = statistics.mean(abs(r["error"]) for r in timed)
+        # --tune: the chosen plan and the next two predicted, timed by dtc itself.
+        tuned_name = next(r["plan"] for r in plans(dtc, onnx, batch, flags, tune=True)
+                          if r.get("chosen"))
+        tuned = next(r for r in timed if r["plan"] == tuned_name)
         summary.append(f"| {name} | {batch} | {chosen['plan']} | {chosen['measured'] * 1e3:.3f} | "
                        f"{best['plan']} | {best['measured'] * 1e3:.3f} | "
-                       f"{chosen['measured'] / best['measured']:.2f} | {err * 100:.0f}% |")
+                       f"{chosen['measured'] / best['measured']:.2f} | {tuned_name} | "
+                       f"{tuned['measured'] / best['measured']:.2f} | {err * 100:.0f}% |")
     load = "Load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}; at the end: {:.2f} {:.2f} {:.2f} (2 cores; other work on the machine shows as load above 2).\n".format(*start_load, *os.getloadavg())
     text = "\n".join(lines[:3] + [load, "\n## Summary\n"] + summary + lines[3:]) + "\n"
     print(text)

@@ -704,16 +704,8 @@ mlir::LogicalResult chooseAutoPlan(mlir::MLIRContext &context, const dtc::Cluste
   llvm::stable_sort(order, [](size_t a, size_t b) {
     return autoPlans[a].predictedSeconds < autoPlans[b].predictedSeconds;
   });
-  // Within 2% of the fastest prediction (the model's noise), the simpler
-  // plan wins: the candidates' order (ddp, fsdp's levels, pipelines, --tp).
-  const double fastest = autoPlans[order.front()].predictedSeconds;
-  autoChosen = int(*llvm::min_element(order));
-  for (size_t i : order)
-    if (autoPlans[i].predictedSeconds <= fastest * 1.02) {
-      autoChosen = int(std::min<size_t>(size_t(autoChosen), i));
-    }
-  if (autoPlans[size_t(autoChosen)].predictedSeconds > fastest * 1.02)
-    autoChosen = int(order.front());
+  // The fastest predicted (ties: the earlier in the list, the simpler plan).
+  autoChosen = int(order.front());
   if (tune) {
     // The chosen plan and the next best predicted, three in all.
     std::vector<size_t> timed = {size_t(autoChosen)};
