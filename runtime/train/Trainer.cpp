@@ -576,7 +576,8 @@ TrainResult Trainer::run() {
   if (pipeline_)
     layout = str(", ", place_.stages, "-stage ", spec_.schedule ? spec_.schedule : "", " pipeline x ",
                  place_.replicas, place_.replicas == 1 ? " replica, " : " replicas, ",
-                 place_.microBatches, " micro-batches of ", spec_.batchSize, " (",
+                 place_.microBatches, place_.microBatches == 1 ? " micro-batch of " : " micro-batches of ",
+                 spec_.batchSize, " (",
                  shards > 1 ? str(stepRows_, " per replica, ") : std::string(), samplesPerStep,
                  " per step)",
                  tensorParallel() > 1
