@@ -431,6 +431,27 @@ LogicalResult emitReduce(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// ReduceMax/ReduceMin (CPU only): the output as the input's shape with the
+/// reduced dimensions kept as 1.
+LogicalResult emitReduceExtremum(Operation *op, FunctionEmitter &fn) {
+  auto reduce = cast<ReduceExtremumOp>(op);
+  Value x = reduce.getInput(), y = reduce.getOutput();
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no ReduceMax/ReduceMin";
+  if (cppElementType(x.getType()) != "float")
+    return codegenError(op) << "the CPU kernels support only float32 reductions, got "
+                            << x.getType();
+  Shape kept(fn.dims(x));
+  if (reduce.getAxes().empty())
+    kept.assign(kept.size(), 1);
+  for (int64_t axis : reduce.getAxes())
+    kept[*normalizeAxis(axis, kept.size())] = 1;
+  fn.kernel("reduce_extremum", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
+                                   fn.ptr(y) + ", " + fn.shape(kept) + ", " +
+                                   (reduce.getIsMax() ? "true" : "false"));
+  return success();
+}
+
 } // namespace
 
 void populateNNEmitters(OpEmitterTable &table) {
@@ -459,6 +480,7 @@ void populateNNEmitters(OpEmitterTable &table) {
   table["dtc.log_softmax_grad"] = emitSoftmaxFamily<LogSoftmaxGradOp>;
   table["dtc.reduce_sum"] = emitReduce<ReduceSumOp>;
   table["dtc.reduce_mean"] = emitReduce<ReduceMeanOp>;
+  table["dtc.reduce_extremum"] = emitReduceExtremum;
 }
 
 } // namespace dtc

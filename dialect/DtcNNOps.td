@@ -135,6 +135,17 @@ def Dtc_ReduceSumOp : Dtc_InferredOp<"reduce_sum"> {
   let results = (outs Dtc_NumericTensor:$output);
 }
 
+def Dtc_ReduceExtremumOp : Dtc_InferredOp<"reduce_extremum"> {
+  let summary = "max or min over `axes` (all axes when empty; ONNX ReduceMax/ReduceMin)";
+  let description = [{
+    NaN propagates. The gradient goes to the elements equal to the result,
+    split evenly between ties (as torch.amax/amin route it).
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims, BoolAttr:$is_max);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
 def Dtc_ArgExtremumOp : Dtc_InferredOp<"arg_extremum"> {
   let summary = "int64 index of the max or min along one axis (ONNX ArgMax/ArgMin)";
   let description = [{

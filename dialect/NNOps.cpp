@@ -311,6 +311,12 @@ LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
                      adaptor.getKeepdims(), types);
 }
 
+LogicalResult ReduceExtremumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferReduce(loc, "reduce_extremum", adaptor.getInput(), adaptor.getAxes(),
+                     adaptor.getKeepdims(), types);
+}
+
 LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {

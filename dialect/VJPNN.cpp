@@ -206,10 +206,31 @@ LogicalResult vjp(ReduceMeanOp op, OpBuilder &b, ValueRange dys,
   return success();
 }
 
+/// ReduceMax/ReduceMin: dy goes to the elements equal to the result, split
+/// evenly between ties: dx = (x == y) * dy / count(x == y).
+LogicalResult vjp(ReduceExtremumOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  Value x = op.getInput();
+  RankedTensorType type = tensorOf(x);
+  SmallVector<int64_t> kept(type.getShape());
+  if (op.getAxes().empty())
+    kept.assign(kept.size(), 1);
+  for (int64_t axis : op.getAxes())
+    kept[*normalizeAxis(axis, type.getRank())] = 1;
+  Value y = reshapeTo(b, loc, op.getOutput(), kept);
+  Value hit = b.create<CompareOp>(loc, x, y,
+                                  ComparePredicateAttr::get(b.getContext(), ComparePredicate::eq));
+  Value mask = b.create<CastOp>(loc, hit, TypeAttr::get(type.getElementType()));
+  Value count = b.create<ReduceSumOp>(loc, mask, op.getAxesAttr(), b.getBoolAttr(true));
+  Value share = b.create<DivOp>(loc, reshapeTo(b, loc, dys[0], kept), count);
+  dxs.assign({b.create<MulOp>(loc, mask, share)});
+  return success();
+}
+
 void attachNNVJPs(MLIRContext *context) {
-  attachVJPs<GemmOp, MatMulOp, ConvOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp,
-             BatchNormOp, BatchNormInferenceOp, LayerNormOp, SoftmaxOp, LogSoftmaxOp,
-             ReduceSumOp, ReduceMeanOp>(context);
+  attachVJPs<GemmOp, MatMulOp, ConvOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, BatchNormOp,
+             BatchNormInferenceOp, LayerNormOp, SoftmaxOp, LogSoftmaxOp, ReduceSumOp, ReduceMeanOp,
+             ReduceExtremumOp>(context);
 }
 
 } // namespace dtc

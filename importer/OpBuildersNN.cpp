@@ -4,8 +4,9 @@
 // OpBuildersWindow1D.cpp), GlobalAveragePool,
 // BatchNormalization (training and inference), LayerNormalization,
 // Softmax/LogSoftmax (with the coerce-to-2-D semantics before opset 13),
-// ReduceMean, ReduceSum, ArgMax and ArgMin. ONNX defaults and auto_pad are
-// resolved here so the dtc ops carry explicit attributes.
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin, ArgMax and ArgMin. ONNX
+// defaults and auto_pad are resolved here so the dtc ops carry explicit
+// attributes.
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -286,8 +287,9 @@ static LogicalResult buildSoftmax(NodeContext &nc) {
   return success();
 }
 
-/// ReduceSum takes its axes as an input from opset 13, ReduceMean from 18.
-template <typename OpTy, int64_t AxesInputSince>
+/// ReduceSum takes its axes as an input from opset 13, ReduceMean, ReduceMax
+/// and ReduceMin from 18.
+template <typename OpTy, int64_t AxesInputSince, bool IsMax = false>
 static LogicalResult buildReduce(NodeContext &nc) {
   Value x = nc.input(0);
   if (!x)
@@ -306,8 +308,12 @@ static LogicalResult buildReduce(NodeContext &nc) {
       return nc.error() << "axis " << a << " is out of range for rank " << rank, failure();
     a = *n;
   }
-  auto op = nc.create<OpTy>(1, x, nc.b.getDenseI64ArrayAttr(*axes),
-                            nc.b.getBoolAttr(attrInt(nc.node, "keepdims", 1) != 0));
+  BoolAttr keepdims = nc.b.getBoolAttr(attrInt(nc.node, "keepdims", 1) != 0);
+  OpTy op;
+  if constexpr (std::is_same_v<OpTy, ReduceExtremumOp>)
+    op = nc.create<OpTy>(1, x, nc.b.getDenseI64ArrayAttr(*axes), keepdims, nc.b.getBoolAttr(IsMax));
+  else
+    op = nc.create<OpTy>(1, x, nc.b.getDenseI64ArrayAttr(*axes), keepdims);
   if (!op)
     return failure();
   nc.setOutput(0, op);
@@ -349,6 +355,8 @@ void populateNNBuilders(BuilderTable &table) {
   table["LogSoftmax"] = buildSoftmax<LogSoftmaxOp>;
   table["ReduceMean"] = buildReduce<ReduceMeanOp, 18>;
   table["ReduceSum"] = buildReduce<ReduceSumOp, 13>;
+  table["ReduceMax"] = buildReduce<ReduceExtremumOp, 18, true>;
+  table["ReduceMin"] = buildReduce<ReduceExtremumOp, 18, false>;
 }
 
 } // namespace dtc

@@ -182,6 +182,11 @@ void arith(const T* a, const int64_t* aShape, int aRank, const T* b, const int64
 template <typename T>
 void arg_extremum(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t* y,
                   bool isMax, bool selectLast);
+// ReduceMax (isMax) or ReduceMin: y (yShape: xShape with the reduced
+// dimensions 1, same rank) = the extremum of x over the reduced dimensions.
+// NaN propagates; an empty reduction gives -inf (max) or +inf (min).
+void reduce_extremum(const float* x, const int64_t* xShape, int rank, float* y,
+                     const int64_t* yShape, bool isMax);
 
 void fill(float* y, int64_t n, float value);                // y[i] = value
 void copy(const float* x, float* y, int64_t n);             // y[i] = x[i] (no overlap)

@@ -1,6 +1,7 @@
 // Tests of the arith kernel: int64 and int32 arithmetic (wrapping, division
 // and remainder toward 0 or the divisor's sign, by 0, powers) and float Mod,
-// broadcasting a row and a column; arg_extremum (ArgMax/ArgMin) at ties.
+// broadcasting a row and a column; arg_extremum (ArgMax/ArgMin) at ties;
+// reduce_extremum (ReduceMax/ReduceMin) against a double loop.
 // Exact against values worked out by hand.
 #include "TestUtil.h"
 
@@ -74,4 +75,34 @@ TEST(Arith, ArgExtremumFirstAndLastAtTies) {
   const std::vector<int32_t> ints = {4, -1, 4};
   k::arg_extremum(ints.data(), 1, 3, 1, y.data(), true, true);
   EXPECT_EQ(y[0], 2);
+}
+
+TEST(Arith, ReduceExtremumAgainstDoubleLoops) {
+  // x [3, 4, 5] random; every subset of axes, max and min, against a double
+  // reference loop over the kept shape.
+  Rng rng(7);
+  const Shape xs = {3, 4, 5};
+  const Vec x = rng.vec(numel(xs));
+  for (int mask = 1; mask < 8; ++mask)
+    for (bool isMax : {true, false}) {
+      Shape ys = xs;
+      for (int d = 0; d < 3; ++d)
+        if (mask & (1 << d))
+          ys[(size_t)d] = 1;
+      std::vector<double> want((size_t)numel(ys), isMax ? -1e300 : 1e300);
+      for (int64_t i = 0; i < numel(xs); ++i) {
+        double& w = want[(size_t)broadcastIndex(unravel(i, xs), ys)];
+        w = isMax ? std::max(w, (double)x[(size_t)i]) : std::min(w, (double)x[(size_t)i]);
+      }
+      Vec y((size_t)numel(ys), 99.0f);
+      k::reduce_extremum(x.data(), xs.data(), 3, y.data(), ys.data(), isMax);
+      expectClose(y, want, 0.0, 0.0, "mask " + std::to_string(mask));
+    }
+  // NaN propagates.
+  const Vec withNan = {1.0f, std::nanf(""), 3.0f, 2.0f};
+  const Shape ns = {2, 2}, rows = {2, 1};
+  Vec y(2);
+  k::reduce_extremum(withNan.data(), ns.data(), 2, y.data(), rows.data(), true);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], 3.0f);
 }
