@@ -7,7 +7,8 @@
 // dtc's built-in loss, with the same VJP; the training step then trains on
 // the model's scalar output (passes/AddLoss.cpp). Its other forms (class
 // weights, ignore_index, no or sum reduction, [N, C, d...] scores, log_prob)
-// are composed of dtc ops.
+// are composed of dtc ops, and so is NegativeLogLikelihoodLoss (the same
+// composition without the log-softmax).
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -35,8 +36,10 @@ static Value tensorConstant(NodeContext &nc, ArrayRef<int64_t> shape, Type eleme
 /// label's entry picked by a one-hot mask (labels == 0..C-1); each element
 /// weighted by its class's weight (1 without weights), 0 where the label is
 /// ignore_index (whose weight lookup uses class 0 instead); the mean is the
-/// sum over the total weight, as ONNX defines it.
-static LogicalResult buildGeneralLoss(NodeContext &nc, Value scores, Value labels) {
+/// sum over the total weight, as ONNX defines it. With scoresAreLogProbs
+/// (NegativeLogLikelihoodLoss) the scores are taken as logp.
+static LogicalResult buildGeneralLoss(NodeContext &nc, Value scores, Value labels,
+                                      bool scoresAreLogProbs = false) {
   auto scoresType = llvm::cast<RankedTensorType>(scores.getType());
   auto labelsType = llvm::cast<RankedTensorType>(labels.getType());
   const int64_t rank = scoresType.getRank();
@@ -56,8 +59,10 @@ static LogicalResult buildGeneralLoss(NodeContext &nc, Value scores, Value label
   BoolAttr dropAxes = nc.b.getBoolAttr(false);
   if (!labelsType.getElementType().isInteger(64))
     labels = value(nc.create<CastOp>(1, labels, TypeAttr::get(i64)));
-  Value logp = labels ? value(nc.create<LogSoftmaxOp>(1, scores, nc.b.getI64IntegerAttr(1)))
-                      : Value();
+  Value logp;
+  if (labels)
+    logp = scoresAreLogProbs ? scores
+                             : value(nc.create<LogSoftmaxOp>(1, scores, nc.b.getI64IntegerAttr(1)));
   if (!logp)
     return failure();
   SmallVector<int64_t> column(labelsType.getShape());
@@ -146,8 +151,19 @@ static LogicalResult buildSoftmaxCrossEntropyLoss(NodeContext &nc) {
   return success();
 }
 
+/// NegativeLogLikelihoodLoss (opset 12+): the general composition on scores
+/// that already are log-probabilities.
+static LogicalResult buildNegativeLogLikelihoodLoss(NodeContext &nc) {
+  Value logProbs = nc.input(0);
+  Value labels = logProbs ? nc.input(1) : Value();
+  if (!logProbs || !labels)
+    return failure();
+  return buildGeneralLoss(nc, logProbs, labels, /*scoresAreLogProbs=*/true);
+}
+
 void populateLossBuilders(BuilderTable &table) {
   table["SoftmaxCrossEntropyLoss"] = buildSoftmaxCrossEntropyLoss;
+  table["NegativeLogLikelihoodLoss"] = buildNegativeLogLikelihoodLoss;
 }
 
 } // namespace dtc
