@@ -281,6 +281,25 @@ LogicalResult emitReduceToShape(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// CumSum (CPU only): the axis a literal, or read from its run-time operand.
+LogicalResult emitCumSum(Operation *op, FunctionEmitter &fn) {
+  auto cumsum = cast<CumSumOp>(op);
+  Value x = cumsum.getInput(), y = cumsum.getOutput();
+  StringRef type = cppElementType(x.getType());
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no CumSum";
+  if (type != "float" && type != "double" && type != "int64_t" && type != "int32_t")
+    return codegenError(op) << "the CPU kernels sum float32, float64, int64 or int32 values, got "
+                            << x.getType();
+  std::string axis = num(cumsum.getAxis());
+  if (Value operand = cumsum.getAxisValue())
+    axis = "static_cast<int64_t>(" + fn.ptr(operand) + "[0])";
+  fn.kernel("cumsum", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " + axis + ", " +
+                          (cumsum.getExclusive() ? "true" : "false") + ", " +
+                          (cumsum.getReverse() ? "true" : "false") + ", " + fn.ptr(y));
+  return success();
+}
+
 } // namespace
 
 void populateMathEmitters(OpEmitterTable &table) {
@@ -304,6 +323,7 @@ void populateMathEmitters(OpEmitterTable &table) {
     table[name] = emitPointwiseGrad;
   table["dtc.gelu_grad"] = emitGeluGrad;
   table["dtc.cast"] = emitCast;
+  table["dtc.cumsum"] = emitCumSum;
   table["dtc.fused_elementwise"] = emitFusedElementwise;
   table["dtc.where"] = emitWhere;
   table["dtc.compare"] = emitCompare;

@@ -77,6 +77,21 @@ def Dtc_ActivationOp : Dtc_SameTypeOp<"activation"> {
 def Dtc_MaximumOp : Dtc_BroadcastBinaryOp<"maximum", "elementwise max, broadcasting">;
 def Dtc_MinimumOp : Dtc_BroadcastBinaryOp<"minimum", "elementwise min, broadcasting">;
 
+def Dtc_CumSumOp : Dtc_InferredOp<"cumsum"> {
+  let summary = "cumulative sum along one axis (ONNX CumSum)";
+  let description = [{
+    y[..., j, ...] = the sum of x[..., i, ...] over i <= j (i < j with
+    `exclusive`; i >= j, or i > j, with `reverse`) along the axis. The axis
+    is the `axis` attribute, or, when the optional `axis_value` operand (a
+    one-element integer tensor known only at run time) is given, that
+    value; a negative axis counts from the end. The gradient is the
+    cumulative sum of dy in the other direction.
+  }];
+  let arguments = (ins Dtc_NumericTensor:$input, Optional<Dtc_IndexTensor>:$axis_value,
+                       I64Attr:$axis, BoolAttr:$exclusive, BoolAttr:$reverse);
+  let results = (outs Dtc_NumericTensor:$output);
+}
+
 def Dtc_IdentityOp : Dtc_SameTypeOp<"identity"> {
   let summary = "returns its operand";
   let arguments = (ins Dtc_Tensor:$input);

@@ -71,6 +71,22 @@ LogicalResult GeluOp::verify() {
 
 OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
 
+LogicalResult CumSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  if (Value axis = adaptor.getAxisValue()) {
+    if (tensorOf(axis).getNumElements() != 1)
+      return inferenceError(loc, "dtc.cumsum: the axis operand " +
+                                     formatShape(tensorOf(axis).getShape()) +
+                                     " is not one element");
+  } else if (!normalizeAxis(adaptor.getAxis(), input.getRank())) {
+    return inferenceError(loc, "dtc.cumsum: axis " + std::to_string(adaptor.getAxis()) +
+                                   " out of range for rank " + std::to_string(input.getRank()));
+  }
+  types.push_back(input);
+  return success();
+}
+
 LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor, SmallVectorImpl<Type> &types) {
   types.push_back(tensorOf(adaptor.getInput()).clone(adaptor.getTo()));

@@ -215,10 +215,23 @@ LogicalResult vjp(MseLossOp op, OpBuilder &b, ValueRange dys,
   return success();
 }
 
+/// CumSum: dx is dy summed cumulatively the other way (same axis, same
+/// exclusiveness); none for the axis operand. Not differentiable on integers.
+LogicalResult vjp(CumSumOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  Value dx;
+  if (llvm::isa<FloatType>(tensorOf(op.getInput()).getElementType()))
+    dx = b.create<CumSumOp>(op.getLoc(), dys[0], op.getAxisValue(), op.getAxisAttr(),
+                            op.getExclusiveAttr(), b.getBoolAttr(!op.getReverse()));
+  dxs.assign({dx});
+  if (op.getAxisValue())
+    dxs.push_back(Value());
+  return success();
+}
+
 void attachMathVJPs(MLIRContext *context) {
-  attachVJPs<AddOp, SubOp, MulOp, DivOp, PowOp, SqrtOp, NegOp, ExpOp, LogOp, ReluOp,
-             SigmoidOp, TanhOp, ErfOp, GeluOp, ActivationOp, MaximumOp, MinimumOp, IdentityOp, CastOp, WhereOp, DropoutOp,
-             SoftmaxCrossEntropyOp, MseLossOp>(context);
+  attachVJPs<AddOp, SubOp, MulOp, DivOp, PowOp, SqrtOp, NegOp, ExpOp, LogOp, ReluOp, SigmoidOp,
+             TanhOp, ErfOp, GeluOp, ActivationOp, MaximumOp, MinimumOp, IdentityOp, CastOp, WhereOp,
+             DropoutOp, SoftmaxCrossEntropyOp, MseLossOp, CumSumOp>(context);
 }
 
 } // namespace dtc

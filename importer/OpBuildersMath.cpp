@@ -2,8 +2,8 @@
 //
 // Binary arithmetic (a host-constant operand takes the other operand's
 // element type), unary activations, Gelu, Where, Cast, Identity, Dropout, and
-// comparisons and logic (on constants they fold), Mod, the ops dtc evaluates
-// only at compile time (Shape, Range, ...).
+// comparisons and logic (on constants they fold), Mod, CumSum, the ops dtc
+// evaluates only at compile time (Shape, Range, ...).
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -268,6 +268,39 @@ static LogicalResult buildHostOnly(NodeContext &nc) {
          failure();
 }
 
+/// CumSum: the axis (input 1) a constant, or a one-element integer tensor
+/// known only at run time, which the kernel reads.
+static LogicalResult buildCumSum(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  BoolAttr exclusive = nc.b.getBoolAttr(attrInt(nc.node, "exclusive", 0) != 0);
+  BoolAttr reverse = nc.b.getBoolAttr(attrInt(nc.node, "reverse", 0) != 0);
+  int64_t rank = llvm::cast<RankedTensorType>(x.getType()).getRank();
+  Value axisValue;
+  int64_t axis = 0;
+  if (const HostTensor *t = nc.host(1)) {
+    if (t->size() != 1)
+      return nc.error() << "axis (input '" << nc.inputName(1) << "') has " << t->size()
+                        << " elements, not 1",
+             failure();
+    axis = t->intAt(0);
+    std::optional<int64_t> n = normalizeAxis(axis, rank);
+    if (!n)
+      return nc.error() << "axis " << axis << " is out of range for rank " << rank, failure();
+    axis = *n;
+  } else {
+    axisValue = nc.input(1);
+    if (!axisValue)
+      return failure();
+  }
+  auto op = nc.create<CumSumOp>(1, x, axisValue, nc.b.getI64IntegerAttr(axis), exclusive, reverse);
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
 void populateMathBuilders(BuilderTable &table) {
   table["Add"] = buildBinary<AddOp>;
   table["Sub"] = buildBinary<SubOp>;
@@ -297,6 +330,7 @@ void populateMathBuilders(BuilderTable &table) {
   table["Or"] = buildLogical<LogicalKind::or_>;
   table["Xor"] = buildLogical<LogicalKind::xor_>;
   table["Not"] = buildNot;
+  table["CumSum"] = buildCumSum;
   for (const char *op : {"Shape", "Size", "Range", "ConstantOfShape", "ScatterND"})
     table[op] = buildHostOnly;
 }

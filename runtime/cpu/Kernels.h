@@ -182,6 +182,13 @@ void arith(const T* a, const int64_t* aShape, int aRank, const T* b, const int64
 template <typename T>
 void arg_extremum(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t* y,
                   bool isMax, bool selectLast);
+// CumSum (CumSum.cpp): y = the cumulative sum of x (shape, rank) along
+// `axis` (negative counts from the end; out of range throws), exclusive
+// (each element's sum leaves itself out) and/or reverse (from the end).
+// y may be x. T = float, double, int64_t, int32_t.
+template <typename T>
+void cumsum(const T* x, const int64_t* shape, int rank, int64_t axis, bool exclusive, bool reverse,
+            T* y);
 // ReduceMax (isMax) or ReduceMin: y (yShape: xShape with the reduced
 // dimensions 1, same rank) = the extremum of x over the reduced dimensions.
 // NaN propagates; an empty reduction gives -inf (max) or +inf (min).

@@ -2,7 +2,8 @@
 // selected rank-5/6 cases against an index reference, slice (negative steps)
 // and its backward, concat/split round trips, gather (negative indices, inner
 // axis) and its scatter-add backward, expand; transpose also on int64, int32
-// and bool elements. All exact (pure copies/sums of at most a few values).
+// and bool elements. All exact (pure copies/sums of at most a few values),
+// but cumsum (every axis and direction) against a double loop.
 #include "TestUtil.h"
 
 #include <numeric>
@@ -214,4 +215,43 @@ TEST(GatherElements, ForwardAndBackward) {
   std::vector<int32_t> yi(6);
   k::gather_elements(ints.data(), ds.data(), rows.data(), is.data(), 2, 0, yi.data());
   EXPECT_EQ(yi, (std::vector<int32_t>{40, 80, 30, 70, 20, 30}));
+}
+
+TEST(CumSum, EveryAxisAndDirectionAgainstDoubleLoops) {
+  // x [2, 3, 4] random; each axis (and its negative), inclusive/exclusive,
+  // forward/reverse, against a double reference; then int64 in place.
+  dtcrt_test::Rng rng(11);
+  const Shape xs = {2, 3, 4};
+  const std::vector<float> x = rng.vec(24);
+  for (int64_t axis = -3; axis < 3; ++axis)
+    for (bool exclusive : {false, true})
+      for (bool reverse : {false, true}) {
+        const int64_t a = axis < 0 ? axis + 3 : axis;
+        std::vector<double> want(24);
+        for (int64_t i = 0; i < 24; ++i) {
+          Shape at = unravel(i, xs);
+          const int64_t j = at[(size_t)a];
+          double sum = 0.0;
+          for (int64_t k = 0; k < xs[(size_t)a]; ++k) {
+            const bool in = reverse ? (exclusive ? k > j : k >= j) : (exclusive ? k < j : k <= j);
+            at[(size_t)a] = k;
+            if (in) {
+              int64_t flat = 0;
+              for (size_t d = 0; d < 3; ++d)
+                flat = flat * xs[d] + at[d];
+              sum += x[(size_t)flat];
+            }
+          }
+          want[(size_t)i] = sum;
+        }
+        std::vector<float> y(24, 99.0f);
+        k::cumsum(x.data(), xs.data(), 3, axis, exclusive, reverse, y.data());
+        dtcrt_test::expectClose(y, want, 1e-6, 1e-6,
+                                "axis " + std::to_string(axis) + (exclusive ? " excl" : "") +
+                                    (reverse ? " rev" : ""));
+      }
+  std::vector<int64_t> ids = {1, 1, 0, 1, 1};
+  const Shape is = {5};
+  k::cumsum(ids.data(), is.data(), 1, 0, false, false, ids.data());
+  EXPECT_EQ(ids, (std::vector<int64_t>{1, 2, 2, 3, 4}));
 }
