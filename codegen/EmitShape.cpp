@@ -1,7 +1,7 @@
 //===- EmitShape.cpp - C++ for the data-movement ops and ArgMax/ArgMin ---===//
 //
-// Transpose, Expand, Concat, Split, Slice, Gather, GatherElements (the last
-// CPU only), their gradients, and ArgMax/ArgMin.
+// Transpose, Expand, Concat, Split, Slice, Gather, GatherElements and
+// ScatterElements (the last two CPU only), their gradients, and ArgMax/ArgMin.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitterContext.h"
@@ -191,6 +191,27 @@ LogicalResult emitGatherElementsGrad(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// ScatterElements (CPU only; int64 indices): data copied, then updated.
+LogicalResult emitScatterElements(Operation *op, FunctionEmitter &fn) {
+  auto scatter = cast<ScatterElementsOp>(op);
+  Value data = scatter.getData(), indices = scatter.getIndices();
+  StringRef type = cppElementType(data.getType());
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no ScatterElements";
+  if (cppElementType(indices.getType()) != "int64_t")
+    return codegenError(op) << "scatter_elements indices must be int64";
+  if (type != "float" && type != "int64_t" && type != "int32_t")
+    return codegenError(op) << "the kernels scatter float32, int64 or int32 values, got "
+                            << data.getType();
+  int64_t axis = *normalizeAxis(scatter.getAxis(), fn.rank(data));
+  fn.kernel("scatter_elements", fn.ptr(data) + ", " + fn.shape(data) + ", " + fn.ptr(indices) +
+                                    ", " + fn.shape(indices) + ", " + fn.ptr(scatter.getUpdates()) +
+                                    ", " + num(fn.rank(data)) + ", " + num(axis) + ", " +
+                                    (scatter.getAdd() ? "true" : "false") + ", " +
+                                    fn.ptr(scatter.getOutput()));
+  return success();
+}
+
 /// ArgMax/ArgMin: the input as [outer, n, inner] around the axis (CPU only).
 LogicalResult emitArgExtremum(Operation *op, FunctionEmitter &fn) {
   auto arg = cast<ArgExtremumOp>(op);
@@ -221,6 +242,7 @@ void populateShapeEmitters(OpEmitterTable &table) {
   table["dtc.arg_extremum"] = emitArgExtremum;
   table["dtc.gather_elements"] = emitGatherElements;
   table["dtc.gather_elements_grad"] = emitGatherElementsGrad;
+  table["dtc.scatter_elements"] = emitScatterElements;
   table["dtc.transpose"] = emitTranspose;
   table["dtc.expand"] = emitExpand;
   table["dtc.concat"] = emitConcat;

@@ -86,6 +86,20 @@ def Dtc_GatherElementsOp : Dtc_InferredOp<"gather_elements"> {
   let results = (outs Dtc_Tensor:$output);
 }
 
+def Dtc_ScatterElementsOp : Dtc_InferredOp<"scatter_elements"> {
+  let summary = "data with `updates` written at `indices` along `axis` (ONNX ScatterElements)";
+  let description = [{
+    output = data, then for each position p of indices (and updates, of
+    the same shape and of data's rank): output[p with its `axis`
+    coordinate replaced by indices[p]] = updates[p], or += with `add`
+    (ONNX's reduction "add"; a negative index counts from the end). With
+    repeated indices and no reduction the last update wins.
+  }];
+  let arguments = (ins Dtc_Tensor:$data, Dtc_IndexTensor:$indices, Dtc_Tensor:$updates,
+                       I64Attr:$axis, BoolAttr:$add);
+  let results = (outs Dtc_Tensor:$output);
+}
+
 def Dtc_ExpandOp : Dtc_InferredOp<"expand"> {
   let summary = "broadcasts to a static shape (ONNX Expand)";
   let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$shape);

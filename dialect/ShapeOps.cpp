@@ -221,6 +221,30 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Lo
   return success();
 }
 
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType data = tensorOf(adaptor.getData());
+  RankedTensorType indices = tensorOf(adaptor.getIndices());
+  RankedTensorType updates = tensorOf(adaptor.getUpdates());
+  std::optional<int64_t> axis = normalizeAxis(adaptor.getAxis(), data.getRank());
+  if (!axis)
+    return inferenceError(loc, "dtc.scatter_elements: axis out of range");
+  if (updates.getElementType() != data.getElementType())
+    return inferenceError(loc, "dtc.scatter_elements: updates and data differ in element type");
+  if (indices.getShape() != updates.getShape() || indices.getRank() != data.getRank())
+    return inferenceError(loc, "dtc.scatter_elements: indices " + formatShape(indices.getShape()) +
+                                   ", updates " + formatShape(updates.getShape()) + " and data " +
+                                   formatShape(data.getShape()) +
+                                   " are not of one rank with indices shaped as updates");
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != *axis && indices.getDimSize(d) > data.getDimSize(d))
+      return inferenceError(loc, "dtc.scatter_elements: indices " +
+                                     formatShape(indices.getShape()) + " exceed data " +
+                                     formatShape(data.getShape()) + " off the axis");
+  types.push_back(data);
+  return success();
+}
+
 LogicalResult ExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType input = tensorOf(adaptor.getInput());

@@ -103,9 +103,31 @@ LogicalResult vjp(GatherElementsOp op, OpBuilder &b, ValueRange dys,
   return success();
 }
 
+/// ScatterElements: data's gradient is dy where no update landed (all of dy
+/// with `add`), the updates' dy gathered at their positions; none for the
+/// indices. Not differentiable on integers.
+LogicalResult vjp(ScatterElementsOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  RankedTensorType updates = tensorOf(op.getUpdates());
+  if (!llvm::isa<FloatType>(updates.getElementType())) {
+    dxs.assign({Value(), Value(), Value()});
+    return success();
+  }
+  Value dData = dys[0];
+  if (!op.getAdd()) {
+    auto zeros = DenseElementsAttr::get(updates, b.getFloatAttr(updates.getElementType(), 0.0));
+    dData =
+        b.create<ScatterElementsOp>(loc, dys[0], op.getIndices(), b.create<ConstantOp>(loc, zeros),
+                                    op.getAxisAttr(), op.getAddAttr());
+  }
+  Value dUpdates = b.create<GatherElementsOp>(loc, dys[0], op.getIndices(), op.getAxisAttr());
+  dxs.assign({dData, Value(), dUpdates});
+  return success();
+}
+
 void attachShapeVJPs(MLIRContext *context) {
-  attachVJPs<FlattenOp, ReshapeOp, SqueezeOp, UnsqueezeOp, TransposeOp, ExpandOp,
-             ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp>(context);
+  attachVJPs<FlattenOp, ReshapeOp, SqueezeOp, UnsqueezeOp, TransposeOp, ExpandOp, ConcatOp, SplitOp,
+             SliceOp, GatherOp, GatherElementsOp, ScatterElementsOp>(context);
 }
 
 } // namespace dtc

@@ -1,9 +1,9 @@
 //===- OpBuildersShape.cpp - data-movement ONNX ops -> dtc -----------------===//
 //
 // Constant, Flatten, Reshape, Transpose, Concat, Slice, Gather,
-// GatherElements, Squeeze, Unsqueeze, Split and Expand. Their shape operands (Reshape's shape, Slice's
-// starts, the axes inputs of opset 13+) must be compile-time constants; they
-// become attributes of the dtc ops.
+// GatherElements, ScatterElements, Squeeze, Unsqueeze, Split and Expand. Their shape operands
+// (Reshape's shape, Slice's starts, the axes inputs of opset 13+) must be compile-time constants;
+// they become attributes of the dtc ops.
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ConstantFolder.h"
@@ -191,6 +191,34 @@ static LogicalResult buildGatherElements(NodeContext &nc) {
                                                 nc.b.getI64IntegerAttr(*normalized)));
 }
 
+/// ScatterElements: int64 indices (int32 ones are cast); reduction none or
+/// add (mul, max and min are refused).
+static LogicalResult buildScatterElements(NodeContext &nc) {
+  Value data = nc.input(0);
+  Value indices = data ? nc.input(1, nc.b.getI64Type()) : Value();
+  Value updates = indices ? nc.inputMatching(2, data) : Value();
+  if (!updates)
+    return failure();
+  std::string reduction = attrString(nc.node, "reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return nc.error() << "reduction '" << reduction
+                      << "' is not supported; dtc supports none and add",
+           failure();
+  if (!typeOfValue(indices).getElementType().isInteger(64)) {
+    auto cast = nc.create<CastOp>(1, indices, TypeAttr::get(nc.b.getI64Type()));
+    if (!cast)
+      return failure();
+    indices = cast;
+  }
+  int64_t axis = attrInt(nc.node, "axis", 0);
+  std::optional<int64_t> normalized = normalizeAxis(axis, typeOfValue(data).getRank());
+  if (!normalized)
+    return nc.error() << "axis " << axis << " is out of range for " << data.getType(), failure();
+  return finish(nc, nc.create<ScatterElementsOp>(1, data, indices, updates,
+                                                 nc.b.getI64IntegerAttr(*normalized),
+                                                 nc.b.getBoolAttr(reduction == "add")));
+}
+
 static LogicalResult buildSqueeze(NodeContext &nc) {
   Value x = nc.input(0);
   if (!x)
@@ -286,6 +314,7 @@ void populateShapeBuilders(BuilderTable &table) {
   table["Slice"] = buildSlice;
   table["Gather"] = buildGather;
   table["GatherElements"] = buildGatherElements;
+  table["ScatterElements"] = buildScatterElements;
   table["Squeeze"] = buildSqueeze;
   table["Unsqueeze"] = buildUnsqueeze;
   table["Split"] = buildSplit;

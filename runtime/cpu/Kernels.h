@@ -473,6 +473,14 @@ void gather_elements(const T* data, const int64_t* dataShape, const int64_t* ind
 // dData (overwritten, zeroed first): dy scatter-added to the picked elements.
 void gather_elements_backward(const float* dy, const int64_t* indices, const int64_t* idxShape,
                               const int64_t* dataShape, int rank, int axis, float* dData);
+// ScatterElements: y = data (dataShape), then y at each index's position
+// with its `axis` coordinate replaced by the index (negative counts from the
+// end; out of range throws) = updates (idxShape), or += with `add`. y may be
+// data. T = float, int64_t, int32_t.
+template <typename T>
+void scatter_elements(const T* data, const int64_t* dataShape, const int64_t* indices,
+                      const int64_t* idxShape, const T* updates, int rank, int axis, bool add,
+                      T* y);
 // y = broadcast of x (xShape) to yShape (numpy rules).
 template <typename T>
 void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,

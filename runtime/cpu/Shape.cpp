@@ -1,11 +1,14 @@
 // Shape and data movement: transpose by an arbitrary permutation (dims are
 // collapsed first; then either contiguous row copies or cache-blocked 2-D tile
 // transposes), slice and its backward, concat/split, gather (embedding lookup)
-// and its scatter-add backward, and expand (broadcast copy). The copies are
+// and its scatter-add backward, gather_elements/scatter_elements, and expand
+// (broadcast copy). The copies are
 // templates over the element type: every one (Kernels.h, section 1: float,
 // double, float16, the integers, bools as uint8 and bf16 bits as uint16), so
 // tensors such as token ids move the same way.
 #include "runtime/cpu/Internal.h"
+
+#include <algorithm>
 
 namespace dtcrt::cpu {
 using namespace detail;
@@ -312,6 +315,27 @@ void gather_elements_backward(const float* dy, const int64_t* indices, const int
   forEachElementIndex("gather_elements_backward", indices, idxShape, dataShape, rank, axis,
                       [&](int64_t i, int64_t src) { dData[src] += dy[i]; });
 }
+
+template <typename T>
+void scatter_elements(const T* data, const int64_t* dataShape, const int64_t* indices,
+                      const int64_t* idxShape, const T* updates, int rank, int axis, bool add,
+                      T* y) {
+  if (y != data)
+    std::copy(data, data + numElements(dataShape, rank), y);
+  forEachElementIndex("scatter_elements", indices, idxShape, dataShape, rank, axis,
+                      [&](int64_t i, int64_t dst) {
+                        if (add)
+                          y[dst] += updates[i];
+                        else
+                          y[dst] = updates[i];
+                      });
+}
+template void scatter_elements(const float *, const int64_t *, const int64_t *, const int64_t *,
+                               const float *, int, int, bool, float *);
+template void scatter_elements(const int64_t *, const int64_t *, const int64_t *, const int64_t *,
+                               const int64_t *, int, int, bool, int64_t *);
+template void scatter_elements(const int32_t *, const int64_t *, const int64_t *, const int64_t *,
+                               const int32_t *, int, int, bool, int32_t *);
 
 template <typename T>
 void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,

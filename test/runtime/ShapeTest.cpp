@@ -2,8 +2,9 @@
 // selected rank-5/6 cases against an index reference, slice (negative steps)
 // and its backward, concat/split round trips, gather (negative indices, inner
 // axis) and its scatter-add backward, expand; transpose also on int64, int32
-// and bool elements. All exact (pure copies/sums of at most a few values),
-// but cumsum (every axis and direction) against a double loop.
+// and bool elements; scatter_elements (none and add, repeated and negative
+// indices). All exact (pure copies/sums of at most a few values), but
+// cumsum (every axis and direction) against a double loop.
 #include "TestUtil.h"
 
 #include <numeric>
@@ -254,4 +255,33 @@ TEST(CumSum, EveryAxisAndDirectionAgainstDoubleLoops) {
   const Shape is = {5};
   k::cumsum(ids.data(), is.data(), 1, 0, false, false, ids.data());
   EXPECT_EQ(ids, (std::vector<int64_t>{1, 2, 2, 3, 4}));
+}
+
+TEST(ScatterElements, NoneAndAdd) {
+  // ONNX's example along axis 0, then axis 1 with a negative and a repeated
+  // index: none keeps the last update, add sums them; int32 in place.
+  const std::vector<float> data(9, 0.0f);
+  const Shape ds = {3, 3}, is = {2, 3};
+  const std::vector<int64_t> rows = {1, 0, 2, 0, 2, 1};
+  const std::vector<float> upd = {1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f};
+  std::vector<float> y(9, 99.0f);
+  k::scatter_elements(data.data(), ds.data(), rows.data(), is.data(), upd.data(), 2, 0, false,
+                      y.data());
+  EXPECT_EQ(y, (std::vector<float>{2.0f, 1.1f, 0.0f, 1.0f, 0.0f, 2.2f, 0.0f, 2.1f, 1.2f}));
+  const std::vector<float> row = {1, 2, 3, 4, 5};
+  const Shape rs = {1, 5}, ris = {1, 3};
+  const std::vector<int64_t> cols = {1, -4, 3};
+  const std::vector<float> u = {1.1f, 2.1f, 3.1f};
+  std::vector<float> yr(5);
+  k::scatter_elements(row.data(), rs.data(), cols.data(), ris.data(), u.data(), 2, 1, false,
+                      yr.data());
+  EXPECT_EQ(yr, (std::vector<float>{1.0f, 2.1f, 3.0f, 3.1f, 5.0f}));
+  k::scatter_elements(row.data(), rs.data(), cols.data(), ris.data(), u.data(), 2, 1, true,
+                      yr.data());
+  EXPECT_EQ(yr, (std::vector<float>{1.0f, 2.0f + 1.1f + 2.1f, 3.0f, 4.0f + 3.1f, 5.0f}));
+  std::vector<int32_t> ints = {1, 2, 3, 4, 5};
+  const std::vector<int32_t> ui = {10, 20, 30};
+  k::scatter_elements(ints.data(), rs.data(), cols.data(), ris.data(), ui.data(), 2, 1, true,
+                      ints.data());
+  EXPECT_EQ(ints, (std::vector<int32_t>{1, 32, 3, 34, 5}));
 }
