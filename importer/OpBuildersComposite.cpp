@@ -9,6 +9,8 @@
 //   ReduceSumSquare, ReduceL2, ReduceL1
 //                          x*x / sqrt / abs around reduce_sum
 //   Trilu                  a mask (constant, or from a run-time k) through where
+//   LRN                    x * (bias + alpha * average_pool(x^2 across
+//                          channels))^-beta
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -202,6 +204,45 @@ static LogicalResult buildTrilu(NodeContext &nc) {
   return success();
 }
 
+/// LRN (AlexNet's local response normalization across channels):
+/// y = x * (bias + alpha / size * sum of x^2 over channels
+/// [c - floor((size-1)/2), c + ceil((size-1)/2)])^-beta. The windowed sum is
+/// an average pool of x^2 viewed as [N, 1, C, spatial] with a [size, 1]
+/// window counting the zero padding, times size.
+static LogicalResult buildLRN(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  ArrayRef<int64_t> dims = typeOf(x).getShape();
+  if (dims.size() < 3 || !typeOf(x).getElementType().isF32())
+    return nc.error() << "needs a float32 input [N, C, spatial...], got " << x.getType(), failure();
+  int64_t size = attrInt(nc.node, "size", 0);
+  if (size < 1)
+    return nc.error() << "size must be a positive integer, got " << size, failure();
+  float alpha = attrFloat(nc.node, "alpha", 1e-4f), beta = attrFloat(nc.node, "beta", 0.75f);
+  float bias = attrFloat(nc.node, "bias", 1.0f);
+  int64_t spatial = 1;
+  for (int64_t d : dims.drop_front(2))
+    spatial *= d;
+  auto &b = nc.b;
+  Value squares = make<MulOp>(nc, x, x);
+  Value planes = squares ? reshape(nc, squares, {dims[0], 1, dims[1], spatial}) : Value();
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  Value mean = planes ? make<AveragePoolOp>(nc, planes, b.getDenseI64ArrayAttr({size, 1}),
+                                            b.getDenseI64ArrayAttr({1, 1}),
+                                            b.getDenseI64ArrayAttr({before, 0, after, 0}),
+                                            b.getBoolAttr(true), b.getBoolAttr(false))
+                      : Value();
+  Value scaled = mean ? make<MulOp>(nc, reshape(nc, mean, dims), splat(nc, {}, alpha)) : Value();
+  Value base = scaled ? make<AddOp>(nc, scaled, splat(nc, {}, bias)) : Value();
+  Value factor = base ? make<PowOp>(nc, base, splat(nc, {}, -beta)) : Value();
+  Value out = factor ? make<MulOp>(nc, x, factor) : Value();
+  if (!out)
+    return failure();
+  nc.setOutput(0, out);
+  return success();
+}
+
 void populateCompositeBuilders(BuilderTable &table) {
   table["InstanceNormalization"] = buildInstanceNorm;
   table["Tile"] = buildTile;
@@ -209,6 +250,7 @@ void populateCompositeBuilders(BuilderTable &table) {
   table["ReduceL2"] = buildNormReduce<Norm::L2>;
   table["ReduceL1"] = buildNormReduce<Norm::L1>;
   table["Trilu"] = buildTrilu;
+  table["LRN"] = buildLRN;
 }
 
 } // namespace dtc
