@@ -46,6 +46,7 @@ void populateNNBuilders(BuilderTable &table);
 void populateShapeBuilders(BuilderTable &table);
 void populateLossBuilders(BuilderTable &table);
 void populateCompositeBuilders(BuilderTable &table);
+void populateEinsumBuilders(BuilderTable &table);
 void populateResampleBuilders(BuilderTable &table);
 void populateRecurrentBuilders(BuilderTable &table);
 

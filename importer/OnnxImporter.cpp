@@ -31,6 +31,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
   populateShapeBuilders(table);
   populateLossBuilders(table);
   populateCompositeBuilders(table);
+  populateEinsumBuilders(table);
   populateResampleBuilders(table);
   populateRecurrentBuilders(table);
 }

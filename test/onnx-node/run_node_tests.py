@@ -57,7 +57,7 @@ SUPPORTED_OPS = {
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
     "SoftmaxCrossEntropyLoss", "InstanceNormalization", "Tile", "ReduceSumSquare", "ReduceL2",
     "ReduceL1", "Trilu", "ArgMax", "ArgMin", "GatherElements",
-    "ReduceMax", "ReduceMin", "NegativeLogLikelihoodLoss", "CumSum", "ScatterElements", "LRN",
+    "ReduceMax", "ReduceMin", "NegativeLogLikelihoodLoss", "CumSum", "ScatterElements", "LRN", "Einsum",
     "Pad", "Resize", "ConvTranspose",
     "LSTM", "GRU", "RNN",
     # folded at compile time (shapes are static)
