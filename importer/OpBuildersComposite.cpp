@@ -6,8 +6,8 @@
 //                          per-channel scale and bias (also what torch 1.13
 //                          exports for nn.GroupNorm)
 //   Tile                   reshape, expand, reshape
-//   ReduceSumSquare, ReduceL2, ReduceL1
-//                          x*x / sqrt / abs around reduce_sum
+//   ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum
+//                          x*x / sqrt / abs / log around reduce_sum
 //   Trilu                  a mask (constant, or from a run-time k) through where
 //   LRN                    x * (bias + alpha * average_pool(x^2 across
 //                          channels))^-beta
@@ -107,9 +107,10 @@ static LogicalResult buildTile(NodeContext &nc) {
   return success();
 }
 
-enum class Norm { SumSquare, L2, L1 };
+enum class Norm { SumSquare, L2, L1, LogSum };
 
-/// ReduceSumSquare, ReduceL2, ReduceL1 (axes an input from opset 18).
+/// ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum (axes an input from
+/// opset 18).
 template <Norm kind>
 static LogicalResult buildNormReduce(NodeContext &nc) {
   Value x = nc.input(0);
@@ -131,14 +132,20 @@ static LogicalResult buildNormReduce(NodeContext &nc) {
     nc.setOutput(0, x);
     return success();
   }
-  Value terms = kind == Norm::L1
-                    ? make<ActivationOp>(nc, x, ActivationKind::abs, llvm::APFloat(0.0f),
-                                         llvm::APFloat(0.0f))
-                    : make<MulOp>(nc, x, x);
+  Value terms = x;
+  if (kind == Norm::L1)
+    terms =
+        make<ActivationOp>(nc, x, ActivationKind::abs, llvm::APFloat(0.0f), llvm::APFloat(0.0f));
+  else if (kind != Norm::LogSum)
+    terms = make<MulOp>(nc, x, x);
   Value sum = terms ? make<ReduceSumOp>(nc, terms, nc.b.getDenseI64ArrayAttr(*axes),
                                         nc.b.getBoolAttr(attrInt(nc.node, "keepdims", 1) != 0))
                     : Value();
-  Value out = sum && kind == Norm::L2 ? make<SqrtOp>(nc, sum) : sum;
+  Value out = sum;
+  if (sum && kind == Norm::L2)
+    out = make<SqrtOp>(nc, sum);
+  else if (sum && kind == Norm::LogSum)
+    out = make<LogOp>(nc, sum);
   if (!out)
     return failure();
   nc.setOutput(0, out);
@@ -249,6 +256,7 @@ void populateCompositeBuilders(BuilderTable &table) {
   table["ReduceSumSquare"] = buildNormReduce<Norm::SumSquare>;
   table["ReduceL2"] = buildNormReduce<Norm::L2>;
   table["ReduceL1"] = buildNormReduce<Norm::L1>;
+  table["ReduceLogSum"] = buildNormReduce<Norm::LogSum>;
   table["Trilu"] = buildTrilu;
   table["LRN"] = buildLRN;
 }

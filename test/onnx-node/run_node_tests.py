@@ -58,6 +58,7 @@ SUPPORTED_OPS = {
     "SoftmaxCrossEntropyLoss", "InstanceNormalization", "Tile", "ReduceSumSquare", "ReduceL2",
     "ReduceL1", "Trilu", "ArgMax", "ArgMin", "GatherElements",
     "ReduceMax", "ReduceMin", "NegativeLogLikelihoodLoss", "CumSum", "ScatterElements", "LRN", "Einsum",
+    "ReduceLogSum",
     "Pad", "Resize", "ConvTranspose",
     "LSTM", "GRU", "RNN",
     # folded at compile time (shapes are static)
