@@ -31,11 +31,6 @@ void check(const Conv2dParams& p) {
          (long long)conv2d_out_w(p));
 }
 
-bool isPointwise(const Conv2dParams& p) {
-  return p.R == 1 && p.S == 1 && p.strideH == 1 && p.strideW == 1 && p.padT == 0 &&
-         p.padL == 0 && p.padB == 0 && p.padR == 0;
-}
-
 // Output columns [lo, hi) whose input coordinate o*stride - pad + tap lies in [0, size).
 inline void validRange(int64_t tapOffset, int64_t stride, int64_t size, int64_t outSize,
                        int64_t& lo, int64_t& hi) {
@@ -111,16 +106,6 @@ void col2im(const Conv2dParams& p, const float* col, int64_t channels, int64_t O
   }
 }
 
-// Small images make small GEMMs (LeNet: 6 x 784 x 25 per image). Images are
-// batched side by side in one column matrix until a GEMM has about this
-// many columns; large images go one at a time.
-constexpr int64_t kTargetColumns = 4096;
-
-int64_t imagesPerGemm(const Conv2dParams& p) {
-  const int64_t P = conv2d_out_h(p) * conv2d_out_w(p);
-  return std::max<int64_t>(1, std::min<int64_t>(p.N, kTargetColumns / std::max<int64_t>(P, 1)));
-}
-
 // im2col of images [n0, n0 + count), group g, side by side: col is
 // [Cg*R*S, count*P] with image i in columns [i*P, (i+1)*P).
 void im2colImages(const Conv2dParams& p, const float* x, int64_t n0, int64_t count, int64_t g,
@@ -144,21 +129,9 @@ void gatherImages(const Conv2dParams& p, const float* dy, int64_t n0, int64_t co
 
 }  // namespace
 
-int64_t conv2d_out_h(const Conv2dParams& p) {
-  return (p.H + p.padT + p.padB - p.dilH * (p.R - 1) - 1) / p.strideH + 1;
-}
-int64_t conv2d_out_w(const Conv2dParams& p) {
-  return (p.W + p.padL + p.padR - p.dilW * (p.S - 1) - 1) / p.strideW + 1;
-}
-
 namespace {
 
 bool im2colOnly = false;
-
-bool directShape(const Conv2dParams& p) {
-  return conv2d_direct_shape(p.C, p.K, p.H, p.W, p.R, p.S, p.strideH, p.strideW, p.padT, p.padL,
-                             p.padB, p.padR, p.dilH, p.dilW, p.groups);
-}
 
 }  // namespace
 
@@ -172,37 +145,18 @@ bool im2colFromEnvironment() {
   return yes;
 }
 
+// A Direct convolution whose shape the direct kernels cannot run (a
+// hand-built Conv2dParams) runs im2col rather than fail.
 bool conv2d_runs_direct(const Conv2dParams& p) {
-  return !im2colOnly && !im2colFromEnvironment() && directShape(p) && direct::available();
+  return !im2colOnly && !im2colFromEnvironment() &&
+         conv2d_algorithm(p) == ConvAlgorithm::Direct && conv2d_direct_shape(p) &&
+         direct::available();
 }
 bool conv2d_runs_depthwise(const Conv2dParams& p) {
   return !im2colOnly && !im2colFromEnvironment() &&
-         conv2d_depthwise_shape(p.C, p.K, p.S, p.groups);
+         conv2d_algorithm(p) == ConvAlgorithm::Depthwise && conv2d_depthwise_shape(p);
 }
 void conv2d_use_im2col_only(bool only) { im2colOnly = only; }
-
-namespace {
-
-int64_t im2colWorkspace(const Conv2dParams& p) {
-  if (isPointwise(p)) return 0;
-  const int64_t P = conv2d_out_h(p) * conv2d_out_w(p), nb = imagesPerGemm(p);
-  // Column matrix of nb images, plus (when batching) the GEMM's [Kg, nb*P] result.
-  return (p.C / p.groups) * p.R * p.S * nb * P + (nb > 1 ? (p.K / p.groups) * nb * P : 0);
-}
-
-}  // namespace
-
-// The program is planned before it knows the CPU: a direct-shaped
-// convolution gets room for either algorithm.
-int64_t conv2d_forward_workspace(const Conv2dParams& p) {
-  return std::max(im2colWorkspace(p), directShape(p) ? direct::forward_workspace(p) : 0);
-}
-int64_t conv2d_backward_data_workspace(const Conv2dParams& p) {
-  return std::max(im2colWorkspace(p), directShape(p) ? direct::backward_data_workspace(p) : 0);
-}
-int64_t conv2d_backward_filter_workspace(const Conv2dParams& p) {
-  return std::max(im2colWorkspace(p), directShape(p) ? direct::backward_filter_workspace(p) : 0);
-}
 
 namespace {
 
@@ -216,14 +170,14 @@ const float* columnsBlock(const Conv2dParams& p, const float* columns, int64_t g
 }  // namespace
 
 int64_t conv2d_columns_floats(const Conv2dParams& p) {
-  if (isPointwise(p)) return 0;
+  if (conv2d_is_pointwise(p)) return 0;
   return p.C * p.R * p.S * p.N * conv2d_out_h(p) * conv2d_out_w(p);
 }
 
 void conv2d_im2col(const Conv2dParams& p, const float* x, float* columns) {
   check(p);
-  if (isPointwise(p)) return;
-  const int64_t nb = imagesPerGemm(p);
+  if (conv2d_is_pointwise(p)) return;
+  const int64_t nb = conv2d_images_per_gemm(p);
   for (int64_t n0 = 0; n0 < p.N; n0 += nb)
     for (int64_t g = 0; g < p.groups; ++g)
       im2colImages(p, x, n0, std::min(nb, p.N - n0), g,
@@ -243,8 +197,8 @@ void conv2d_forward_columns(const Conv2dParams& p, const float* x, const float* 
   check(p);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
-  const bool pointwise = isPointwise(p);
-  const int64_t nb = pointwise ? 1 : imagesPerGemm(p);
+  const bool pointwise = conv2d_is_pointwise(p);
+  const int64_t nb = pointwise ? 1 : conv2d_images_per_gemm(p);
   for (int64_t n0 = 0; n0 < p.N; n0 += nb) {
     const int64_t count = std::min(nb, p.N - n0);
     for (int64_t g = 0; g < p.groups; ++g) {
@@ -292,8 +246,8 @@ void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w
   if (conv2d_runs_depthwise(p)) return depthwise::backward_data(p, dy, w, dx);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
-  const bool pointwise = isPointwise(p);
-  const int64_t nb = pointwise ? 1 : imagesPerGemm(p);
+  const bool pointwise = conv2d_is_pointwise(p);
+  const int64_t nb = pointwise ? 1 : conv2d_images_per_gemm(p);
   for (int64_t n0 = 0; n0 < p.N; n0 += nb) {
     const int64_t count = std::min(nb, p.N - n0);
     const int64_t ld = count * P;
@@ -334,8 +288,8 @@ void conv2d_backward_filter_columns(const Conv2dParams& p, const float* x, const
   check(p);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
-  const bool pointwise = isPointwise(p);
-  const int64_t nb = pointwise ? 1 : imagesPerGemm(p);
+  const bool pointwise = conv2d_is_pointwise(p);
+  const int64_t nb = pointwise ? 1 : conv2d_images_per_gemm(p);
   if (p.N == 0) fill(dw, p.K * CRS, 0.0f);
   for (int64_t n0 = 0; n0 < p.N; n0 += nb) {
     const int64_t count = std::min(nb, p.N - n0);

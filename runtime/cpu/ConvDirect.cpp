@@ -28,7 +28,7 @@
 namespace dtcrt::cpu::direct {
 namespace {
 
-constexpr int64_t kLanes = 8;  // images per block
+constexpr int64_t kLanes = kConvDirectLanes;  // images per block (ConvAlgorithm.h)
 
 // Carves 32-byte aligned float buffers out of the caller's workspace.
 struct Carver {
@@ -40,7 +40,7 @@ struct Carver {
     return p;
   }
 };
-constexpr int64_t kAlignSlack = 8;  // floats lost to aligning one buffer
+constexpr int64_t kAlignSlack = kConvDirectAlignSlack;  // floats lost to aligning one buffer
 
 // Geometry of one blocked plane set: channels x rows x cols x 8 floats.
 struct Blocked {
@@ -377,31 +377,11 @@ Blocked paddedGradBlock(const Conv2dParams& p) { return {p.K, p.H + p.R - 1, p.W
 
 }  // namespace
 
-namespace {
-
 // The filter gradient sums fixed chunks of image blocks separately, then the
-// chunks in order: the same bits for any number of threads.
-constexpr int64_t kMaxFilterChunks = 16;
-int64_t filterChunks(int64_t N) {
-  return std::min(kMaxFilterChunks, (N + kLanes - 1) / kLanes);
-}
-
-}  // namespace
-
-// Per-call buffers (packed weights, tap offsets, filter partial sums) come
-// from the workspace; each image block's blocked copies from the running
-// thread's scratch (Parallel.h).
-int64_t forward_workspace(const Conv2dParams& p) {
-  return p.K * p.C * p.R * p.S + p.C * p.R * p.S + 2 * kAlignSlack;
-}
-
-int64_t backward_data_workspace(const Conv2dParams& p) {
-  return p.C * p.K * p.R * p.S + p.K * p.R * p.S + 2 * kAlignSlack;
-}
-
-int64_t backward_filter_workspace(const Conv2dParams& p) {
-  return std::max<int64_t>(filterChunks(p.N), 1) * p.K * p.C * p.R * p.S * kLanes + kAlignSlack;
-}
+// chunks in order: the same bits for any number of threads. Per-call buffers
+// (packed weights, tap offsets, filter partial sums) come from the workspace
+// (sized in ConvAlgorithm.h); each image block's blocked copies from the
+// running thread's scratch (Parallel.h).
 
 namespace {
 
@@ -455,7 +435,7 @@ DTCRT_AVX2 void backward_filter(const Conv2dParams& p, const float* x, const flo
   const FilterShape f{p.K, p.C, p.R, p.S, inputBlock(p), conv2d_out_h(p), conv2d_out_w(p)};
   const Blocked grad{p.K, f.OH, f.OW};
   const int64_t weights = p.K * p.C * p.R * p.S, blocks = (p.N + kLanes - 1) / kLanes;
-  const int64_t chunks = filterChunks(p.N);
+  const int64_t chunks = conv2d_direct_filter_chunks(p.N);
   const int64_t blocksPerChunk = chunks ? (blocks + chunks - 1) / chunks : 0;
   Carver carve{workspace};
   float* partials = carve.take(std::max<int64_t>(chunks, 1) * weights * kLanes);

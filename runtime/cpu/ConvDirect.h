@@ -10,10 +10,8 @@ namespace dtcrt::cpu::direct {
 // The CPU runs AVX2 and FMA (checked once).
 bool available();
 
-// Scratch in floats; the calls below overwrite their outputs.
-int64_t forward_workspace(const Conv2dParams& p);
-int64_t backward_data_workspace(const Conv2dParams& p);
-int64_t backward_filter_workspace(const Conv2dParams& p);
+// Scratch: conv2d_direct_*_workspace (ConvAlgorithm.h) floats; the calls
+// below overwrite their outputs.
 
 void forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
              float* workspace);

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <array>
 #include <cstdint>
+#include "runtime/cpu/ConvAlgorithm.h"
 
 namespace dtcrt {
 
@@ -241,22 +242,9 @@ void sum_rows(const float* dY, int64_t M, int64_t N, float* db);
 // 3. Conv2d, NCHW (Conv.cpp)
 // ============================================================================
 
-// x: [N, C, H, W], w: [K, C/groups, R, S], y: [N, K, OH, OW].
-// pads are top, left, bottom, right. OH = (H + padT + padB - dilH*(R-1) - 1)/strideH + 1.
-struct Conv2dParams {
-  int64_t N, C, H, W;   // input
-  int64_t K, R, S;      // output channels, kernel height, kernel width
-  int64_t strideH, strideW;
-  int64_t padT, padL, padB, padR;
-  int64_t dilH, dilW;
-  int64_t groups;
-};
-int64_t conv2d_out_h(const Conv2dParams& p);
-int64_t conv2d_out_w(const Conv2dParams& p);
-// Scratch (in floats) each pass needs; 0 for the 1x1/stride-1/no-pad case.
-int64_t conv2d_forward_workspace(const Conv2dParams& p);
-int64_t conv2d_backward_data_workspace(const Conv2dParams& p);
-int64_t conv2d_backward_filter_workspace(const Conv2dParams& p);
+// Conv2dParams, the output size, the algorithm choice and the workspace
+// sizes (conv2d_forward_workspace, ...: scratch in floats each pass needs)
+// are header-only in ConvAlgorithm.h, shared with the compiler.
 // y = conv(x, w) (+ bias[k] if bias is non-null). im2col + sgemm per image and group.
 void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                     float* y, float* workspace);
@@ -282,12 +270,12 @@ void conv2d_backward_filter_columns(const Conv2dParams& p, const float* x,
 // db[k] = sum over n, oh, ow of dy[n, k, oh, ow].
 void conv2d_backward_bias(const Conv2dParams& p, const float* dy, float* db);
 // True when conv2d_forward/_backward_data/_backward_filter run p as a direct
-// convolution (ConvAlgorithm.h's shape rule on a CPU with AVX2 and FMA)
-// rather than im2col + sgemm. conv2d_use_im2col_only(true) turns the direct
+// convolution (p's algorithm is Direct — the compiler's choice, or the shape
+// rule for Automatic — and the CPU has AVX2 and FMA) rather than im2col + sgemm. conv2d_use_im2col_only(true) turns the direct
 // path off (tests and benchmarks compare the two); results differ only by
 // float summation order.
 bool conv2d_runs_direct(const Conv2dParams& p);
-// True when they run p as a depthwise convolution (groups == C == K > 1;
+// True when they run p as a depthwise convolution (algorithm Depthwise;
 // ConvDepthwise.cpp) on any CPU; conv2d_use_im2col_only(true) and
 // DTC_CONV_ALGO=im2col turn this path off as well.
 bool conv2d_runs_depthwise(const Conv2dParams& p);

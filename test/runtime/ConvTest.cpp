@@ -266,3 +266,43 @@ TEST(Conv2d, DepthwiseMatchesReferenceAndIm2col) {
     expectClose(dw, dwRef, 1e-4, 1e-5, name(p) + " depthwise backward filter");
   }
 }
+
+// The runtime runs the algorithm the program names (the compiler's choice,
+// recorded in the IR by dtc-choose-conv-algorithms); Automatic applies the
+// shape rule of ConvAlgorithm.h, and a named algorithm the shape cannot run
+// falls back to im2col instead of failing.
+TEST(Conv2d, RunsTheAlgorithmTheProgramNames) {
+  k::Conv2dParams lenet = make(64, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1);
+  EXPECT_EQ(k::conv2d_choose_algorithm(lenet), k::ConvAlgorithm::Direct);
+  lenet.algorithm = k::ConvAlgorithm::Gemm;
+  EXPECT_FALSE(k::conv2d_runs_direct(lenet));
+  lenet.algorithm = k::ConvAlgorithm::Direct;
+  k::Conv2dParams automatic = lenet;
+  automatic.algorithm = k::ConvAlgorithm::Automatic;
+  EXPECT_EQ(k::conv2d_runs_direct(lenet), k::conv2d_runs_direct(automatic));
+
+  k::Conv2dParams depthwise = make(2, 4, 8, 7, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4);
+  EXPECT_EQ(k::conv2d_choose_algorithm(depthwise), k::ConvAlgorithm::Depthwise);
+  EXPECT_TRUE(k::conv2d_runs_depthwise(depthwise));
+  depthwise.algorithm = k::ConvAlgorithm::Gemm;
+  EXPECT_FALSE(k::conv2d_runs_depthwise(depthwise));
+
+  // Named Direct on a shape the direct kernels cannot run (stride 2): im2col.
+  k::Conv2dParams strided = make(2, 3, 7, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
+  EXPECT_EQ(k::conv2d_choose_algorithm(strided), k::ConvAlgorithm::Gemm);
+  strided.algorithm = k::ConvAlgorithm::Direct;
+  EXPECT_FALSE(k::conv2d_runs_direct(strided));
+
+  // Whatever is named, the result is the convolution (gemm vs depthwise).
+  Rng rng(17);
+  depthwise.algorithm = k::ConvAlgorithm::Depthwise;
+  k::Conv2dParams gemm = depthwise;
+  gemm.algorithm = k::ConvAlgorithm::Gemm;
+  Vec x = rng.vec(depthwise.N * depthwise.C * depthwise.H * depthwise.W);
+  Vec w = rng.vec(depthwise.K * depthwise.R * depthwise.S);
+  Vec ws((size_t)std::max<int64_t>(k::conv2d_forward_workspace(gemm), 1));
+  Vec y1((size_t)outSize(depthwise)), y2((size_t)outSize(depthwise));
+  k::conv2d_forward(depthwise, x.data(), w.data(), nullptr, y1.data(), ws.data());
+  k::conv2d_forward(gemm, x.data(), w.data(), nullptr, y2.data(), ws.data());
+  expectClose(y1, y2, 1e-5, 1e-5, "depthwise vs gemm");
+}
