@@ -2,7 +2,9 @@
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "dialect/ShapeHelpers.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -92,100 +94,158 @@ LogicalResult cpuOnly(Operation *op) {
   return codegenError(op) << "this op has no CUDA kernel (CPU-only)";
 }
 
-/// A namespace-scope Conv2dParams for an input of `x` dims and weight dims.
+/// The CPU kernel dtc-choose-conv-algorithms chose for a float32
+/// convolution-family op: the runtime's ConvAlgorithm enumerator and the
+/// workspace bytes. Codegen never chooses by itself.
+struct CpuConvPlan {
+  std::string algorithm;  // "dtcrt::cpu::ConvAlgorithm::Direct", ...
+  int64_t workspaceBytes = 0;
+};
+
+FailureOr<CpuConvPlan> recordedCpuPlan(Operation *op) {
+  auto name = op->getAttrOfType<StringAttr>(attr::kConvAlgorithm);
+  auto bytes = op->getAttrOfType<IntegerAttr>(attr::kWorkspaceBytes);
+  if (!name || !bytes) {
+    codegenError(op) << "no CPU algorithm recorded (dtc.conv_algorithm, dtc.workspace_bytes): run "
+                        "dtc-choose-conv-algorithms";
+    return failure();
+  }
+  std::string enumerator = llvm::StringSwitch<std::string>(name.getValue())
+                               .Case("gemm", "Gemm")
+                               .Case("direct", "Direct")
+                               .Case("depthwise", "Depthwise")
+                               .Default("");
+  if (enumerator.empty() || bytes.getInt() < 0) {
+    codegenError(op) << "unknown CPU algorithm '" << name.getValue()
+                     << "' or workspace " << bytes.getInt();
+    return failure();
+  }
+  return CpuConvPlan{"dtcrt::cpu::ConvAlgorithm::" + enumerator, bytes.getInt()};
+}
+
+/// A namespace-scope Conv2dParams for an input of `x` dims and weight dims,
+/// with named fields; `algorithm` empty: the runtime's default (bf16 and
+/// CUDA kernels, which have one algorithm each or let cuDNN choose).
 std::string convParams(FunctionEmitter &fn, ArrayRef<int64_t> x, ArrayRef<int64_t> w,
                        ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
-                       ArrayRef<int64_t> dilations, int64_t group) {
-  std::string init = "{" + num(x[0]) + ", " + num(x[1]) + ", " + num(x[2]) + ", " +
-                     num(x[3]) + ", " + num(w[0]) + ", " + num(w[2]) + ", " + num(w[3]) +
-                     ", " + num(strides[0]) + ", " + num(strides[1]) + ", " + num(pads[0]) +
-                     ", " + num(pads[1]) + ", " + num(pads[2]) + ", " + num(pads[3]) + ", " +
-                     num(dilations[0]) + ", " + num(dilations[1]) + ", " + num(group) + "}";
+                       ArrayRef<int64_t> dilations, int64_t group,
+                       const std::string &algorithm = "") {
+  std::string init = "{.N = " + num(x[0]) + ", .C = " + num(x[1]) + ", .H = " + num(x[2]) +
+                     ", .W = " + num(x[3]) + ", .K = " + num(w[0]) + ", .R = " + num(w[2]) +
+                     ", .S = " + num(w[3]) + ", .strideH = " + num(strides[0]) +
+                     ", .strideW = " + num(strides[1]) + ", .padT = " + num(pads[0]) +
+                     ", .padL = " + num(pads[1]) + ", .padB = " + num(pads[2]) +
+                     ", .padR = " + num(pads[3]) + ", .dilH = " + num(dilations[0]) +
+                     ", .dilW = " + num(dilations[1]) + ", .groups = " + num(group);
+  if (!algorithm.empty())
+    init += ", .algorithm = " + algorithm;
+  init += "}";
   return fn.program.declareStatic("dtcrt::cpu::Conv2dParams", "kConv", init);
+}
+
+/// The parameters of a float32 CPU convolution-family op with its recorded
+/// plan, its workspace counted into the function's.
+FailureOr<std::string> cpuConvParams(Operation *op, FunctionEmitter &fn, ArrayRef<int64_t> x,
+                                     ArrayRef<int64_t> w, ArrayRef<int64_t> strides,
+                                     ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                                     int64_t group) {
+  FailureOr<CpuConvPlan> plan = recordedCpuPlan(op);
+  if (failed(plan))
+    return failure();
+  fn.workspaceTerms.push_back(num(plan->workspaceBytes));
+  return convParams(fn, x, w, strides, pads, dilations, group, plan->algorithm);
 }
 
 LogicalResult emitConv(Operation *op, FunctionEmitter &fn) {
   auto conv = cast<ConvOp>(op);
-  std::string p = convParams(fn, fn.dims(conv.getInput()), fn.dims(conv.getWeight()),
-                             conv.getStrides(), conv.getPads(), conv.getDilations(),
-                             conv.getGroup());
+  ArrayRef<int64_t> x = fn.dims(conv.getInput()), w = fn.dims(conv.getWeight());
   if (isBf16(conv.getInput())) {
     if (conv.getBias())
       return codegenError(op) << "a bf16 convolution takes no bias (added in float32)";
+    std::string p = convParams(fn, x, w, conv.getStrides(), conv.getPads(), conv.getDilations(),
+                               conv.getGroup());
     fn.bf16Kernel("conv2d_forward_bf16",
                   p + ", " + fn.ptr(conv.getInput()) + ", " + fn.ptr(conv.getWeight()) + ", " +
                       fn.ptr(conv.getOutput()),
                   "conv2d_forward_bf16_workspace(" + p + ")");
     return success();
   }
-  std::string operands = p + ", " + fn.ptr(conv.getInput()) + ", " +
-          fn.ptr(conv.getWeight()) + ", " +
-          (conv.getBias() ? fn.ptr(conv.getBias()) : std::string("nullptr")) + ", " +
-          fn.ptr(conv.getOutput());
+  std::string bias = conv.getBias() ? fn.ptr(conv.getBias()) : std::string("nullptr");
+  std::string tensors = fn.ptr(conv.getInput()) + ", " + fn.ptr(conv.getWeight()) + ", " +
+                        bias + ", " + fn.ptr(conv.getOutput());
   if (fn.cuda()) {
-    fn.libraryKernel("conv2d_forward", operands);
-  } else {
-    fn.workspaceTerms.push_back("4 * cpu::conv2d_forward_workspace(" + p + ")");
-    fn.kernel("conv2d_forward", operands + ", ctx.workspace");
+    std::string p = convParams(fn, x, w, conv.getStrides(), conv.getPads(), conv.getDilations(),
+                               conv.getGroup());
+    fn.libraryKernel("conv2d_forward", p + ", " + tensors);
+    return success();
   }
+  FailureOr<std::string> p = cpuConvParams(op, fn, x, w, conv.getStrides(), conv.getPads(),
+                                           conv.getDilations(), conv.getGroup());
+  if (failed(p))
+    return failure();
+  fn.kernel("conv2d_forward", *p + ", " + tensors + ", ctx.workspace");
   return success();
 }
 
-/// dx = the input-gradient of the convolution `p` (dtc.conv_backward_data,
-/// and the forward of dtc.conv_transpose).
-LogicalResult emitBackwardData(FunctionEmitter &fn, const std::string &p, Value dy, Value w,
+/// dx = the input-gradient of `op`'s convolution with input dims `x`
+/// (dtc.conv_backward_data, and the forward of dtc.conv_transpose).
+LogicalResult emitBackwardData(Operation *op, FunctionEmitter &fn, ArrayRef<int64_t> x,
+                               ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                               ArrayRef<int64_t> dilations, int64_t group, Value dy, Value w,
                                Value dx) {
-  std::string operands = p + ", " + fn.ptr(dy) + ", " + fn.ptr(w) + ", " + fn.ptr(dx);
-  if (isBf16(dy)) {
-    fn.bf16Kernel("conv2d_backward_data_bf16", operands,
-                  "conv2d_backward_data_bf16_workspace(" + p + ")");
+  std::string tensors = fn.ptr(dy) + ", " + fn.ptr(w) + ", " + fn.ptr(dx);
+  if (isBf16(dy) || fn.cuda()) {
+    std::string p = convParams(fn, x, fn.dims(w), strides, pads, dilations, group);
+    if (isBf16(dy))
+      fn.bf16Kernel("conv2d_backward_data_bf16", p + ", " + tensors,
+                    "conv2d_backward_data_bf16_workspace(" + p + ")");
+    else
+      fn.libraryKernel("conv2d_backward_data", p + ", " + tensors);
     return success();
   }
-  if (fn.cuda()) {
-    fn.libraryKernel("conv2d_backward_data", operands);
-  } else {
-    fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_data_workspace(" + p + ")");
-    fn.kernel("conv2d_backward_data", operands + ", ctx.workspace");
-  }
+  FailureOr<std::string> p = cpuConvParams(op, fn, x, fn.dims(w), strides, pads, dilations, group);
+  if (failed(p))
+    return failure();
+  fn.kernel("conv2d_backward_data", *p + ", " + tensors + ", ctx.workspace");
   return success();
 }
 
 LogicalResult emitConvBackwardData(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<ConvBackwardDataOp>(op);
-  std::string p = convParams(fn, grad.getInputShape(), fn.dims(grad.getWeight()),
-                             grad.getStrides(), grad.getPads(), grad.getDilations(),
-                             grad.getGroup());
-  return emitBackwardData(fn, p, grad.getGrad(), grad.getWeight(), grad.getOutput());
+  return emitBackwardData(op, fn, grad.getInputShape(), grad.getStrides(), grad.getPads(),
+                          grad.getDilations(), grad.getGroup(), grad.getGrad(), grad.getWeight(),
+                          grad.getOutput());
 }
 
 /// A transposed convolution is the input-gradient of the convolution whose
 /// input has its output's shape (and whose output has its input's).
 LogicalResult emitConvTranspose(Operation *op, FunctionEmitter &fn) {
   auto conv = cast<ConvTransposeOp>(op);
-  std::string p = convParams(fn, fn.dims(conv.getOutput()), fn.dims(conv.getWeight()),
-                             conv.getStrides(), conv.getPads(), conv.getDilations(),
-                             conv.getGroup());
-  return emitBackwardData(fn, p, conv.getInput(), conv.getWeight(), conv.getOutput());
+  return emitBackwardData(op, fn, fn.dims(conv.getOutput()), conv.getStrides(), conv.getPads(),
+                          conv.getDilations(), conv.getGroup(), conv.getInput(),
+                          conv.getWeight(), conv.getOutput());
 }
 
 LogicalResult emitConvBackwardFilter(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<ConvBackwardFilterOp>(op);
-  std::string p = convParams(fn, fn.dims(grad.getInput()), grad.getWeightShape(),
-                             grad.getStrides(), grad.getPads(), grad.getDilations(),
-                             grad.getGroup());
-  std::string operands = p + ", " + fn.ptr(grad.getInput()) + ", " +
-          fn.ptr(grad.getGrad()) + ", " + fn.ptr(grad.getOutput());
-  if (isBf16(grad.getInput())) {
-    fn.bf16Kernel("conv2d_backward_filter_bf16", operands,
-                  "conv2d_backward_filter_bf16_workspace(" + p + ")");
+  ArrayRef<int64_t> x = fn.dims(grad.getInput()), w = grad.getWeightShape();
+  std::string tensors = fn.ptr(grad.getInput()) + ", " + fn.ptr(grad.getGrad()) + ", " +
+                        fn.ptr(grad.getOutput());
+  if (isBf16(grad.getInput()) || fn.cuda()) {
+    std::string p = convParams(fn, x, w, grad.getStrides(), grad.getPads(), grad.getDilations(),
+                               grad.getGroup());
+    if (isBf16(grad.getInput()))
+      fn.bf16Kernel("conv2d_backward_filter_bf16", p + ", " + tensors,
+                    "conv2d_backward_filter_bf16_workspace(" + p + ")");
+    else
+      fn.libraryKernel("conv2d_backward_filter", p + ", " + tensors);
     return success();
   }
-  if (fn.cuda()) {
-    fn.libraryKernel("conv2d_backward_filter", operands);
-  } else {
-    fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_filter_workspace(" + p + ")");
-    fn.kernel("conv2d_backward_filter", operands + ", ctx.workspace");
-  }
+  FailureOr<std::string> p = cpuConvParams(op, fn, x, w, grad.getStrides(), grad.getPads(),
+                                           grad.getDilations(), grad.getGroup());
+  if (failed(p))
+    return failure();
+  fn.kernel("conv2d_backward_filter", *p + ", " + tensors + ", ctx.workspace");
   return success();
 }
 
@@ -195,7 +255,7 @@ LogicalResult emitConvColumns(Operation *op, FunctionEmitter &fn) {
   auto cols = cast<ConvColumnsOp>(op);
   std::string p = convParams(fn, fn.dims(cols.getInput()), cols.getWeightShape(),
                              cols.getStrides(), cols.getPads(), cols.getDilations(),
-                             cols.getGroup());
+                             cols.getGroup(), "dtcrt::cpu::ConvAlgorithm::Gemm");
   fn.kernel("conv2d_im2col", p + ", " + fn.ptr(cols.getInput()) + ", " +
           fn.ptr(cols.getColumns()));
   return success();
@@ -205,11 +265,12 @@ LogicalResult emitConvFromColumns(Operation *op, FunctionEmitter &fn) {
   if (fn.cuda())
     return cpuOnly(op);
   auto conv = cast<ConvFromColumnsOp>(op);
-  std::string p = convParams(fn, fn.dims(conv.getInput()), fn.dims(conv.getWeight()),
-                             conv.getStrides(), conv.getPads(), conv.getDilations(),
-                             conv.getGroup());
-  fn.workspaceTerms.push_back("4 * cpu::conv2d_forward_workspace(" + p + ")");
-  fn.kernel("conv2d_forward_columns", p + ", " + fn.ptr(conv.getInput()) + ", " +
+  FailureOr<std::string> p =
+      cpuConvParams(op, fn, fn.dims(conv.getInput()), fn.dims(conv.getWeight()),
+                    conv.getStrides(), conv.getPads(), conv.getDilations(), conv.getGroup());
+  if (failed(p))
+    return failure();
+  fn.kernel("conv2d_forward_columns", *p + ", " + fn.ptr(conv.getInput()) + ", " +
           fn.ptr(conv.getColumns()) + ", " + fn.ptr(conv.getWeight()) + ", " +
           (conv.getBias() ? fn.ptr(conv.getBias()) : std::string("nullptr")) + ", " +
           fn.ptr(conv.getOutput()) + ", ctx.workspace");
@@ -220,11 +281,12 @@ LogicalResult emitConvBackwardFilterFromColumns(Operation *op, FunctionEmitter &
   if (fn.cuda())
     return cpuOnly(op);
   auto grad = cast<ConvBackwardFilterFromColumnsOp>(op);
-  std::string p = convParams(fn, fn.dims(grad.getInput()), grad.getWeightShape(),
-                             grad.getStrides(), grad.getPads(), grad.getDilations(),
-                             grad.getGroup());
-  fn.workspaceTerms.push_back("4 * cpu::conv2d_backward_filter_workspace(" + p + ")");
-  fn.kernel("conv2d_backward_filter_columns", p + ", " + fn.ptr(grad.getInput()) +
+  FailureOr<std::string> p =
+      cpuConvParams(op, fn, fn.dims(grad.getInput()), grad.getWeightShape(), grad.getStrides(),
+                    grad.getPads(), grad.getDilations(), grad.getGroup());
+  if (failed(p))
+    return failure();
+  fn.kernel("conv2d_backward_filter_columns", *p + ", " + fn.ptr(grad.getInput()) +
           ", " + fn.ptr(grad.getColumns()) + ", " + fn.ptr(grad.getGrad()) + ", " +
           fn.ptr(grad.getOutput()) + ", ctx.workspace");
   return success();

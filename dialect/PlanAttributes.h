@@ -67,6 +67,13 @@ inline constexpr char kFlatStateElements[] = "dtc.flat_state_elements";
 inline constexpr char kTensorParallel[] = "dtc.tensor_parallel";
 inline constexpr char kTpSplit[] = "dtc.tp_split";
 
+/// dtc-choose-conv-algorithms (CPU target). On a float32 op of the
+/// convolution family: the algorithm its kernel runs, "gemm" (im2col +
+/// sgemm), "direct" or "depthwise" (StrAttr; runtime/cpu/ConvAlgorithm.h),
+/// and the scratch bytes that kernel needs (I64).
+inline constexpr char kConvAlgorithm[] = "dtc.conv_algorithm";
+inline constexpr char kWorkspaceBytes[] = "dtc.workspace_bytes";
+
 } // namespace dtc::attr
 
 #endif // DTC_DIALECT_PLANATTRIBUTES_H

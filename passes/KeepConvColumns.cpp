@@ -1,12 +1,13 @@
 //===- KeepConvColumns.cpp - one im2col per convolution and training step -===//
 #include "passes/Passes.h"
 
+#include "passes/ConvPlan.h"
+
 #include "dialect/DtcDialect.h"
 #include "dialect/ShapeHelpers.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "runtime/cpu/ConvAlgorithm.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_KEEPCONVCOLUMNS
@@ -32,16 +33,10 @@ ConvBackwardFilterOp findFilterGradient(ConvOp conv) {
   return {};
 }
 
-/// Convolutions the CPU runtime runs directly (small channels, stride 1, or
-/// depthwise: runtime/cpu/ConvAlgorithm.h) build no column matrix.
-bool runsDirect(ConvOp conv) {
-  ArrayRef<int64_t> x = tensorOf(conv.getInput()).getShape();
-  ArrayRef<int64_t> w = tensorOf(conv.getWeight()).getShape();
-  ArrayRef<int64_t> s = conv.getStrides(), p = conv.getPads(), d = conv.getDilations();
-  if (dtcrt::cpu::conv2d_depthwise_shape(x[1], w[0], w[3], conv.getGroup()))
-    return true;
-  return dtcrt::cpu::conv2d_direct_shape(x[1], w[0], x[2], x[3], w[2], w[3], s[0], s[1], p[0],
-                                         p[1], p[2], p[3], d[0], d[1], conv.getGroup());
+/// Only the convolutions dtc-choose-conv-algorithms gave im2col build a
+/// column matrix.
+bool runsGemm(ConvOp conv) {
+  return recordedConvAlgorithm(conv) == dtcrt::cpu::ConvAlgorithm::Gemm;
 }
 
 struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass> {
@@ -59,7 +54,7 @@ struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass>
     for (ConvOp conv : llvm::make_early_inc_range(train.getOps<ConvOp>())) {
       ConvBackwardFilterOp grad = findFilterGradient(conv);
       // Only float32 convolutions (not the bf16 ones of --precision=bf16).
-      if (!grad || runsDirect(conv) ||
+      if (!grad || !runsGemm(conv) ||
           !tensorOf(conv.getInput()).getElementType().isF32())
         continue;
       int64_t floats = convColumnsFloats(tensorOf(conv.getInput()).getShape(),
@@ -78,6 +73,7 @@ struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass>
                                             conv.getWeight(), conv.getBias(),
                                             conv.getStridesAttr(), conv.getPadsAttr(),
                                             conv.getDilationsAttr(), conv.getGroupAttr());
+      recordConvPlan(y.getDefiningOp(), dtcrt::cpu::ConvAlgorithm::Gemm);
       conv.getOutput().replaceAllUsesWith(y);
       conv.erase();
       b.setInsertionPoint(grad);
@@ -85,6 +81,7 @@ struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass>
           grad.getLoc(), grad.getInput(), columns, grad.getGrad(), grad.getWeightShapeAttr(),
           grad.getStridesAttr(), grad.getPadsAttr(), grad.getDilationsAttr(),
           grad.getGroupAttr());
+      recordConvPlan(dw.getDefiningOp(), dtcrt::cpu::ConvAlgorithm::Gemm);
       grad.getOutput().replaceAllUsesWith(dw);
       grad.erase();
     }

@@ -599,6 +599,28 @@ def VerifyCollectives : Pass<"dtc-verify-collectives", "mlir::ModuleOp"> {
   }];
 }
 
+def ChooseConvAlgorithms : Pass<"dtc-choose-conv-algorithms", "mlir::ModuleOp"> {
+  let summary = "Chooses each convolution's CPU algorithm and workspace, recorded in the IR";
+  let description = [{
+    For the CPU target: on every float32 op of the convolution family
+    (forward, input and filter gradients, transposed convolution, the
+    kept-column forms) records which kernel runs it, `dtc.conv_algorithm` =
+    "gemm" (im2col + sgemm), "direct" (small-channel stride-1 convolutions,
+    eight images per vector) or "depthwise" (per-plane loops), and
+    `dtc.workspace_bytes`, the scratch that kernel needs. The rules are
+    runtime/cpu/ConvAlgorithm.h, shared with the runtime; codegen only reads
+    the attributes (and refuses a convolution without them), so
+    `--emit=mlir` shows what the program runs. A "direct" convolution still
+    runs im2col on a CPU without AVX2/FMA, so its workspace has room for both.
+
+    Example:
+    ```mlir
+    %y = dtc.conv %x, %w {..., dtc.conv_algorithm = "direct",
+                          dtc.workspace_bytes = 3200 : i64}
+    ```
+  }];
+}
+
 def KeepConvColumns : Pass<"dtc-keep-conv-columns", "mlir::ModuleOp"> {
   let summary = "Builds a convolution's im2col matrix once for forward and filter gradient";
   let description = [{
@@ -610,8 +632,10 @@ def KeepConvColumns : Pass<"dtc-keep-conv-columns", "mlir::ModuleOp"> {
     `dtc.conv_backward_filter_from_columns`), trading the matrix's memory,
     alive from forward to backward, for one im2col per convolution and step.
     Convolutions whose matrix would exceed `max-mb` keep recomputing it; 1x1
-    stride-1 unpadded ones have none, and the small-channel stride-1 ones the
-    CPU runtime convolves directly (runtime/cpu/ConvAlgorithm.h) use none.
+    stride-1 unpadded ones have none, and the ones dtc-choose-conv-algorithms
+    (which runs first) gave another algorithm than "gemm" use none. The new
+    ops are planned as gemm convolutions (dtc.conv_algorithm,
+    dtc.workspace_bytes).
 
     Before:
     ```mlir

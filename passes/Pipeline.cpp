@@ -71,15 +71,19 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
       pm.addPass(createShardParameters());
     if (o.precision == Options::Precision::Bf16)
       pm.addPass(createBf16Products());
-    // im2col columns kept for backward: a CPU kernel choice (cuDNN on CUDA).
-    if (o.target == Options::Target::Cpu)
-      pm.addPass(createKeepConvColumns());
     // On a GPU all updates run as one multi-tensor kernel at the end.
     if (o.target == Options::Target::Cuda)
       pm.addPass(createGroupOptimizerUpdates());
   }
   if (!train && o.precision == Options::Precision::Bf16)
     pm.addPass(createBf16Products());
+  // Each convolution's CPU kernel and workspace (cuDNN chooses on CUDA),
+  // then im2col columns kept for backward where that kernel is im2col.
+  if (o.target == Options::Target::Cpu) {
+    pm.addPass(createChooseConvAlgorithms());
+    if (train)
+      pm.addPass(createKeepConvColumns());
+  }
   pm.addPass(createCSEPass());
   if (o.fuseElementwise && !o.debugChecks)  // --debug-checks checks each op
     pm.addPass(createFuseElementwise());

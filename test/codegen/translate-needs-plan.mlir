@@ -54,3 +54,17 @@ module attributes {dtc.state_bytes = 64 : i64} {
     return %0 : tensor<2x6xf32>
   }
 }
+
+// -----
+
+// A CPU convolution runs the kernel dtc-choose-conv-algorithms chose:
+// codegen does not choose one itself.
+// CHECK: error: codegen: dtc.conv: no CPU algorithm recorded (dtc.conv_algorithm, dtc.workspace_bytes): run dtc-choose-conv-algorithms
+module attributes {dtc.state_bytes = 0 : i64} {
+  func.func @forward(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+      attributes {dtc.arena_bytes = 64 : i64, dtc.arena_unshared_bytes = 64 : i64} {
+    %0 = dtc.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, dtc.arena_offsets = array<i64: 0>}
+        : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+    return %0 : tensor<1x1x2x2xf32>
+  }
+}

@@ -1,10 +1,11 @@
 // The CPU and CUDA emitters of the convolution family, reached from IR:
-// conv (parameters as a named table), batch norm in inference, max pool
+// conv (parameters as a named table; on the CPU the algorithm and workspace
+// dtc-choose-conv-algorithms recorded, read as given), batch norm in inference, max pool
 // (no indices in inference), global average pool, flatten (a view: no
 // call) and softmax.
 // RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cpp | FileCheck %s
 // RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cuda | FileCheck %s --check-prefix=CUDA
-// CHECK: const dtcrt::cpu::Conv2dParams kConv0 = {2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+// CHECK: const dtcrt::cpu::Conv2dParams kConv0 = {.N = 2, .C = 3, .H = 8, .W = 8, .K = 4, .R = 3, .S = 3, .strideH = 1, .strideW = 1, .padT = 1, .padL = 1, .padB = 1, .padR = 1, .dilH = 1, .dilW = 1, .groups = 1, .algorithm = dtcrt::cpu::ConvAlgorithm::Direct};
 // CHECK: const dtcrt::cpu::Pool2dParams kPool1 = {2, 4, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
 // CHECK-LABEL: void forward(
 // CHECK: cpu::conv2d_forward(kConv0, in0, in1, in2, [[C:t[0-9]+]], ctx.workspace);
@@ -13,12 +14,14 @@
 // CHECK: cpu::global_avg_pool([[P]], [[G:t[0-9]+]], 2, 4, 16);
 // CHECK-NOT: flatten
 // CHECK: cpu::softmax([[G]], {{t[0-9]+}}, 2, 4);
-// CHECK: bytes = std::max(bytes, size_t(4 * cpu::conv2d_forward_workspace(kConv0)));
+// CHECK: bytes = std::max(bytes, size_t(1234));
+// CUDA: const dtcrt::cpu::Conv2dParams kConv0 = {{.*}}.groups = 1};
 // CUDA: cuda::conv2d_forward(gpu, kConv0, in0, in1, in2,
 // CUDA: cuda::global_avg_pool({{t[0-9]+}}, {{t[0-9]+}}, 2, 4, 16, stream);
 // CUDA: cuda::softmax(
 func.func @forward(%x: tensor<2x3x8x8xf32> {dtc.name = "image"}, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %s: tensor<4xf32>) -> tensor<2x4xf32> {
-  %0 = dtc.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+  %0 = dtc.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>,
+                          dtc.conv_algorithm = "direct", dtc.workspace_bytes = 1234 : i64}
       : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>
   %1 = dtc.batch_norm_inference %0, %s, %s, %s, %s
       : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>

@@ -1,15 +1,15 @@
 // The dtc-keep-conv-columns pass: one im2col matrix per convolution and
 // training step, read by the forward convolution and its filter gradient.
-// RUN: dtc-opt %s -split-input-file -dtc-keep-conv-columns | FileCheck %s
-// RUN: dtc-opt %s -split-input-file -dtc-keep-conv-columns="max-mb=0.001" | FileCheck %s --check-prefix=SMALL
+// RUN: dtc-opt %s -split-input-file -dtc-choose-conv-algorithms -dtc-keep-conv-columns | FileCheck %s
+// RUN: dtc-opt %s -split-input-file -dtc-choose-conv-algorithms -dtc-keep-conv-columns="max-mb=0.001" | FileCheck %s --check-prefix=SMALL
 
 // A 3x3 padded convolution and its filter gradient share C*R*S*N*OH*OW =
 // 3*3*3*2*8*8 = 23040 floats of columns.
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[COLS:.*]] = dtc.conv_columns %arg0 {{.*}} -> tensor<23040xf32>
-// CHECK-NEXT: %[[Y:.*]] = dtc.conv_from_columns %arg0, %[[COLS]], %{{.*}} : {{.*}} -> tensor<2x4x8x8xf32>
+// CHECK-NEXT: %[[Y:.*]] = dtc.conv_from_columns %arg0, %[[COLS]], %{{.*}} {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 94208 : i64{{.*}} -> tensor<2x4x8x8xf32>
 // CHECK-NOT: dtc.conv %
-// CHECK: dtc.conv_backward_filter_from_columns %arg0, %[[COLS]], %{{.*}} {{.*}}weight_shape = array<i64: 4, 20, 3, 3>
+// CHECK: dtc.conv_backward_filter_from_columns %arg0, %[[COLS]], %{{.*}} {{.*}}dtc.conv_algorithm = "gemm"{{.*}}weight_shape = array<i64: 4, 20, 3, 3>
 // CHECK-NOT: dtc.conv_backward_filter %
 // Over the size limit (90 KB > 1 KB), the convolution recomputes its columns.
 // SMALL-LABEL: func.func @train_step
