@@ -15,8 +15,9 @@
 #include "DiagnosticPrinter.h"
 #include "Report.h"
 #include "AutoPlan.h"
+#include "Compile.h"
+#include "PlanSearch.h"
 #include "Simulate.h"
-#include "Tune.h"
 #include "codegen/Codegen.h"
 #include "dialect/DtcDialect.h"
 #include "importer/OnnxImporter.h"
@@ -322,7 +323,8 @@ std::string mebibytes(int64_t bytes) {
 /// saying by how much and, for ddp and fsdp, what the finer sharding levels
 /// would need (state: the ZeRO arithmetic; ZeRO-2's arena: not predicted
 /// here, compile with it and --report to see).
-bool checkMemoryLimit(mlir::ModuleOp module, bool quiet = false) {
+bool checkMemoryLimit(mlir::ModuleOp module, const dtc::CompileJob &job,
+                      bool quiet = false) {
   if (ranks < 0) {
     llvm::errs() << "dtc: error: --ranks must be positive, got " << ranks << "\n";
     return false;
@@ -333,7 +335,11 @@ bool checkMemoryLimit(mlir::ModuleOp module, bool quiet = false) {
                  << ": expected a positive number of bytes, optionally with K, M or G\n";
     return false;
   }
-  const int64_t n = ranks > 0 ? int64_t(ranks) : isPipeline() ? int64_t(stages) : 1;
+  using Options = dtc::TrainingPipelineOptions;
+  const Options &o = job.pipeline;
+  const bool ddp = o.strategy == Options::Strategy::Ddp;
+  const bool fsdp = o.strategy == Options::Strategy::Fsdp;
+  const int64_t n = ranks > 0 ? int64_t(ranks) : o.isPipeline() ? o.stages : 1;
   mlir::FailureOr<dtc::RankBytes> plan = dtc::plannedRankBytes(module, std::max<int64_t>(n, 1));
   if (mlir::failed(plan))
     return false;
@@ -342,18 +348,18 @@ bool checkMemoryLimit(mlir::ModuleOp module, bool quiet = false) {
   if (quiet)
     return false;
   std::string hint;
-  if ((strategy == "ddp" || (strategy == "fsdp" && plan->optimizer > 0)) && n > 1) {
+  if ((ddp || (fsdp && plan->optimizer > 0)) && n > 1) {
     // Sharding the optimizer state keeps 1/N of it (as fsdp would lay it out).
-    const int64_t sharded = strategy == "ddp" ? plan->optimizer / n : plan->optimizer;
+    const int64_t sharded = ddp ? plan->optimizer / n : plan->optimizer;
     const int64_t needs = plan->total() - plan->optimizer + sharded;
-    if (strategy == "ddp")
+    if (ddp)
       hint = needs <= limit ? "; --strategy=fsdp would need about " + mebibytes(needs)
                             : "; even --strategy=fsdp would need about " + mebibytes(needs) +
                                   " (try --shard=gradients or parameters, more --ranks or a "
                                   "smaller batch)";
-    else if (shard == "optimizer")
+    else if (o.shard == Options::Shard::Optimizer)
       hint = "; try --shard=gradients or parameters, more --ranks or a smaller --batch-size";
-    else if (shard == "gradients")
+    else if (o.shard == Options::Shard::Gradients)
       hint = "; try --shard=parameters, more --ranks or a smaller --batch-size";
     else
       hint = "; try more --ranks or a smaller --batch-size";
@@ -399,19 +405,18 @@ std::optional<std::string> checkSimulateFlags(std::optional<dtc::ClusterModel> &
   return std::nullopt;
 }
 
-/// Micro-batches per step (pipelines; resolved from --micro-batches in main).
-int64_t microBatches = 1;
+using PipelineOptions = dtc::TrainingPipelineOptions;
 
-/// --strategy=auto: the plans weighed and the chosen one's index.
-std::vector<dtc::PlanResult> autoPlans;
-int autoChosen = -1;
-int64_t autoGlobalBatch = 0;  // the step's --batch-size, all devices together
-
-/// The passes between import and the chosen output: the library's pipeline
-/// (passes/Pipeline.h) with the options the flags give.
-mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
-  using Options = dtc::TrainingPipelineOptions;
-  Options o;
+/// The compilation the flags ask for (main has checked their values; the
+/// training flags are checked here, where they become pipeline options).
+/// Errors are reported and name the flag.
+mlir::FailureOr<dtc::CompileJob> jobFromFlags(mlir::MLIRContext &context) {
+  using Options = PipelineOptions;
+  dtc::CompileJob job;
+  job.inputPath = inputPath;
+  job.batchSize = batchSize;
+  job.runPipeline = emit != Emit::Imported;
+  Options &o = job.pipeline;
   o.mode = mode == Mode::Train ? Options::Mode::Train : Options::Mode::Infer;
   o.strategy = strategy == "ddp"        ? Options::Strategy::Ddp
                : strategy == "fsdp"     ? Options::Strategy::Fsdp
@@ -431,21 +436,23 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   o.shard = shard == "gradients"    ? Options::Shard::Gradients
             : shard == "parameters" ? Options::Shard::Parameters
                                     : Options::Shard::Optimizer;
-  if (mode == Mode::Train) {
+  mlir::Location loc = mlir::FileLineColLoc::get(&context, inputPath, 0, 0);
+  if (mode == Mode::Train && job.runPipeline) {
     if (!parseBetas(o.beta1, o.beta2)) {
       llvm::errs() << "dtc: error: --betas must be two numbers like 0.9,0.999, got '"
                    << betas << "'\n";
       return mlir::failure();
     }
     if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
-      return module.emitError() << "--optimizer: unknown optimizer '" << optimizer
-                                << "' (expected sgd, adam or adamw)";
+      return mlir::emitError(loc) << "--optimizer: unknown optimizer '" << optimizer
+                                  << "' (expected sgd, adam or adamw)";
     if (isPipeline() && clipGradNorm > 0.0)
-      return module.emitError() << "--clip-grad-norm: not supported with --strategy=" << strategy
-                                << " yet (the norm would need every stage's gradients)";
+      return mlir::emitError(loc) << "--clip-grad-norm: not supported with --strategy="
+                                  << strategy
+                                  << " yet (the norm would need every stage's gradients)";
     if (isPipeline() && schedule != "gpipe" && schedule != "1f1b")
-      return module.emitError() << "--schedule: unknown schedule '" << schedule
-                                << "' (expected gpipe or 1f1b)";
+      return mlir::emitError(loc) << "--schedule: unknown schedule '" << schedule
+                                  << "' (expected gpipe or 1f1b)";
   }
   o.optimizer = optimizer == "adam"    ? Options::Optimizer::Adam
                 : optimizer == "adamw" ? Options::Optimizer::AdamW
@@ -462,14 +469,12 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module) {
   o.clipGradValue = clipGradValue;
   o.stages = stages;
   o.splitAt = splitAt;
-  o.microBatches = microBatches;
+  o.microBatches = 1;  // pipelines: resolveMicroBatches
   o.schedule = schedule == "gpipe" ? Options::Schedule::GPipe : Options::Schedule::OneFOneB;
   o.dataParallel = dataParallel;
   o.tensorParallel = tensorParallel;
   o.sendEarly = sendEarly;
-  mlir::PassManager pm(module->getContext());
-  dtc::buildTrainingPipeline(pm, o);
-  return pm.run(module);
+  return job;
 }
 
 mlir::LogicalResult writeModule(mlir::ModuleOp module) {
@@ -490,9 +495,6 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module) {
   output->keep();
   return mlir::success();
 }
-/// --micro-batches=auto: each candidate and its predicted step time.
-std::vector<std::pair<int64_t, double>> autoCandidates;
-
 /// The number of stages --stages or --split-at asks for (each named node
 /// begins a stage after the first).
 int64_t stagesFromFlags() {
@@ -503,11 +505,10 @@ int64_t stagesFromFlags() {
   return 1 + int64_t(names.size());
 }
 
-/// The pipeline's micro-batch count from --micro-batches (a number, or auto:
-/// every divisor of --batch-size from --stages up to 64 is compiled and
-/// simulated, and the fastest predicted one wins). Returns an error message;
-/// sets microBatches to 0 when a candidate failed to compile.
-std::optional<std::string> resolveMicroBatches(mlir::MLIRContext &context) {
+/// Checks a pipeline's flags and sets `job`'s micro-batch count from
+/// --micro-batches when it is a number (auto: left to searchMicroBatches).
+/// Returns an error message.
+std::optional<std::string> resolveMicroBatches(dtc::CompileJob &job) {
   if (dataParallel < 1)
     return "--dp must be at least 1, got " + std::to_string(dataParallel);
   if (accumulate != 1)
@@ -516,6 +517,7 @@ std::optional<std::string> resolveMicroBatches(mlir::MLIRContext &context) {
   if (stages == 0 && splitAt.empty())
     return "--strategy=" + strategy + " needs --stages=N or --split-at=NODE,...";
   int64_t numStages = stagesFromFlags();
+  int64_t &microBatches = job.pipeline.microBatches;
   if (strategy == "model") {
     if (microBatchesFlag.getNumOccurrences() && microBatchesFlag != "1")
       return std::string("--strategy=model runs one batch at a time; for micro-batches use "
@@ -523,231 +525,20 @@ std::optional<std::string> resolveMicroBatches(mlir::MLIRContext &context) {
     microBatches = 1;
     return std::nullopt;
   }
-  if (microBatchesFlag != "auto") {
-    if (llvm::StringRef(microBatchesFlag).getAsInteger(10, microBatches) || microBatches < 1)
-      return "--micro-batches must be a positive number or auto, got '" +
-             std::string(microBatchesFlag) + "'";
-    if (batchSize % microBatches != 0)
-      return "--micro-batches=" + std::to_string(microBatches) + " does not divide --batch-size=" +
-             std::to_string(batchSize) + " into equal micro-batches";
-    if (microBatches < numStages)
-      return "--micro-batches=" + std::to_string(microBatches) + " is fewer than the " +
-             std::to_string(numStages) + " stages: some stage would idle through every step; "
-             "use at least " + std::to_string(numStages) +
-             " micro-batches (or --strategy=model for no micro-batching)";
+  if (microBatchesFlag == "auto")
     return std::nullopt;
-  }
-  for (int64_t m = numStages; m <= std::min<int64_t>(batchSize, 64); ++m) {
-    if (batchSize % m != 0)
-      continue;
-    dtc::ImportOptions options;
-    options.batchSize = batchSize / m;
-    mlir::OwningOpRef<mlir::ModuleOp> candidate =
-        dtc::importOnnxFile(context, inputPath, options);
-    microBatches = m;
-    if (!candidate || mlir::failed(runPipeline(*candidate))) {
-      microBatches = 0;
-      return std::nullopt;
-    }
-    auto predicted = (*candidate)->getAttrOfType<mlir::FloatAttr>("dtc.predicted_step_seconds");
-    autoCandidates.push_back({m, predicted ? predicted.getValueAsDouble() : 0.0});
-  }
-  if (autoCandidates.empty())
-    return "--batch-size=" + std::to_string(batchSize) + " cannot be split into at least " +
-           std::to_string(numStages) + " equal micro-batches (one per stage)";
-  microBatches = llvm::min_element(autoCandidates, [](auto &a, auto &b) {
-                   return a.second < b.second;
-                 })->first;
+  if (llvm::StringRef(microBatchesFlag).getAsInteger(10, microBatches) || microBatches < 1)
+    return "--micro-batches must be a positive number or auto, got '" +
+           std::string(microBatchesFlag) + "'";
+  if (batchSize % microBatches != 0)
+    return "--micro-batches=" + std::to_string(microBatches) + " does not divide --batch-size=" +
+           std::to_string(batchSize) + " into equal micro-batches";
+  if (microBatches < numStages)
+    return "--micro-batches=" + std::to_string(microBatches) + " is fewer than the " +
+           std::to_string(numStages) + " stages: some stage would idle through every step; "
+           "use at least " + std::to_string(numStages) +
+           " micro-batches (or --strategy=model for no micro-batching)";
   return std::nullopt;
-}
-
-mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binaryModel,
-                                 int argc, char **argv, std::string program);
-
-void printAutoChoice(llvm::raw_ostream &os);
-
-/// --tune: the measured step time of the candidates timed (-1: not timed).
-std::vector<double> measuredSeconds;
-
-/// --tune: compiles the three best predicted candidates, times each on this
-/// machine and keeps the fastest measured.
-mlir::LogicalResult tuneMicroBatches(mlir::MLIRContext &context, int argc, char **argv) {
-  if (autoCandidates.empty()) {
-    llvm::errs() << "dtc: error: --tune needs --micro-batches=auto\n";
-    return mlir::failure();
-  }
-  std::vector<size_t> order(autoCandidates.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  llvm::sort(order, [](size_t a, size_t b) {
-    return autoCandidates[a].second < autoCandidates[b].second;
-  });
-  order.resize(std::min<size_t>(order.size(), 3));
-  measuredSeconds.assign(autoCandidates.size(), -1.0);
-  int64_t ranks = stagesFromFlags() * dataParallel;
-  double best = 0;
-  for (size_t i : order) {
-    microBatches = autoCandidates[i].first;
-    dtc::ImportOptions options;
-    options.batchSize = batchSize / microBatches;
-    std::string binaryModel;
-    options.binaryModel = &binaryModel;
-    mlir::OwningOpRef<mlir::ModuleOp> module = dtc::importOnnxFile(context, inputPath, options);
-    llvm::SmallString<128> program;
-    llvm::sys::fs::createTemporaryFile("dtc-tune", "", program);
-    if (!module || mlir::failed(runPipeline(*module)) ||
-        mlir::failed(writeProgram(*module, binaryModel, argc, argv, program.str().str())))
-      return mlir::failure();
-    llvm::Expected<double> seconds =
-        dtc::measureStepSeconds(argv[0], program.str().str(), ranks, batchSize * dataParallel);
-    llvm::sys::fs::remove(program);
-    if (!seconds) {
-      llvm::errs() << "dtc: error: " << llvm::toString(seconds.takeError()) << "\n";
-      return mlir::failure();
-    }
-    measuredSeconds[i] = *seconds;
-    if (best == 0 || *seconds < best)
-      best = *seconds;
-  }
-  for (size_t i : order)
-    if (measuredSeconds[i] == best)
-      microBatches = autoCandidates[i].first;
-  if (!report)
-    printAutoChoice(llvm::outs());
-  return mlir::success();
-}
-
-/// --report: the candidates --micro-batches=auto weighed.
-void printAutoChoice(llvm::raw_ostream &os) {
-  if (autoCandidates.empty())
-    return;
-  os << "micro-batches=auto (predicted step time per candidate"
-     << (measuredSeconds.empty() ? "" : "; measured by --tune") << ")\n";
-  for (auto [i, candidate] : llvm::enumerate(autoCandidates)) {
-    auto [m, seconds] = candidate;
-    std::string measured;
-    if (i < measuredSeconds.size() && measuredSeconds[i] >= 0)
-      measured = llvm::formatv("  measured {0:f3} ms", measuredSeconds[i] * 1e3).str();
-    os << llvm::format("  %3lld x %-5lld %9.3f ms", (long long)m, (long long)(batchSize / m),
-                       seconds * 1e3)
-       << measured << (m == microBatches ? "  <- chosen" : "") << "\n";
-  }
-}
-
-/// Sets the flags to `plan`'s.
-void applyPlan(const dtc::Plan &plan) {
-  strategy = plan.strategy;
-  if (!plan.shard.empty())
-    shard = plan.shard;
-  tensorParallel = plan.tensorParallel;
-  stages = plan.stages;
-  dataParallel = plan.strategy == "pipeline" ? plan.replicas : 1;
-  microBatches = plan.microBatches;
-  microBatchesFlag = std::to_string(plan.microBatches);
-  batchSize = plan.batchSize;
-}
-
-/// --strategy=auto: compiles and predicts every plan for --devices devices
-/// of `cluster`, keeps the fastest that fits (--tune: of the three best
-/// predicted, the fastest measured here) and sets the flags to it.
-mlir::LogicalResult chooseAutoPlan(mlir::MLIRContext &context, const dtc::ClusterModel &cluster,
-                                   int argc, char **argv) {
-  const int64_t globalBatch = batchSize;
-  autoGlobalBatch = globalBatch;
-  const int64_t limit =
-      memoryLimit.empty() ? int64_t(cluster.device.memoryBytes) : parseSize(memoryLimit);
-  if (limit <= 0) {
-    llvm::errs() << "dtc: error: --memory-limit=" << memoryLimit
-                 << ": expected a positive number of bytes, optionally with K, M or G\n";
-    return mlir::failure();
-  }
-  for (const dtc::Plan &plan : dtc::candidatePlans(devices, globalBatch)) {
-    dtc::PlanResult result;
-    result.plan = plan;
-    applyPlan(plan);
-    // A plan that does not compile (nothing to split over --tp, say) is
-    // listed with its reason, not reported as an error.
-    std::string error;
-    mlir::ScopedDiagnosticHandler quiet(&context, [&](mlir::Diagnostic &d) {
-      if (d.getSeverity() == mlir::DiagnosticSeverity::Error && error.empty())
-        error = d.str();
-      return mlir::success();
-    });
-    dtc::ImportOptions options;
-    options.batchSize = isPipeline() ? batchSize / microBatches : int64_t(batchSize);
-    mlir::OwningOpRef<mlir::ModuleOp> module = dtc::importOnnxFile(context, inputPath, options);
-    if (!module) {
-      llvm::errs() << "dtc: error: " << (error.empty() ? "cannot import the model" : error)
-                   << "\n";
-      return mlir::failure();  // the model itself: every plan would fail
-    }
-    if (mlir::failed(runPipeline(*module)) ||
-        mlir::failed(dtc::predictPlan(*module, cluster, result)))
-      result.refusal = error.empty() ? "does not compile" : error;
-    else if (result.bytesPerDevice > limit)
-      result.refusal = llvm::formatv("needs {0:f1} MiB per device, over {1:f1} MiB",
-                                     double(result.bytesPerDevice) / (1 << 20),
-                                     double(limit) / (1 << 20))
-                           .str();
-    autoPlans.push_back(result);
-  }
-  std::vector<size_t> order;
-  for (size_t i = 0; i < autoPlans.size(); ++i)
-    if (autoPlans[i].refusal.empty())
-      order.push_back(i);
-  if (order.empty()) {
-    dtc::printPlans(autoPlans, -1, globalBatch, devices, llvm::errs());
-    llvm::errs() << "dtc: error: --strategy=auto: no plan for " << devices
-                 << " devices compiles and fits (see above)\n";
-    return mlir::failure();
-  }
-  llvm::stable_sort(order, [](size_t a, size_t b) {
-    return autoPlans[a].predictedSeconds < autoPlans[b].predictedSeconds;
-  });
-  // The fastest predicted (ties: the earlier in the list, the simpler plan).
-  autoChosen = int(order.front());
-  if (tune) {
-    // The chosen plan and the next best predicted, three in all.
-    std::vector<size_t> timed = {size_t(autoChosen)};
-    for (size_t i : order)
-      if (timed.size() < 3 && i != size_t(autoChosen))
-        timed.push_back(i);
-    double best = 0;
-    for (size_t i : timed) {
-      dtc::PlanResult &r = autoPlans[i];
-      applyPlan(r.plan);
-      dtc::ImportOptions options;
-      options.batchSize = isPipeline() ? batchSize / microBatches : int64_t(batchSize);
-      std::string binaryModel;
-      options.binaryModel = &binaryModel;
-      mlir::OwningOpRef<mlir::ModuleOp> module = dtc::importOnnxFile(context, inputPath, options);
-      llvm::SmallString<128> program;
-      llvm::sys::fs::createTemporaryFile("dtc-tune", "", program);
-      if (!module || mlir::failed(runPipeline(*module)) ||
-          mlir::failed(writeProgram(*module, binaryModel, argc, argv, program.str().str())))
-        return mlir::failure();
-      llvm::Expected<double> seconds = dtc::measureStepSeconds(
-          argv[0], program.str().str(), int(r.plan.ranks()), globalBatch);
-      llvm::sys::fs::remove(program);
-      if (!seconds) {
-        llvm::errs() << "dtc: error: " << llvm::toString(seconds.takeError()) << "\n";
-        return mlir::failure();
-      }
-      r.measuredSeconds = *seconds;
-      if (best == 0 || *seconds < best) {
-        best = *seconds;
-        autoChosen = int(i);
-      }
-    }
-  }
-  const dtc::PlanResult &win = autoPlans[size_t(autoChosen)];
-  applyPlan(win.plan);
-  if (!report)
-    llvm::errs() << "dtc: --strategy=auto: " << win.plan.describe() << " (" << win.plan.flags()
-                 << "), predicted " << llvm::formatv("{0:f3}", win.predictedSeconds * 1e3)
-                 << " ms per step; run it with dtcrun --nproc-per-node=" << win.plan.ranks()
-                 << " (--report lists the " << autoPlans.size() << " plans)\n";
-  return mlir::success();
 }
 
 /// --emit-schedule=FILE.json: the cost model's timeline of one step.
@@ -786,17 +577,20 @@ std::string commandLine(int argc, char **argv) {
 }
 
 /// --emit=cpp writes the source; the default compiles it into a program.
+/// `source`: write the C++ (--emit=cpp) instead of compiling it.
 mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binaryModel,
-                                 int argc, char **argv, std::string program) {
+                                 const dtc::CompileJob &job, const std::string &command,
+                                 std::string program, bool source) {
+  const PipelineOptions &o = job.pipeline;
   dtc::CodegenOptions options;
-  options.modelPath = inputPath;
-  options.compileCommand = commandLine(argc, argv);
+  options.modelPath = job.inputPath;
+  options.compileCommand = command;
   auto lossAttr = module->getAttrOfType<mlir::StringAttr>("dtc.loss");
-  options.loss = lossAttr ? lossAttr.getValue().str() : std::string(loss);
-  options.optimizer = optimizer;
-  options.lr = lr;
-  options.dataParallel = dataParallel;
-  options.target = target;
+  options.loss = lossAttr ? lossAttr.getValue().str() : o.loss;
+  options.optimizer = dtc::optimizerName(o.optimizer);
+  options.lr = o.lr;
+  options.dataParallel = o.dataParallel;
+  options.target = o.target == PipelineOptions::Target::Cuda ? "cuda" : "cpu";
   mlir::Location loc = mlir::FileLineColLoc::get(module->getContext(), inputPath, 0, 0);
   // A model in ONNX text syntax, or with external data, is embedded as the
   // self-contained binary ModelProto the runtime reads: written beside the
@@ -805,7 +599,7 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
     std::error_code ec;
     int fd = -1;
     llvm::SmallString<128> modelFile;
-    if (emit == Emit::Cpp) {
+    if (source) {
       modelFile = (program == "-" ? std::string("dtc-model") : program) + ".model.onnx";
       ec = llvm::sys::fs::openFileForWrite(modelFile, fd);
     } else {
@@ -821,7 +615,7 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
       return mlir::emitError(loc) << "cannot write '" << modelFile
                                   << "': " << file.error().message();
   }
-  if (emit == Emit::Cpp) {
+  if (source) {
     std::string error;
     auto output = mlir::openOutputFile(program == "-" ? "-" : program, &error);
     if (!output)
@@ -831,18 +625,18 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
     output->keep();
     return mlir::success();
   }
-  llvm::SmallString<128> source;
-  if (llvm::sys::fs::createTemporaryFile("dtc-program", "cpp", source))
+  llvm::SmallString<128> cppFile;
+  if (llvm::sys::fs::createTemporaryFile("dtc-program", "cpp", cppFile))
     return mlir::emitError(loc) << "cannot create a temporary file for the C++ source";
   std::string error;
-  auto output = mlir::openOutputFile(source, &error);
+  auto output = mlir::openOutputFile(cppFile, &error);
   if (!output || mlir::failed(dtc::emitCpp(module, options, output->os())))
     return mlir::failure();
   output->keep();
   output.reset();
   mlir::LogicalResult compiled =
-      dtc::compileProgram(loc, source.str().str(), program, target == "cuda");
-  llvm::sys::fs::remove(source);
+      dtc::compileProgram(loc, cppFile.str().str(), program, options.target == "cuda");
+  llvm::sys::fs::remove(cppFile);
   if (!binaryModel.empty())
     llvm::sys::fs::remove(options.embeddedModelPath);
   return compiled;
@@ -958,72 +752,127 @@ int main(int argc, char **argv) {
     llvm::errs() << "dtc: error: --strategy=auto: --emit=imported is before any strategy\n";
     return 1;
   }
-  if (autoPlanned && mlir::failed(chooseAutoPlan(context, *cluster, argc, argv)))
+  mlir::FailureOr<dtc::CompileJob> flagsJob = jobFromFlags(context);
+  if (mlir::failed(flagsJob))
     return 1;
-  if (isPipeline()) {
-    std::optional<std::string> error =
-        emit == Emit::Imported ? std::nullopt : resolveMicroBatches(context);
-    if (error) {
-      llvm::errs() << "dtc: error: " << *error << "\n";
+  dtc::CompileJob job = *flagsJob;
+  const std::string command = commandLine(argc, argv);
+  auto writeForTiming = [&](mlir::ModuleOp module, const std::string &binaryModel,
+                            const dtc::CompileJob &timed, const std::string &path) {
+    return writeProgram(module, binaryModel, timed, command, path, /*source=*/false);
+  };
+  const dtc::Timing timing{argv[0], writeForTiming};
+
+  std::optional<dtc::AutoChoice> autoChoice;
+  if (autoPlanned) {
+    const int64_t limit =
+        memoryLimit.empty() ? int64_t(cluster->device.memoryBytes) : parseSize(memoryLimit);
+    if (limit <= 0) {
+      llvm::errs() << "dtc: error: --memory-limit=" << memoryLimit
+                   << ": expected a positive number of bytes, optionally with K, M or G\n";
       return 1;
     }
-    if (microBatches == 0)
-      return 1;  // a candidate failed to compile; its error is printed
-    if (tune && !autoPlanned && mlir::failed(tuneMicroBatches(context, argc, argv)))
+    mlir::FailureOr<dtc::AutoChoice> choice = dtc::chooseAutoPlan(
+        context, *cluster, devices, limit, job,
+        tune ? std::optional<dtc::Timing>(timing) : std::nullopt);
+    if (mlir::failed(choice))
       return 1;
-  } else if (dataParallel != 1 || stages != 0 || !splitAt.empty() ||
-             (microBatchesFlag.getNumOccurrences() && !autoPlanned) ||
-             schedule.getNumOccurrences() || !emitSchedule.empty() || (tune && !autoPlanned)) {
+    autoChoice = *choice;
+    const dtc::PlanResult &win = choice->plans[size_t(choice->chosen)];
+    if (!report)
+      llvm::errs() << "dtc: --strategy=auto: " << win.plan.describe() << " ("
+                   << win.plan.flags() << "), predicted "
+                   << llvm::formatv("{0:f3}", win.predictedSeconds * 1e3)
+                   << " ms per step; run it with dtcrun --nproc-per-node=" << win.plan.ranks()
+                   << " (--report lists the " << choice->plans.size() << " plans)\n";
+  }
+
+  std::optional<dtc::MicroBatchSearch> microSearch;
+  if (job.pipeline.isPipeline()) {
+    if (!autoPlanned && job.runPipeline) {
+      std::optional<std::string> error = resolveMicroBatches(job);
+      if (!error && microBatchesFlag == "auto" && strategy == "pipeline") {
+        error.emplace();
+        mlir::FailureOr<dtc::MicroBatchSearch> search =
+            dtc::searchMicroBatches(context, job, *error);
+        if (mlir::failed(search))
+          return 1;  // a candidate failed to compile; its error is printed
+        microSearch = *search;
+        if (error->empty())
+          error.reset();
+      }
+      if (error) {
+        llvm::errs() << "dtc: error: " << *error << "\n";
+        return 1;
+      }
+      if (tune && !microSearch) {
+        llvm::errs() << "dtc: error: --tune needs --micro-batches=auto\n";
+        return 1;
+      }
+      if (tune) {
+        if (mlir::failed(dtc::tuneMicroBatches(context, job, *microSearch, timing)))
+          return 1;
+        if (!report)
+          microSearch->print(job.batchSize, llvm::outs());
+      }
+    }
+  } else if (!emitSchedule.empty() || schedule.getNumOccurrences() ||
+             (!autoPlanned && (dataParallel != 1 || stages != 0 || !splitAt.empty() ||
+                               microBatchesFlag.getNumOccurrences() || tune))) {
     llvm::errs() << "dtc: error: --stages, --split-at, --micro-batches, --schedule, --dp, "
                     "--tune and --emit-schedule need --strategy=model or --strategy=pipeline\n";
     return 1;
   }
-  dtc::ImportOptions options;
-  options.batchSize =
-      isPipeline() && emit != Emit::Imported ? batchSize / microBatches : int64_t(batchSize);
+
   std::string binaryModel;
-  options.binaryModel = &binaryModel;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      dtc::importOnnxFile(context, inputPath, options);
+  mlir::OwningOpRef<mlir::ModuleOp> module = dtc::compile(context, job, &binaryModel);
   if (!module)
-    return 1;
-  if (emit != Emit::Imported && mlir::failed(runPipeline(*module)))
     return 1;
   if (!emitSchedule.empty() && mlir::failed(writeSchedule(*module)))
     return 1;
   // fsdp without --shard under --memory-limit: the coarsest sharding level
   // whose plan fits (the finer ones move more data per step).
-  if (!memoryLimit.empty() && emit != Emit::Imported && strategy == "fsdp" && !autoPlanned &&
+  if (!memoryLimit.empty() && job.runPipeline &&
+      job.pipeline.strategy == PipelineOptions::Strategy::Fsdp && !autoPlanned &&
       !shard.getNumOccurrences() && parseSize(memoryLimit) > 0 && ranks >= 0) {
-    for (const char *level : {"gradients", "parameters"}) {
-      if (checkMemoryLimit(*module, /*quiet=*/true))
+    for (PipelineOptions::Shard level :
+         {PipelineOptions::Shard::Gradients, PipelineOptions::Shard::Parameters}) {
+      if (checkMemoryLimit(*module, job, /*quiet=*/true))
         break;
-      shard.setValue(level);
-      module = dtc::importOnnxFile(context, inputPath, options);
-      if (!module || mlir::failed(runPipeline(*module)))
+      job.pipeline.shard = level;
+      module = dtc::compile(context, job, &binaryModel);
+      if (!module)
         return 1;
-      if (checkMemoryLimit(*module, /*quiet=*/true))
+      const char *name = level == PipelineOptions::Shard::Gradients ? "gradients" : "parameters";
+      if (checkMemoryLimit(*module, job, /*quiet=*/true))
         llvm::errs() << "dtc: note: --memory-limit=" << memoryLimit << ": sharding "
-                     << (shard == "gradients" ? "gradients (ZeRO-2)" : "parameters (ZeRO-3)")
-                     << " to fit (--shard=" << shard << ")\n";
+                     << (level == PipelineOptions::Shard::Gradients ? "gradients (ZeRO-2)"
+                                                                    : "parameters (ZeRO-3)")
+                     << " to fit (--shard=" << name << ")\n";
     }
   }
-  if (!memoryLimit.empty() && emit != Emit::Imported && !autoPlanned &&
-      !checkMemoryLimit(*module))
+  if (!memoryLimit.empty() && job.runPipeline && !autoPlanned &&
+      !checkMemoryLimit(*module, job))
     return 1;
   if (simulate)
-    return mlir::failed(dtc::printScaling(*module, *cluster, devices, batchSize, strategy,
+    return mlir::failed(dtc::printScaling(*module, *cluster, devices, job.batchSize, strategy,
                                           llvm::outs()))
                ? 1
                : 0;
   if (report) {
-    if (autoPlanned)
-      dtc::printPlans(autoPlans, autoChosen, autoGlobalBatch, devices, llvm::outs());
-    printAutoChoice(llvm::outs());
+    if (autoChoice)
+      dtc::printPlans(autoChoice->plans, autoChoice->chosen, autoChoice->globalBatch, devices,
+                      llvm::outs());
+    if (microSearch)
+      microSearch->print(job.batchSize, llvm::outs());
     return mlir::failed(dtc::printReport(*module, llvm::outs())) ? 1 : 0;
   }
   if (emit == Emit::Imported || emit == Emit::Mlir)
     return mlir::failed(writeModule(*module)) || diagnostics.errorCount() ? 1 : 0;
   std::string program = programPath();
-  return mlir::failed(writeProgram(*module, binaryModel, argc, argv, program)) ? 1 : 0;
+  return mlir::failed(writeProgram(*module, binaryModel, job, command, program,
+                                   /*source=*/emit == Emit::Cpp))
+             ? 1
+             : 0;
 }
+
