@@ -25,7 +25,10 @@ add_library(dtcrt_comm STATIC
   ${DTCRT_COMM_DIR}/Rendezvous.cpp
   ${DTCRT_COMM_DIR}/GlooCommunicator.cpp
   ${DTCRT_COMM_DIR}/Reduction.cpp
+  ${DTCRT_COMM_DIR}/ShmBarrier.cpp
+  ${DTCRT_COMM_DIR}/ShmCollectives.cpp
   ${DTCRT_COMM_DIR}/ShmCommunicator.cpp
+  ${DTCRT_COMM_DIR}/ShmSegment.cpp
   ${DTCRT_COMM_DIR}/Connect.cpp
   ${DTCRT_COMM_DIR}/Subgroup.cpp
 )

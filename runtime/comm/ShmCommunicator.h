@@ -2,6 +2,10 @@
 // for jobs whose ranks all run on one host (connectCpu picks it when
 // LOCAL_WORLD_SIZE == WORLD_SIZE > 1, unless DTC_COMM_BACKEND=gloo).
 //
+// Three private parts: ShmSegment.h (the segment's layout, creation and
+// mapping), ShmBarrier.h (barriers and the peers' health), ShmCollectives.h
+// (the collectives over the slots); this class runs them in issue order.
+//
 // Rank 0 creates the segment (a unique name with a job nonce, agreed through
 // the store) and unlinks it as soon as every rank mapped it. The segment holds
 // one cache-line-separated generation counter per rank (a barrier = every rank
