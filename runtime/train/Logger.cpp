@@ -56,6 +56,9 @@ void Logger::step(const StepLog& s) {
                  static_cast<long long>(s.step), static_cast<long long>(s.epoch), s.loss,
                  s.samplesPerSec, s.lr);
     if (s.gradNorm >= 0) std::fprintf(metrics_, ",\"grad_norm\":%.9g", s.gradNorm);
+    if (s.stepSeconds >= 0 && s.dataWaitSeconds >= 0)
+      std::fprintf(metrics_, ",\"step_s\":%.6g,\"data_wait_s\":%.6g", s.stepSeconds,
+                   s.dataWaitSeconds);
     std::fputs("}\n", metrics_);
     flushMetrics();
   }

@@ -5,7 +5,9 @@
 //  * stdout a terminal: one progress-bar line redrawn with \r;
 //  * --metrics=FILE.jsonl: one JSON object per logged step,
 //      {"step":50,"epoch":1,"loss":0.5123,"samples_per_s":1234.5,"lr":0.01}
-//    (with "grad_norm":N after "lr" in programs that clip gradients)
+//    (with "grad_norm":N after "lr" in programs that clip gradients, then
+//    "step_s":S,"data_wait_s":W: seconds per step since the previous
+//    logged step, and of them waiting for the batch)
 //    and per evaluation, {"epoch":1,"eval_loss":0.41,"eval_accuracy":0.86}
 //    (language models: and "eval_perplexity":1.51);
 //    pipeline programs add one line after the first step,
@@ -30,6 +32,10 @@ struct StepLog {
   double samplesPerSec;     // since the previous logged step
   double lr = 0;            // the lr this step used (--lr-schedule)
   float gradNorm = -1;      // the gradient's global norm (dtc --clip-grad-norm), < 0: none
+  // Per step, averaged since the previous logged step (< 0: not measured):
+  // the wall time, and the part of it spent waiting for the batch.
+  double stepSeconds = -1;
+  double dataWaitSeconds = -1;
 };
 
 class Logger {

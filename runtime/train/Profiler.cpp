@@ -79,10 +79,11 @@ void Profiler::setRecording(bool totals, bool spans) {
   recordSpans_ = spans;
 }
 
-void Profiler::stepDone(double seconds) {
+void Profiler::stepDone(double seconds, double dataWaitSeconds) {
   if (!recordTotals_) return;
   ++steps_;
   stepSeconds_ += seconds;
+  dataWaitSeconds_ += dataWaitSeconds;
 }
 
 void Profiler::begin(int32_t op) {
@@ -157,6 +158,10 @@ std::string Profiler::report(const MachinePeaks& peaks, int topNodes) const {
                 spec_.modelName ? spec_.modelName : "the model", static_cast<long long>(steps_),
                 stepMs, opNs * 1e-6 * perStep, stepMs > 0 ? 100.0 * opNs * 1e-6 * perStep / stepMs : 0,
                 stepMs - opNs * 1e-6 * perStep);
+  const double waitMs = dataWaitSeconds_ * 1e3 * perStep;
+  out += format("data wait: %.3f ms per step (%.1f%%), filling the batch (reading, decoding, "
+                "augmenting) before the step's kernels\n",
+                waitMs, stepMs > 0 ? 100.0 * waitMs / stepMs : 0);
   out += format("machine peaks, measured now: %.1f GFLOP/s (OpenBLAS sgemm 512^3, one thread), "
                 "%.1f GB/s (memcpy 64 MiB)\n",
                 peaks.gemmFlopsPerSecond * 1e-9, peaks.copyBytesPerSecond * 1e-9);

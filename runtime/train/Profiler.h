@@ -30,8 +30,9 @@ public:
   // What the next steps record: nothing, totals, or totals and every op's
   // span (the step traced).
   void setRecording(bool totals, bool spans);
-  // A recorded step took `seconds` of wall time (the report's denominator).
-  void stepDone(double seconds);
+  // A recorded step took `seconds` of wall time (the report's denominator),
+  // `dataWaitSeconds` of them filling its batch before its compute.
+  void stepDone(double seconds, double dataWaitSeconds = 0);
 
   void begin(int32_t op) override;
   void end() override;
@@ -60,6 +61,7 @@ private:
   int64_t openNs_ = 0;
   int64_t steps_ = 0;
   double stepSeconds_ = 0;
+  double dataWaitSeconds_ = 0;
 };
 
 }  // namespace dtcrt

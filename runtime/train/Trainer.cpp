@@ -615,6 +615,7 @@ TrainResult Trainer::run() {
   int64_t lastEvalStep = -1;
   int64_t syncedStep = pos.step;  // pipelines: every rank holds the whole state of this step
   double intervalSeconds = 0;
+  double intervalDataWait = 0;
   int64_t intervalSteps = 0;
   bool stop = opts_.maxSteps > 0 && pos.step >= opts_.maxSteps;
   Tracer tracer(rank);
@@ -744,8 +745,17 @@ TrainResult Trainer::run() {
         const auto t0 = Clock::now();
         float loss = NAN;
         size_t arenaPeak = 0;
+        // The step's data wait: the time it spends filling its batches
+        // (reading, decoding, augmenting) before its compute can start. A
+        // GPU program's prefetched batch was filled during the step before.
+        double dataWait = 0;
+        auto timedFill = [&](const int64_t* indices, int64_t rows) {
+          const auto f0 = Clock::now();
+          fillBatch(train, indices, rows, pos.epoch);
+          dataWait += secondsSince(f0);
+        };
         if (pipeline_) {
-          fillBatch(train, order.data() + pos.batchInEpoch * stepRows_, stepRows_, pos.epoch);
+          timedFill(order.data() + pos.batchInEpoch * stepRows_, stepRows_);
           if (runStep == 1) std::memset(arena_.data(), kArenaPattern, arena_.size());
           // --trace: steps 2-4 of this run (step 1 warms up).
           const bool traced = !opts_.trace.empty() && runStep >= 2 && runStep <= 4;
@@ -762,7 +772,7 @@ TrainResult Trainer::run() {
           double lossSum = 0;
           for (int64_t m = 0; m < micro; ++m) {
             const int64_t batch = pos.batchInEpoch * micro + m;  // in this epoch's order
-            fillBatch(train, order.data() + batch * spec_.batchSize, spec_.batchSize, pos.epoch);
+            timedFill(order.data() + batch * spec_.batchSize, spec_.batchSize);
             // GPU programs: the next batch of this epoch (if this run takes it)
             // loads while the device runs this one.
             const bool lastOfRun = opts_.maxSteps > 0 && pos.step + 1 >= opts_.maxSteps;
@@ -784,7 +794,7 @@ TrainResult Trainer::run() {
         }
         const double dt = secondsSince(t0);
         if (profiler_) {
-          profiler_->stepDone(dt);
+          profiler_->stepDone(dt, dataWait);
           profiler_->setRecording(false, false);
         }
         ++pos.step;
@@ -800,7 +810,9 @@ TrainResult Trainer::run() {
         if (device_ && runStep == 1) reportDeviceMemory();
         result.losses.push_back(loss);
         result.trainSeconds += dt;
+        result.dataWaitSeconds += dataWait;
         intervalSeconds += dt;
+        intervalDataWait += dataWait;
         ++intervalSteps;
         if (pos.step % opts_.logEvery == 0) {
           // Logged losses are averaged over ranks (every rank logs the same
@@ -808,9 +820,13 @@ TrainResult Trainer::run() {
           const float logged = pipeline_ ? loss : static_cast<float>(averageOverRanks(loss));
           const double rate =
               intervalSeconds > 0 ? intervalSteps * samplesPerStep / intervalSeconds : 0.0;
-          log.step({pos.epoch + 1, pos.batchInEpoch, batches, pos.step, logged, rate, stepLr,
-                    spec_.clipGradNorm > 0 ? gradNorm_ : -1.0f});
+          StepLog stepLog{pos.epoch + 1, pos.batchInEpoch, batches, pos.step, logged, rate, stepLr,
+                          spec_.clipGradNorm > 0 ? gradNorm_ : -1.0f};
+          stepLog.stepSeconds = intervalSeconds / static_cast<double>(intervalSteps);
+          stepLog.dataWaitSeconds = intervalDataWait / static_cast<double>(intervalSteps);
+          log.step(stepLog);
           intervalSeconds = 0;
+          intervalDataWait = 0;
           intervalSteps = 0;
         }
         hooks.afterStep(pos.step);
@@ -901,10 +917,13 @@ TrainResult Trainer::run() {
   const int64_t ran = static_cast<int64_t>(result.losses.size());
   char summary[256];
   std::snprintf(summary, sizeof summary,
-                "done: %lld steps in %.2f s (%.0f samples/s), final loss %.4f",
+                "done: %lld steps in %.2f s (%.0f samples/s), final loss %.4f, data wait %.2f s "
+                "(%.1f%%)",
                 static_cast<long long>(ran), result.trainSeconds,
                 result.trainSeconds > 0 ? ran * samplesPerStep / result.trainSeconds : 0.0,
-                ran ? result.losses.back() : NAN);
+                ran ? result.losses.back() : NAN, result.dataWaitSeconds,
+                result.trainSeconds > 0 ? 100.0 * result.dataWaitSeconds / result.trainSeconds
+                                        : 0.0);
   log.line(graphs_ ? str(summary, "; ", result.graphReplays, " replayed from a CUDA graph")
                    : std::string(summary));
   return result;

@@ -64,6 +64,7 @@ struct TrainResult {
   std::vector<float> losses;   // the loss of every step this run executed
   int64_t totalSteps = 0;      // optimizer steps done, including resumed ones
   double trainSeconds = 0;     // time in batch filling and train steps
+  double dataWaitSeconds = 0;  // of which filling batches (the steps' data wait)
   std::vector<EvalResult> evals;
   // Pipeline programs: each stage's planned and measured activation memory
   // (the first step of this run; on every rank).

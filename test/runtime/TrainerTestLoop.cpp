@@ -119,6 +119,9 @@ TEST(TrainerLoop, LogLinesAndMetrics) {
   EXPECT_NE(out.find(" samples/s)\n"), std::string::npos) << out;
   EXPECT_NE(out.find("epoch 2 eval loss "), std::string::npos) << out;
   EXPECT_NE(out.find("done: 20 steps in "), std::string::npos) << out;
+  EXPECT_NE(out.find(", data wait "), std::string::npos) << out;
+  EXPECT_GE(r.dataWaitSeconds, 0);
+  EXPECT_LE(r.dataWaitSeconds, r.trainSeconds);
 
   std::vector<std::string> m = lines(o.metrics);
   ASSERT_EQ(m.size(), 22u);  // 20 steps + 2 evaluations
@@ -133,6 +136,16 @@ TEST(TrainerLoop, LogLinesAndMetrics) {
       EXPECT_EQ(s, static_cast<long long>(step + 1));
       EXPECT_EQ(e, step < 10 ? 1 : 2);
       EXPECT_EQ(loss, r.losses[step]) << l;  // 9 digits: the exact float
+      // The step's wall time and its data wait, 0 <= wait <= step.
+      double stepSeconds = -1, waitSeconds = -1;
+      const size_t at = l.find(",\"step_s\":");
+      ASSERT_NE(at, std::string::npos) << l;
+      ASSERT_EQ(std::sscanf(l.c_str() + at, ",\"step_s\":%lg,\"data_wait_s\":%lg}", &stepSeconds,
+                            &waitSeconds),
+                2)
+          << l;
+      EXPECT_GE(waitSeconds, 0) << l;
+      EXPECT_LE(waitSeconds, stepSeconds) << l;
       ++step;
     } else {
       ASSERT_EQ(std::sscanf(l.c_str(), "{\"epoch\":%lld,\"eval_loss\":%lg}", &e, &eloss), 2) << l;

@@ -46,7 +46,7 @@ TEST(TrainerProfiler, RecordsOnlyWhenAskedAndReportsPerPhaseKindAndNode) {
     runOp(p, 0, 2);
     runOp(p, 1, 4);
     runOp(p, 2, 1);
-    p.stepDone(0.010);
+    p.stepDone(0.010, 0.004);  // 4 ms of the 10 filling the batch
     p.setRecording(false, false);
   }
   EXPECT_EQ(p.profiledSteps(), 2);
@@ -57,6 +57,7 @@ TEST(TrainerProfiler, RecordsOnlyWhenAskedAndReportsPerPhaseKindAndNode) {
   const std::string report = p.report(peaks);
   EXPECT_NE(report.find("profile of fake.onnx: 2 steps, 10.000 ms per step"), std::string::npos)
       << report;
+  EXPECT_NE(report.find("\ndata wait: 4.000 ms per step (40.0%)"), std::string::npos) << report;
   // Each phase has its own row; dtc.gemm ran twice per step (forward and
   // backward), the update once.
   for (const char* row : {"  forward ", "  backward ", "  optimizer ", "  communication "})
