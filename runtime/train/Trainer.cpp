@@ -407,7 +407,11 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   r.hasAccuracy = numClasses(spec_) > 0;
   // Labels per position ([batch, time]): a language model's perplexity.
   r.hasPerplexity = r.hasAccuracy && spec_.labels.rank >= 2;
-  r.accuracy = averageOverRanks(correctSum / static_cast<double>(batches * spec_.batchSize));
+  // Correct predictions are counted per label: per position for language
+  // models, whose accuracy is their tokens'.
+  const int64_t labelsPerSample = numElements(perSampleDims(spec_.labels));
+  r.accuracy = averageOverRanks(
+      correctSum / static_cast<double>(batches * spec_.batchSize * labelsPerSample));
   return r;
 }
 
