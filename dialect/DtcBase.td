@@ -62,6 +62,20 @@ def Dtc_ParamKind : I32EnumAttr<"ParamKind", "what a module-level tensor is for"
 }
 
 //===----------------------------------------------------------------------===//
+// Op traits (C++ in dialect/DtcTraits.h): what passes ask of an op
+//===----------------------------------------------------------------------===//
+
+// The result is the operand's storage seen with another shape (no copy).
+def Dtc_View : NativeOpTrait<"View"> { let cppNamespace = "::dtc::trait"; }
+// Runs no compute kernel: the cost model counts it as free.
+def Dtc_NoKernel : NativeOpTrait<"NoKernel"> { let cppNamespace = "::dtc::trait"; }
+// Belongs to no pipeline stage: each stage that reads it has its own.
+def Dtc_StageFree : NativeOpTrait<"StageFree"> { let cppNamespace = "::dtc::trait"; }
+// A convolution's kernel (forward, gradients, transposed, from kept columns):
+// the cost model rates it at the machine's convolution throughput.
+def Dtc_Convolution : NativeOpTrait<"Convolution"> { let cppNamespace = "::dtc::trait"; }
+
+//===----------------------------------------------------------------------===//
 // Op base classes
 //===----------------------------------------------------------------------===//
 

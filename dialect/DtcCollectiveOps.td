@@ -7,7 +7,7 @@ include "DtcBase.td"
 include "DtcTypes.td"
 
 def Dtc_AllReduceStartOp : Dtc_Op<"all_reduce_start",
-    [MemoryEffects<[MemRead, MemWrite]>]> {
+    [Dtc_NoKernel, MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "starts averaging a bucket of gradients over all ranks, in place";
   let description = [{
     The gradients of one bucket are contiguous in memory (the memory planner
@@ -26,7 +26,7 @@ def Dtc_AllReduceStartOp : Dtc_Op<"all_reduce_start",
 }
 
 def Dtc_AllReduceWaitOp : Dtc_Op<"all_reduce_wait",
-    [MemoryEffects<[MemRead, MemWrite]>, InferTypeOpAdaptor]> {
+    [Dtc_NoKernel, MemoryEffects<[MemRead, MemWrite]>, InferTypeOpAdaptor]> {
   let summary = "waits for a bucket's all-reduce; results are the averaged gradients";
   let description = [{
     The results are the started gradients after averaging, in the same
@@ -55,7 +55,7 @@ def Dtc_CopyOp : Dtc_SameTypeOp<"copy"> {
 }
 
 def Dtc_GatherWeightShardsOp : Dtc_Op<"gather_weight_shards",
-    [MemoryEffects<[MemRead, MemWrite]>]> {
+    [Dtc_NoKernel, MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "all-gathers the weight shards each rank updated (ZeRO-1)";
   let description = [{
     `dtc --strategy=fsdp --shard=optimizer`: each rank updates only its
@@ -75,7 +75,7 @@ def Dtc_GatherWeightShardsOp : Dtc_Op<"gather_weight_shards",
 }
 
 def Dtc_GatherParamsStartOp : Dtc_Op<"gather_params_start",
-    [MemoryEffects<[MemRead, MemWrite]>]> {
+    [Dtc_NoKernel, MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "starts gathering a group of sharded weights (ZeRO-3)";
   let description = [{
     `dtc --strategy=fsdp --shard=parameters`: no rank keeps the whole of a
@@ -100,7 +100,7 @@ def Dtc_GatherParamsStartOp : Dtc_Op<"gather_params_start",
 }
 
 def Dtc_GatherParamsWaitOp : Dtc_Op<"gather_params_wait",
-    [MemoryEffects<[MemRead, MemWrite]>, InferTypeOpAdaptor]> {
+    [Dtc_NoKernel, MemoryEffects<[MemRead, MemWrite]>, InferTypeOpAdaptor]> {
   let summary = "waits for a group's gather; results are the whole weights";
   let description = [{
     The results are the tensors `dtc.gather_params_start` filled, in the

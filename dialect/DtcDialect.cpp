@@ -32,6 +32,7 @@ void DtcDialect::initialize() {
   attachShapeVJPs(getContext());
   attachResampleVJPs(getContext());
   attachCollectiveVJPs(getContext());
+  attachFlopsModels(getContext());
 }
 
 Operation *DtcDialect::materializeConstant(OpBuilder &builder, Attribute value,

@@ -10,6 +10,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialect/DtcTraits.h"
+
 #include "dialect/DtcDialect.h.inc"
 #include "dialect/DtcEnums.h.inc"
 #include "dialect/DtcInterfaces.h.inc"
@@ -26,6 +28,10 @@ namespace dtc {
 /// The value of a `dtc.constant` holding one float (of any shape with one
 /// element), if `value` is one.
 std::optional<double> scalarFloatConstant(mlir::Value value);
+
+/// Attaches FlopsOpInterface to the matrix products and convolutions
+/// (dialect/OpFlops.cpp; called by the dialect's initialize()).
+void attachFlopsModels(mlir::MLIRContext *context);
 } // namespace dtc
 
 #endif // DTC_DIALECT_DTCDIALECT_H

@@ -89,7 +89,7 @@ def Dtc_ReduceToShapeOp : Dtc_InferredOp<"reduce_to_shape"> {
   let hasFolder = 1;
 }
 
-def Dtc_ConvBackwardDataOp : Dtc_InferredOp<"conv_backward_data"> {
+def Dtc_ConvBackwardDataOp : Dtc_InferredOp<"conv_backward_data", [Dtc_Convolution]> {
   let summary = "gradient of dtc.conv with respect to its input";
   let arguments = (ins Dtc_FloatTensor:$grad, Dtc_FloatTensor:$weight,
                        DenseI64ArrayAttr:$input_shape, DenseI64ArrayAttr:$strides,
@@ -98,7 +98,7 @@ def Dtc_ConvBackwardDataOp : Dtc_InferredOp<"conv_backward_data"> {
   let results = (outs Dtc_FloatTensor:$output);
 }
 
-def Dtc_ConvBackwardFilterOp : Dtc_InferredOp<"conv_backward_filter"> {
+def Dtc_ConvBackwardFilterOp : Dtc_InferredOp<"conv_backward_filter", [Dtc_Convolution]> {
   let summary = "gradient of dtc.conv with respect to its weight";
   let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$grad,
                        DenseI64ArrayAttr:$weight_shape, DenseI64ArrayAttr:$strides,
@@ -181,7 +181,7 @@ def Dtc_ConvColumnsOp : Dtc_InferredOp<"conv_columns"> {
   let results = (outs Dtc_FloatTensor:$columns);
 }
 
-def Dtc_ConvFromColumnsOp : Dtc_InferredOp<"conv_from_columns"> {
+def Dtc_ConvFromColumnsOp : Dtc_InferredOp<"conv_from_columns", [Dtc_Convolution]> {
   let summary = "dtc.conv computed from its input's kept column matrix";
   let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$columns,
                        Dtc_FloatTensor:$weight, Optional<Dtc_FloatTensor>:$bias,
@@ -192,7 +192,7 @@ def Dtc_ConvFromColumnsOp : Dtc_InferredOp<"conv_from_columns"> {
 }
 
 def Dtc_ConvBackwardFilterFromColumnsOp
-    : Dtc_InferredOp<"conv_backward_filter_from_columns"> {
+    : Dtc_InferredOp<"conv_backward_filter_from_columns", [Dtc_Convolution]> {
   let summary = "dtc.conv_backward_filter from the input's kept column matrix";
   let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$columns,
                        Dtc_FloatTensor:$grad, DenseI64ArrayAttr:$weight_shape,

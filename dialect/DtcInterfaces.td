@@ -24,4 +24,18 @@ def DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   ];
 }
 
+def FlopsOpInterface : OpInterface<"FlopsOpInterface"> {
+  let cppNamespace = "::dtc";
+  let description = [{
+    An op whose arithmetic is more than a few operations per output element
+    (matrix products, convolutions): its floating-point operations, which
+    the cost model (passes/CostModel.h) divides by the machine's rate. Ops
+    without it count two per output element.
+  }];
+  let methods = [
+    InterfaceMethod<"Floating-point operations of one execution.", "double",
+      "estimateFlops">
+  ];
+}
+
 #endif // DTC_INTERFACES_TD

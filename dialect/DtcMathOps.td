@@ -92,7 +92,7 @@ def Dtc_CumSumOp : Dtc_InferredOp<"cumsum"> {
   let results = (outs Dtc_NumericTensor:$output);
 }
 
-def Dtc_IdentityOp : Dtc_SameTypeOp<"identity"> {
+def Dtc_IdentityOp : Dtc_SameTypeOp<"identity", [Dtc_View, Dtc_NoKernel]> {
   let summary = "returns its operand";
   let arguments = (ins Dtc_Tensor:$input);
   let results = (outs Dtc_Tensor:$output);

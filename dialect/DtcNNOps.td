@@ -22,7 +22,7 @@ def Dtc_MatMulOp : Dtc_InferredOp<"matmul"> {
   let results = (outs Dtc_FloatTensor:$output);
 }
 
-def Dtc_ConvOp : Dtc_InferredOp<"conv"> {
+def Dtc_ConvOp : Dtc_InferredOp<"conv", [Dtc_Convolution]> {
   let summary = "2-D convolution, NCHW, with groups (ONNX Conv)";
   let description = [{
     `pads` is [top, left, bottom, right]; all attributes are explicit (the

@@ -30,7 +30,7 @@ def Dtc_MicroBatchOp : Dtc_Op<"micro_batch", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def Dtc_SendStartOp : Dtc_Op<"send_start", [MemoryEffects<[MemRead, MemWrite]>]> {
+def Dtc_SendStartOp : Dtc_Op<"send_start", [Dtc_NoKernel, MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "starts sending a tensor to another pipeline stage";
   let description = [{
     Sends are asynchronous: the tensor must not be written until the
@@ -48,7 +48,7 @@ def Dtc_SendStartOp : Dtc_Op<"send_start", [MemoryEffects<[MemRead, MemWrite]>]>
   let hasVerifier = 1;
 }
 
-def Dtc_SendWaitOp : Dtc_Op<"send_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+def Dtc_SendWaitOp : Dtc_Op<"send_wait", [Dtc_NoKernel, MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "waits until a send has been received; the tensor may be reused";
   let arguments = (ins Dtc_TokenType:$token, Dtc_Tensor:$value);
   let assemblyFormat = "$token `,` $value attr-dict `:` type($value)";
@@ -58,7 +58,7 @@ def Dtc_SendWaitOp : Dtc_Op<"send_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
   }];
 }
 
-def Dtc_RecvOp : Dtc_Op<"recv", [MemoryEffects<[MemRead, MemWrite]>]> {
+def Dtc_RecvOp : Dtc_Op<"recv", [Dtc_NoKernel, MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "receives a tensor from another pipeline stage (blocking)";
   let description = [{
     ```mlir
@@ -70,7 +70,7 @@ def Dtc_RecvOp : Dtc_Op<"recv", [MemoryEffects<[MemRead, MemWrite]>]> {
   let assemblyFormat = "attr-dict `:` type($value)";
 }
 
-def Dtc_SchedulePhaseOp : Dtc_Op<"schedule_phase", [MemoryEffects<[MemWrite]>]> {
+def Dtc_SchedulePhaseOp : Dtc_Op<"schedule_phase", [Dtc_NoKernel, MemoryEffects<[MemWrite]>]> {
   let summary = "marks the start of one micro-batch's forward or backward pass";
   let description = [{
     The ops that follow, up to the next marker, are the `phase`

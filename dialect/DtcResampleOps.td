@@ -66,7 +66,7 @@ def Dtc_ResizeGradOp : Dtc_InferredOp<"resize_grad"> {
   let results = (outs Dtc_FloatTensor:$output);
 }
 
-def Dtc_ConvTransposeOp : Dtc_InferredOp<"conv_transpose"> {
+def Dtc_ConvTransposeOp : Dtc_InferredOp<"conv_transpose", [Dtc_Convolution]> {
   let summary = "2-D transposed convolution, NCHW, with groups (ONNX ConvTranspose)";
   let description = [{
     The weight is [C_in, C_out / group, R, S] and the output

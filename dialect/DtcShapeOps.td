@@ -11,13 +11,13 @@
 
 include "DtcBase.td"
 
-def Dtc_FlattenOp : Dtc_InferredOp<"flatten"> {
+def Dtc_FlattenOp : Dtc_InferredOp<"flatten", [Dtc_View, Dtc_NoKernel]> {
   let summary = "reshape to 2-D: dimensions before `axis`, and from it on";
   let arguments = (ins Dtc_Tensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
   let results = (outs Dtc_Tensor:$output);
 }
 
-def Dtc_ReshapeOp : Dtc_InferredOp<"reshape"> {
+def Dtc_ReshapeOp : Dtc_InferredOp<"reshape", [Dtc_View, Dtc_NoKernel]> {
   let summary = "reshape to a static shape (no -1 or 0 entries)";
   let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs Dtc_Tensor:$output);
@@ -31,13 +31,13 @@ def Dtc_TransposeOp : Dtc_InferredOp<"transpose"> {
   let hasFolder = 1;
 }
 
-def Dtc_SqueezeOp : Dtc_InferredOp<"squeeze"> {
+def Dtc_SqueezeOp : Dtc_InferredOp<"squeeze", [Dtc_View, Dtc_NoKernel]> {
   let summary = "removes the size-1 dimensions listed in `axes`";
   let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$axes);
   let results = (outs Dtc_Tensor:$output);
 }
 
-def Dtc_UnsqueezeOp : Dtc_InferredOp<"unsqueeze"> {
+def Dtc_UnsqueezeOp : Dtc_InferredOp<"unsqueeze", [Dtc_View, Dtc_NoKernel]> {
   let summary = "inserts size-1 dimensions at `axes` of the result";
   let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$axes);
   let results = (outs Dtc_Tensor:$output);

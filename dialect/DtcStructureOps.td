@@ -38,7 +38,7 @@ def Dtc_ParamOp : Dtc_Op<"param", [Symbol]> {
 }
 
 def Dtc_ParamRefOp : Dtc_Op<"param_ref",
-    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Dtc_NoKernel, Dtc_StageFree, Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "reads the current value of a module-level tensor";
   let arguments = (ins FlatSymbolRefAttr:$name);
   let results = (outs Dtc_Tensor:$value);
@@ -57,7 +57,7 @@ def Dtc_AssignOp : Dtc_Op<"assign",
 }
 
 def Dtc_ConstantOp : Dtc_Op<"constant",
-    [ConstantLike, Pure, InferTypeOpAdaptor]> {
+    [Dtc_NoKernel, Dtc_StageFree, ConstantLike, Pure, InferTypeOpAdaptor]> {
   let summary = "a compile-time constant tensor";
   let arguments = (ins ElementsAttr:$value);
   let results = (outs Dtc_Tensor:$output);

@@ -47,7 +47,7 @@ def Dtc_CountCorrectOp : Dtc_InferredOp<"count_correct"> {
 }
 
 def Dtc_GradientOp : Dtc_Op<"gradient",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+    [Dtc_NoKernel, DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
   let summary = "the gradient of the loss with respect to a trainable weight";
   let description = [{
     Autodiff ends each weight's backward computation with one of these; the

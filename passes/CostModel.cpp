@@ -20,56 +20,16 @@ double elements(Value v) {
 
 /// Ops that run no kernel: views, reads of params and constants, markers
 /// and communication (costed by transferSeconds).
-bool isFree(Operation *op) {
-  return MemoryPlan::isView(op) ||
-         isa<ParamRefOp, ConstantOp, SchedulePhaseOp, SendStartOp, SendWaitOp, RecvOp,
-             AllReduceStartOp, AllReduceWaitOp, GatherParamsStartOp, GatherParamsWaitOp,
-             GatherWeightShardsOp, GradientOp>(op);
-}
-
-/// 2 * output elements * reduction length, for a convolution-like op whose
-/// filter is `filter` ([K, C/group, kh, kw]) and whose "output" is `out`.
-double convFlops(double outElements, ArrayRef<int64_t> filter) {
-  double perOutput = 1.0;
-  for (int64_t d : filter.drop_front())
-    perOutput *= double(d);
-  return 2.0 * outElements * perOutput;
-}
-
-bool isConvLike(Operation *op) {
-  return isa<ConvOp, ConvFromColumnsOp, ConvBackwardDataOp, ConvBackwardFilterOp,
-             ConvBackwardFilterFromColumnsOp, ConvTransposeOp>(op);
-}
+bool runsNoKernel(Operation *op) { return op->hasTrait<trait::NoKernel>(); }
 
 } // namespace
 
 double estimateFlops(Operation *op) {
-  if (isFree(op))
+  if (runsNoKernel(op))
     return 0.0;
-  if (auto gemm = dyn_cast<GemmOp>(op)) {
-    // [M, K] x [K, N]: K is the dimension A and B share.
-    ArrayRef<int64_t> a = tensorOf(gemm.getA()).getShape();
-    double k = double(gemm.getTransA() ? a[0] : a[1]);
-    return 2.0 * elements(gemm.getOutput()) * k;
-  }
-  if (auto matmul = dyn_cast<MatMulOp>(op)) {
-    ArrayRef<int64_t> a = tensorOf(matmul.getLhs()).getShape();
-    return 2.0 * elements(matmul.getOutput()) * double(a.back());
-  }
-  if (auto conv = dyn_cast<ConvOp>(op))
-    return convFlops(elements(conv.getOutput()), tensorOf(conv.getWeight()).getShape());
-  if (auto conv = dyn_cast<ConvFromColumnsOp>(op))
-    return convFlops(elements(conv.getOutput()), tensorOf(conv.getWeight()).getShape());
-  if (auto grad = dyn_cast<ConvBackwardDataOp>(op))
-    return convFlops(elements(grad.getGrad()), tensorOf(grad.getWeight()).getShape());
-  if (auto grad = dyn_cast<ConvBackwardFilterOp>(op))
-    return convFlops(elements(grad.getGrad()), grad.getWeightShape());
-  // A transposed convolution is the input-gradient of a convolution whose
-  // output has the transposed one's input shape.
-  if (auto conv = dyn_cast<ConvTransposeOp>(op))
-    return convFlops(elements(conv.getInput()), tensorOf(conv.getWeight()).getShape());
-  if (auto grad = dyn_cast<ConvBackwardFilterFromColumnsOp>(op))
-    return convFlops(elements(grad.getGrad()), grad.getWeightShape());
+  // Matrix products and convolutions know theirs (dialect/OpFlops.cpp).
+  if (auto heavy = dyn_cast<FlopsOpInterface>(op))
+    return heavy.estimateFlops();
   // Everything else: a few operations per output element.
   double out = 0.0;
   for (Value result : op->getResults())
@@ -78,7 +38,7 @@ double estimateFlops(Operation *op) {
 }
 
 double estimateBytes(Operation *op) {
-  if (isFree(op))
+  if (runsNoKernel(op))
     return 0.0;
   double bytes = 0.0;
   for (Value v : op->getOperands())
@@ -102,9 +62,10 @@ double gemmEfficiency(GemmOp gemm, const MachineModel &machine) {
 }
 
 double estimateSeconds(Operation *op, const MachineModel &machine) {
-  if (isFree(op))
+  if (runsNoKernel(op))
     return 0.0;
-  double rate = isConvLike(op) ? machine.convFlopsPerSecond : machine.flopsPerSecond;
+  double rate = op->hasTrait<trait::Convolution>() ? machine.convFlopsPerSecond
+                                                     : machine.flopsPerSecond;
   if (auto gemm = dyn_cast<GemmOp>(op))
     rate *= gemmEfficiency(gemm, machine);
   return machine.opSeconds +

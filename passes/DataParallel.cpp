@@ -21,7 +21,7 @@ namespace {
 /// into storage of its own and read by nothing but its dtc.gradient.
 bool ownsStorage(Value grad) {
   Operation *def = grad.getDefiningOp();
-  return def && !MemoryPlan::isView(def) && !isa<ParamRefOp, ConstantOp>(def) &&
+  return def && !MemoryPlan::isView(def) && !def->hasTrait<trait::StageFree>() &&
          grad.hasOneUse();
 }
 

@@ -33,7 +33,7 @@ struct InsertFiniteChecksPass : dtc::impl::InsertFiniteChecksBase<InsertFiniteCh
   void runOnOperation() override {
     SmallVector<Operation *> kernels;
     for (Operation &op : getOperation().front())
-      if (!MemoryPlan::isView(&op) && !isa<ParamRefOp, ConstantOp, CheckFiniteOp>(op) &&
+      if (!MemoryPlan::isView(&op) && !op.hasTrait<trait::StageFree>() && !isa<CheckFiniteOp>(op) &&
           op.getNumResults() > 0)
         kernels.push_back(&op);
     for (Operation *op : kernels) {

@@ -24,9 +24,7 @@ int64_t tensorBytes(Type type) {
   return tensor.getNumElements() * elementBytes;
 }
 
-bool MemoryPlan::isView(Operation *op) {
-  return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp>(op);
-}
+bool MemoryPlan::isView(Operation *op) { return op->hasTrait<trait::View>(); }
 
 Value MemoryPlan::storageRoot(Value value) const {
   auto it = roots.find(value);

@@ -30,7 +30,6 @@ using namespace dtc;
 namespace {
 
 /// Params and constants are read where they are needed: they belong to no stage.
-bool isFree(Operation *op) { return isa<ParamRefOp, ConstantOp>(op); }
 
 StringRef nodeName(Operation *op) {
   if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
@@ -141,7 +140,7 @@ struct PartitionStagesPass : dtc::impl::PartitionStagesBase<PartitionStagesPass>
     }
     SmallVector<Operation *> ops;
     for (Operation &op : train.front().without_terminator())
-      if (!isFree(&op))
+      if (!op.hasTrait<trait::StageFree>())
         ops.push_back(&op);
 
     SmallVector<unsigned> cuts;

@@ -12,8 +12,6 @@ namespace dtc {
 
 namespace {
 
-bool isFree(Operation *op) { return isa<ParamRefOp, ConstantOp>(op); }
-
 /// A value computed on stage `from` and read on stage `to`, on `tag`.
 struct Edge {
   int64_t from, to, tag;
@@ -51,7 +49,7 @@ private:
 
 bool EvalStages::assign() {
   for (Operation &op : eval.front().without_terminator()) {
-    if (isFree(&op))
+    if (op.hasTrait<trait::StageFree>())
       continue;
     int64_t stage = 0;
     for (Value operand : op.getOperands())
@@ -77,11 +75,11 @@ bool EvalStages::assign() {
   // The loss and the correct count: on the last stage.
   for (Value result : eval.front().getTerminator()->getOperands()) {
     Operation *def = result.getDefiningOp();
-    if (!def || isFree(def) || stageOf.lookup(def) != stages - 1)
+    if (!def || def->hasTrait<trait::StageFree>() || stageOf.lookup(def) != stages - 1)
       return false;
   }
   for (Operation &op : eval.front().without_terminator()) {
-    if (isFree(&op))
+    if (op.hasTrait<trait::StageFree>())
       continue;
     for (Value result : op.getResults())
       for (Operation *user : result.getUsers())
@@ -101,7 +99,7 @@ Value EvalStages::lookup(Value v) {
   if (auto arg = llvm::dyn_cast<BlockArgument>(v))
     return stageFunc.getArgument(arg.getArgNumber());
   Operation *def = v.getDefiningOp();
-  if (isFree(def)) {
+  if (def->hasTrait<trait::StageFree>()) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(&stageFunc.front());
     Value copy = builder.clone(*def)->getResult(0);
@@ -130,7 +128,7 @@ void EvalStages::build(int64_t stage) {
   builder.setInsertionPointToEnd(stageFunc.addEntryBlock());
   SmallVector<std::pair<Value, Value>> sends;  // (token, value)
   for (Operation &op : eval.front().without_terminator()) {
-    if (isFree(&op) || stageOf[&op] != stage)
+    if (op.hasTrait<trait::StageFree>() || stageOf[&op] != stage)
       continue;
     for (Value operand : op.getOperands())
       values.map(operand, lookup(operand));

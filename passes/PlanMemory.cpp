@@ -32,7 +32,7 @@ struct PlanMemoryPass : dtc::impl::PlanMemoryBase<PlanMemoryPass> {
     for (Operation &op : func.front()) {
       // Views, params and constants live elsewhere (MemoryPlan::fromIR);
       // an all-reduce's results are its inputs, shown for the reader.
-      if (MemoryPlan::isView(&op) || isa<ParamRefOp, ConstantOp>(op))
+      if (MemoryPlan::isView(&op) || op.hasTrait<trait::StageFree>())
         continue;
       SmallVector<int64_t> offsets;
       for (Value result : op.getResults()) {

@@ -29,8 +29,6 @@ using namespace dtc;
 
 namespace {
 
-bool isFree(Operation *op) { return isa<ParamRefOp, ConstantOp>(op); }
-
 /// One piece of a stage's schedule: the forward or backward pass of one
 /// micro-batch.
 struct Phase {
@@ -121,7 +119,7 @@ LogicalResult PipelineBuilder::assignStages() {
       isBackward.insert(&op);
     if (&op == lossOp)
       backward = true;
-    if (isFree(&op))
+    if (op.hasTrait<trait::StageFree>())
       continue;
     if (auto stage = op.getAttrOfType<IntegerAttr>("dtc.stage")) {
       stageOf[&op] = stage.getInt();
@@ -165,7 +163,7 @@ LogicalResult PipelineBuilder::assignParams() {
     return success();
   };
   for (Operation &op : train.front().without_terminator()) {
-    if (isFree(&op))
+    if (op.hasTrait<trait::StageFree>())
       continue;
     for (Value operand : op.getOperands())
       if (auto ref = operand.getDefiningOp<ParamRefOp>())
@@ -183,7 +181,7 @@ LogicalResult PipelineBuilder::assignParams() {
 
 void PipelineBuilder::findEdges() {
   for (Operation &op : train.front().without_terminator()) {
-    if (isFree(&op))
+    if (op.hasTrait<trait::StageFree>())
       continue;
     int64_t from = stageOf[&op];
     for (Value result : op.getResults())
@@ -211,7 +209,7 @@ Value PipelineBuilder::lookup(Value v, int64_t m) {
     return slice;
   }
   Operation *def = v.getDefiningOp();
-  if (isFree(def)) {
+  if (def->hasTrait<trait::StageFree>()) {
     Value &copy = freeValues[def];
     if (!copy) {
       OpBuilder::InsertionGuard guard(builder);
@@ -284,7 +282,7 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
 
   SmallVector<Operation *> forwardOps, backwardOps;
   for (Operation &op : train.front().without_terminator())
-    if (!isFree(&op) && stageOf[&op] == stage)
+    if (!op.hasTrait<trait::StageFree>() && stageOf[&op] == stage)
       (isBackward.contains(&op) ? backwardOps : forwardOps).push_back(&op);
 
   llvm::MapVector<StringAttr, Value> gradientSums;
