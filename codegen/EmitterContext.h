@@ -11,6 +11,7 @@
 #define DTC_CODEGEN_EMITTERCONTEXT_H
 
 #include "passes/MemoryPlan.h"
+#include "dialect/PlanAttributes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
@@ -112,7 +113,7 @@ public:
 /// --shard=parameters (ZeRO-3): the module's weights stay sharded between
 /// steps (dtc-shard-parameters).
 inline bool shardsParameters(mlir::ModuleOp module) {
-  auto level = module->getAttrOfType<mlir::StringAttr>("dtc.shard_level");
+  auto level = module->getAttrOfType<mlir::StringAttr>(dtc::attr::kShardLevel);
   return level && level.getValue() == "parameters";
 }
 

@@ -342,7 +342,7 @@ std::string quoted(StringRef text) {
 }
 
 StringRef argName(func::FuncOp func, unsigned i) {
-  if (auto name = func.getArgAttrOfType<StringAttr>(i, "dtc.name"))
+  if (auto name = func.getArgAttrOfType<StringAttr>(i, dtc::attr::kName))
     return name.getValue();
   return "input";
 }
@@ -505,11 +505,11 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
     return module.emitError("codegen needs func @forward");
   ProgramEmitter program(module);
   program.cuda = options.target == "cuda";
-  auto strategyAttr = module->getAttrOfType<StringAttr>("dtc.strategy");
+  auto strategyAttr = module->getAttrOfType<StringAttr>(dtc::attr::kStrategy);
   std::string strategy = strategyAttr ? strategyAttr.getValue().str()
                          : tensorParallelOf(module) > 1 ? "tp"
                                                         : "none";
-  auto collectivesAttr = module->getAttrOfType<StringAttr>("dtc.collectives");
+  auto collectivesAttr = module->getAttrOfType<StringAttr>(dtc::attr::kCollectives);
   std::string collectives = collectivesAttr ? collectivesAttr.getValue().str() : "";
 
   // The parameter table, in state-buffer order, as dtc-layout-state laid
@@ -607,7 +607,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   for (int64_t bytes : stageArenaBytes)
     stageArenas += (stageArenas.empty() ? "" : ", ") + std::to_string(bytes);
   // A pipeline: the stages' steps, and how the job is laid out.
-  auto pipeline = module->getAttrOfType<DictionaryAttr>("dtc.pipeline");
+  auto pipeline = module->getAttrOfType<DictionaryAttr>(dtc::attr::kPipeline);
   std::string pipelineTables;
   std::string stageStateSpec;
   std::string stageEvalSpec;
@@ -651,7 +651,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
     inputs += "    " + tensorSpec(argName(forward, i), forward.getArgumentTypes()[i]) + ",\n";
   for (unsigned i = 0; i < forward.getNumResults(); ++i) {
-    auto name = forward.getResultAttrOfType<StringAttr>(i, "dtc.name");
+    auto name = forward.getResultAttrOfType<StringAttr>(i, dtc::attr::kName);
     outputs += "    " + tensorSpec(name ? name.getValue() : "output",
                                    forward.getResultTypes()[i]) + ",\n";
   }
@@ -748,7 +748,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    .optimizer = " << quoted(options.optimizer) << ",\n"
      << "    .lr = " << doubleLiteral(options.lr) << ",\n"
      << "    .accumulateSteps = "
-     << (accumulate ? module->getAttrOfType<IntegerAttr>("dtc.accumulate_steps").getInt() : 1)
+     << (accumulate ? module->getAttrOfType<IntegerAttr>(dtc::attr::kAccumulateSteps).getInt() : 1)
      << ",\n"
      << "    .accumulateStep = " << (accumulate ? "accumulate_step" : "nullptr") << ",\n"
      << pipelineSpec

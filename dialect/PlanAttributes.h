@@ -74,6 +74,26 @@ inline constexpr char kTpSplit[] = "dtc.tp_split";
 inline constexpr char kConvAlgorithm[] = "dtc.conv_algorithm";
 inline constexpr char kWorkspaceBytes[] = "dtc.workspace_bytes";
 
+/// The program's other facts, set by the importer and the passes, read by
+/// later passes, codegen and `dtc --report`.
+/// On @forward's arguments and results: the ONNX name (StrAttr).
+inline constexpr char kName[] = "dtc.name";
+/// On the module: the training strategy, "ddp", "fsdp", "pipeline" or
+/// "model" (StrAttr; none: one process).
+inline constexpr char kStrategy[] = "dtc.strategy";
+/// On the module of a pipeline: stages, micro-batches, schedule and the
+/// per-stage facts (DictionaryAttr, dtc-schedule-pipeline).
+inline constexpr char kPipeline[] = "dtc.pipeline";
+/// On the module: the loss dtc-add-loss built (StrAttr).
+inline constexpr char kLoss[] = "dtc.loss";
+/// On the module: micro-batches per update, --accumulate (I64).
+inline constexpr char kAccumulateSteps[] = "dtc.accumulate_steps";
+/// On the module: the collectives the step issues, as dtc-verify-collectives
+/// found them (StrAttr).
+inline constexpr char kCollectives[] = "dtc.collectives";
+/// On the module: the cost model's step time (F64, dtc-verify-pipeline).
+inline constexpr char kPredictedStepSeconds[] = "dtc.predicted_step_seconds";
+
 } // namespace dtc::attr
 
 #endif // DTC_DIALECT_PLANATTRIBUTES_H

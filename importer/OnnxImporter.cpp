@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "importer/OnnxImporter.h"
+#include "dialect/PlanAttributes.h"
 
 #include "importer/ConstantFolder.h"
 #include "importer/ImporterContext.h"
@@ -310,7 +311,7 @@ OwningOpRef<ModuleOp> Importer::run() {
                                            builder.getFunctionType(argTypes, {}));
   entry = func.addEntryBlock();
   for (size_t i = 0; i < argNames.size(); ++i) {
-    func.setArgAttr(i, "dtc.name", builder.getStringAttr(argNames[i]));
+    func.setArgAttr(i, dtc::attr::kName, builder.getStringAttr(argNames[i]));
     slots[argNames[i]].value = entry->getArgument(i);
   }
 
@@ -330,7 +331,7 @@ OwningOpRef<ModuleOp> Importer::run() {
   builder.create<func::ReturnOp>(fileLoc, results);
   func.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   for (int i = 0; i < graph.output_size(); ++i)
-    func.setResultAttr(i, "dtc.name", builder.getStringAttr(graph.output(i).name()));
+    func.setResultAttr(i, dtc::attr::kName, builder.getStringAttr(graph.output(i).name()));
 
   if (failed(verify(*owner)))
     return nullptr;

@@ -88,7 +88,7 @@ struct AccumulateGradientsPass
       b.create<AssignOp>(loc, accum, zeros);
       gradient.getGradMutable().assign(mean);
     }
-    module->setAttr("dtc.accumulate_steps", b64(steps));
+    module->setAttr(dtc::attr::kAccumulateSteps, b64(steps));
   }
 
   IntegerAttr b64(int64_t v) { return IntegerAttr::get(IntegerType::get(&getContext(), 64), v); }

@@ -1,5 +1,6 @@
 //===- AddLoss.cpp - @forward + loss -> @train_step and @eval_step -------===//
 #include "passes/Passes.h"
+#include "dialect/PlanAttributes.h"
 
 #include "dialect/DtcDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -28,7 +29,7 @@ func::FuncOp cloneWithLabels(func::FuncOp forward, StringRef name, Type labelTyp
   copy.setSymName(name);
   forward->getBlock()->getOperations().insertAfter(Block::iterator(forward), copy);
   MLIRContext *ctx = forward->getContext();
-  NamedAttribute nameAttr(StringAttr::get(ctx, "dtc.name"), StringAttr::get(ctx, "labels"));
+  NamedAttribute nameAttr(StringAttr::get(ctx, dtc::attr::kName), StringAttr::get(ctx, "labels"));
   copy.insertArgument(copy.getNumArguments(), labelType,
                       DictionaryAttr::get(ctx, {nameAttr}), forward.getLoc());
   return copy;
@@ -42,7 +43,7 @@ void setResults(func::FuncOp func, ValueRange results, ArrayRef<StringRef> names
                                  TypeRange(results)));
   func.removeResAttrsAttr();
   for (auto [i, name] : llvm::enumerate(names))
-    func.setResultAttr(i, "dtc.name", StringAttr::get(func->getContext(), name));
+    func.setResultAttr(i, dtc::attr::kName, StringAttr::get(func->getContext(), name));
 }
 
 /// Inference mode: batch norm with the running statistics and no update of
@@ -101,7 +102,7 @@ std::optional<int> findModelLoss(func::FuncOp forward, StringRef loss) {
   auto ret = cast<func::ReturnOp>(forward.front().getTerminator());
   SmallVector<int> candidates;
   for (unsigned i = 0; i < forward.getNumResults(); ++i) {
-    auto name = forward.getResultAttrOfType<StringAttr>(i, "dtc.name");
+    auto name = forward.getResultAttrOfType<StringAttr>(i, dtc::attr::kName);
     if (!wanted.empty()) {
       if (name && name.getValue() == wanted)
         candidates.push_back(i);
@@ -163,11 +164,11 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
       if (dependsOn(ret.getOperand(i), labelsArg))
         continue;
       kept.push_back(ret.getOperand(i));
-      auto name = forward.getResultAttrOfType<StringAttr>(i, "dtc.name");
+      auto name = forward.getResultAttrOfType<StringAttr>(i, dtc::attr::kName);
       keptNames.push_back(name ? name.getValue() : StringRef("output"));
     }
     MLIRContext *ctx = forward->getContext();
-    NamedAttribute labelsName(StringAttr::get(ctx, "dtc.name"), StringAttr::get(ctx, "labels"));
+    NamedAttribute labelsName(StringAttr::get(ctx, dtc::attr::kName), StringAttr::get(ctx, "labels"));
     for (StringRef name : {"eval_step", "train_step"}) {
       auto copy = forward.clone();
       copy.setSymName(name);
@@ -204,7 +205,7 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
     // The loss the steps use, for the back end (the runtime checks labels
     // of cross-entropy programs against the number of classes).
     auto recordLoss = [&](StringRef what) {
-      module->setAttr("dtc.loss", StringAttr::get(&getContext(), what));
+      module->setAttr(dtc::attr::kLoss, StringAttr::get(&getContext(), what));
     };
     if (*modelLoss >= 0 && (labelSmoothing != 0.0 || !classWeights.empty())) {
       forward.emitError() << (labelSmoothing != 0.0 ? "--label-smoothing" : "--class-weights")
@@ -213,7 +214,7 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
       return signalPassFailure();
     }
     if (*modelLoss >= 0) {
-      auto name = forward.getResultAttrOfType<StringAttr>(*modelLoss, "dtc.name");
+      auto name = forward.getResultAttrOfType<StringAttr>(*modelLoss, dtc::attr::kName);
       recordLoss("output:" + (name ? name.getValue().str() : std::to_string(*modelLoss)));
       if (failed(useModelLoss(forward, *modelLoss)))
         signalPassFailure();

@@ -1,5 +1,6 @@
 //===- DataParallel.cpp - bucketed gradient all-reduce (--strategy=ddp) --===//
 #include "passes/MemoryPlan.h"
+#include "dialect/PlanAttributes.h"
 #include "passes/Passes.h"
 
 #include "dialect/DtcDialect.h"
@@ -48,8 +49,8 @@ struct DataParallelPass : dtc::impl::DataParallelBase<DataParallelPass> {
     for (func::FuncOp step : steps)
       if (failed(reduceGradients(step)))
         return signalPassFailure();
-    if (!module->hasAttr("dtc.strategy"))
-      module->setAttr("dtc.strategy", StringAttr::get(&getContext(), "ddp"));
+    if (!module->hasAttr(dtc::attr::kStrategy))
+      module->setAttr(dtc::attr::kStrategy, StringAttr::get(&getContext(), "ddp"));
   }
 
   LogicalResult reduceGradients(func::FuncOp train) {

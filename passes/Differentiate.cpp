@@ -1,5 +1,6 @@
 //===- Differentiate.cpp - reverse-mode autodiff of @train_step ---------===//
 #include "passes/Passes.h"
+#include "dialect/PlanAttributes.h"
 
 #include "dialect/DtcDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -132,12 +133,12 @@ LogicalResult Backward::differentiate(Operation *op, OpBuilder &b) {
   if (failed(differentiable.buildVJP(b, resultGrads, operandGrads)))
     return failure();
   // Pipelines: the backward ops run on the stage of the op they differentiate.
-  Attribute stage = op->getAttr("dtc.stage");
+  Attribute stage = op->getAttr(dtc::attr::kStage);
   for (Block::iterator it = last ? std::next(Block::iterator(last)) : b.getBlock()->begin();
        it != b.getInsertionPoint(); ++it) {
     it->setLoc(backwardLoc);
     if (stage && !isa<ConstantOp>(*it))
-      it->setAttr("dtc.stage", stage);
+      it->setAttr(dtc::attr::kStage, stage);
   }
   if (operandGrads.size() != op->getNumOperands())
     return op->emitOpError("VJP built ") << operandGrads.size() << " gradients for "

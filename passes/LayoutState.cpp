@@ -58,7 +58,7 @@ FailureOr<int64_t> owningStage(ParamOp param, SymbolTable &symbols) {
 void layoutStageBuffers(ModuleOp module, Builder &b,
                         SmallVector<std::pair<int64_t, int64_t>> ranges, int64_t unownedEnd) {
   int64_t stages = int64_t(ranges.size());
-  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("dtc.pipeline"))
+  if (auto pipeline = module->getAttrOfType<DictionaryAttr>(dtc::attr::kPipeline))
     if (auto n = pipeline.getAs<IntegerAttr>("stages"))
       stages = std::max(stages, n.getInt());
   ranges.resize(stages, {-1, -1});

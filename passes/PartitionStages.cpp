@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/CostModel.h"
+#include "dialect/PlanAttributes.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 
@@ -172,7 +173,7 @@ struct PartitionStagesPass : dtc::impl::PartitionStagesBase<PartitionStagesPass>
     for (auto [i, op] : llvm::enumerate(ops)) {
       while (stage < cuts.size() && i >= cuts[stage])
         ++stage;
-      op->setAttr("dtc.stage", b.getI64IntegerAttr(stage));
+      op->setAttr(dtc::attr::kStage, b.getI64IntegerAttr(stage));
     }
   }
 };

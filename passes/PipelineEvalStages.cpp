@@ -1,5 +1,6 @@
 //===- PipelineEvalStages.cpp - @eval_step cut into stages ---------------===//
 #include "passes/PipelineEvalStages.h"
+#include "dialect/PlanAttributes.h"
 
 #include "dialect/DtcDialect.h"
 #include "mlir/IR/Builders.h"
@@ -29,7 +30,7 @@ private:
   /// The stage owning the weight `name` refers to, or -1 (unowned).
   int64_t ownerOf(StringRef name) {
     auto param = module.lookupSymbol<ParamOp>(name);
-    auto stage = param ? param->getAttrOfType<IntegerAttr>("dtc.stage") : IntegerAttr();
+    auto stage = param ? param->getAttrOfType<IntegerAttr>(dtc::attr::kStage) : IntegerAttr();
     return stage ? stage.getInt() : -1;
   }
   Value lookup(Value v);

@@ -143,7 +143,7 @@ private:
 } // namespace
 
 int64_t accumulationSteps(ModuleOp module) {
-  auto steps = module->getAttrOfType<IntegerAttr>("dtc.accumulate_steps");
+  auto steps = module->getAttrOfType<IntegerAttr>(dtc::attr::kAccumulateSteps);
   return steps && steps.getInt() > 1 ? steps.getInt() : 1;
 }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "dialect/PlanAttributes.h"
 
 #include "passes/PipelineEvalStages.h"
 
@@ -110,7 +111,7 @@ private:
 LogicalResult PipelineBuilder::assignStages() {
   auto ret = cast<func::ReturnOp>(train.front().getTerminator());
   lossOp = ret.getOperand(0).getDefiningOp();
-  if (!lossOp || !lossOp->hasAttr("dtc.stage"))
+  if (!lossOp || !lossOp->hasAttr(dtc::attr::kStage))
     return train.emitError("dtc-schedule-pipeline needs a partitioned @train_step "
                            "(run dtc-partition-stages before dtc-differentiate)");
   bool backward = false;
@@ -121,7 +122,7 @@ LogicalResult PipelineBuilder::assignStages() {
       backward = true;
     if (op.hasTrait<trait::StageFree>())
       continue;
-    if (auto stage = op.getAttrOfType<IntegerAttr>("dtc.stage")) {
+    if (auto stage = op.getAttrOfType<IntegerAttr>(dtc::attr::kStage)) {
       stageOf[&op] = stage.getInt();
       numStages = std::max(numStages, stage.getInt() + 1);
       continue;
@@ -159,7 +160,7 @@ LogicalResult PipelineBuilder::assignParams() {
                                << "; a weight or buffer shared across stages (tied weights) "
                                   "is not supported: choose --split-at points that keep "
                                   "its users in one stage";
-    param->setAttr("dtc.stage", b.getI64IntegerAttr(stage));
+    param->setAttr(dtc::attr::kStage, b.getI64IntegerAttr(stage));
     return success();
   };
   for (Operation &op : train.front().without_terminator()) {
@@ -271,7 +272,7 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
                                            FunctionType::get(ctx, argTypes, {lossType}));
   if (ArrayAttr argAttrs = train.getAllArgAttrs())
     stageFunc.setAllArgAttrs(argAttrs);
-  stageFunc.setResultAttr(0, "dtc.name", StringAttr::get(ctx, "loss"));
+  stageFunc.setResultAttr(0, dtc::attr::kName, StringAttr::get(ctx, "loss"));
   stageFunc.setVisibility(train.getVisibility());
   Block *body = stageFunc.addEntryBlock();
   builder.setInsertionPointToEnd(body);
@@ -317,7 +318,7 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
       for (Value operand : op->getOperands())
         values[m].map(operand, lookup(operand, m));
       Operation *clone = builder.clone(*op, values[m]);
-      clone->removeAttr("dtc.stage");
+      clone->removeAttr(dtc::attr::kStage);
       sendResults(op, clone, m);
       if (op == lossOp) {
         Value loss = clone->getResult(0);
@@ -390,8 +391,8 @@ struct SchedulePipelinePass : dtc::impl::SchedulePipelineBase<SchedulePipelinePa
       if (buildStageEvals(module, eval, stages))
         eval.erase();
     Builder b(&getContext());
-    module->setAttr("dtc.strategy", b.getStringAttr(strategy));
-    module->setAttr("dtc.pipeline",
+    module->setAttr(dtc::attr::kStrategy, b.getStringAttr(strategy));
+    module->setAttr(dtc::attr::kPipeline,
                     b.getDictionaryAttr({b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
                                          b.getNamedAttr("micro_batches",
                                                         b.getI64IntegerAttr(microBatches)),

@@ -159,7 +159,7 @@ struct ShardOptimizerStatePass
     OpBuilder after(train.front().getTerminator());
     after.create<GatherWeightShardsOp>(train.getLoc(), b.getArrayAttr(weights));
     module->setAttr(attr::kShardSlots, b.getI64IntegerAttr(static_cast<int64_t>(slots)));
-    module->setAttr("dtc.strategy", b.getStringAttr("fsdp"));
+    module->setAttr(dtc::attr::kStrategy, b.getStringAttr("fsdp"));
     module->setAttr(attr::kShardLevel, b.getStringAttr(gradients ? "gradients" : "optimizer"));
   }
 };

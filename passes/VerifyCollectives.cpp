@@ -1,5 +1,6 @@
 //===- VerifyCollectives.cpp - no deadlock, no mismatch, no race --------===//
 #include "passes/MemoryPlan.h"
+#include "dialect/PlanAttributes.h"
 #include "passes/Passes.h"
 
 #include "dialect/DtcDialect.h"
@@ -73,7 +74,7 @@ struct VerifyCollectivesPass : dtc::impl::VerifyCollectivesBase<VerifyCollective
       if (failed(verifyFunction(func, schedule)))
         return signalPassFailure();
     if (!schedule.empty())
-      getOperation()->setAttr("dtc.collectives",
+      getOperation()->setAttr(dtc::attr::kCollectives,
                               StringAttr::get(&getContext(), schedule));
   }
 };

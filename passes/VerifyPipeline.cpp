@@ -1,5 +1,6 @@
 //===- VerifyPipeline.cpp - sends and receives match, no deadlock -------===//
 #include "passes/PipelineSimulation.h"
+#include "dialect/PlanAttributes.h"
 #include "passes/Passes.h"
 
 #include "dialect/DtcDialect.h"
@@ -36,7 +37,7 @@ struct VerifyPipelinePass : dtc::impl::VerifyPipelineBase<VerifyPipelinePass> {
     FailureOr<PipelineTimeline> timeline = simulatePipeline(module);
     if (failed(timeline))
       return signalPassFailure();
-    module->setAttr("dtc.predicted_step_seconds",
+    module->setAttr(dtc::attr::kPredictedStepSeconds,
                     Builder(&getContext()).getF64FloatAttr(timeline->stepSeconds));
   }
 };

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Codegen.h"
+#include "dialect/PlanAttributes.h"
 #include "dialect/DtcDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -28,7 +29,7 @@ dtc::CodegenOptions optionsFromModule(mlir::ModuleOp module, llvm::StringRef tar
   options.modelPath = "model.onnx";
   options.compileCommand =
       std::string("dtc-translate --mlir-to-") + (target == "cuda" ? "cuda" : "cpp");
-  if (auto loss = module->getAttrOfType<mlir::StringAttr>("dtc.loss"))
+  if (auto loss = module->getAttrOfType<mlir::StringAttr>(dtc::attr::kLoss))
     options.loss = loss.getValue().str();
   module.walk([&](mlir::Operation *op) {
     if (auto sgd = llvm::dyn_cast<dtc::SgdUpdateOp>(op)) {

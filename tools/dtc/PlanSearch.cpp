@@ -1,5 +1,6 @@
 //===- PlanSearch.cpp - the searches dtc runs before it compiles ----------===//
 #include "PlanSearch.h"
+#include "dialect/PlanAttributes.h"
 
 #include "Tune.h"
 
@@ -74,7 +75,7 @@ mlir::FailureOr<MicroBatchSearch> searchMicroBatches(mlir::MLIRContext &context,
     mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, candidate);
     if (!module)
       return mlir::failure();
-    auto predicted = (*module)->getAttrOfType<mlir::FloatAttr>("dtc.predicted_step_seconds");
+    auto predicted = (*module)->getAttrOfType<mlir::FloatAttr>(dtc::attr::kPredictedStepSeconds);
     search.candidates.push_back({m, predicted ? predicted.getValueAsDouble() : 0.0});
   }
   if (search.candidates.empty()) {

@@ -43,7 +43,7 @@ static SmallVector<Operation *> forwardOps(func::FuncOp stage) {
 /// Per stage: its ops, params, planned activation memory and predicted time.
 static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
   SmallVector<func::FuncOp> stages = stageFunctions(module);
-  auto pipeline = module->getAttrOfType<DictionaryAttr>("dtc.pipeline");
+  auto pipeline = module->getAttrOfType<DictionaryAttr>(dtc::attr::kPipeline);
   if (stages.empty() || !pipeline)
     return success();
   FailureOr<PipelineTimeline> timeline = simulatePipeline(module);
@@ -108,7 +108,7 @@ static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
 /// S = ceil(flat elements / N) rounded up to 16 (as the runtime splits it).
 static void printDataParallelMemory(ModuleOp module, int64_t trainable, int64_t weightBytes,
                                     int64_t optimizerBytes, llvm::raw_ostream &os) {
-  auto strategy = module->getAttrOfType<StringAttr>("dtc.strategy");
+  auto strategy = module->getAttrOfType<StringAttr>(dtc::attr::kStrategy);
   if (!strategy || (strategy.getValue() != "ddp" && strategy.getValue() != "fsdp") ||
       trainable == 0)
     return;

@@ -1,5 +1,6 @@
 //===- Simulate.cpp - dtc --simulate ------------------------------------===//
 #include "Simulate.h"
+#include "dialect/PlanAttributes.h"
 
 #include "Report.h"
 #include "passes/ScalingSimulation.h"
@@ -18,7 +19,7 @@ mlir::LogicalResult printScaling(mlir::ModuleOp module, const ClusterModel &clus
   const int64_t samplesPerDevice = batchPerDevice * micro;
   // --tp=K: whole groups of K devices, from one group up.
   int64_t group = 1;
-  if (auto tp = module->getAttrOfType<mlir::IntegerAttr>("dtc.tensor_parallel"))
+  if (auto tp = module->getAttrOfType<mlir::IntegerAttr>(dtc::attr::kTensorParallel))
     group = std::max<int64_t>(1, tp.getInt());
   if (maxDevices < group || maxDevices % group != 0) {
     module.emitError() << "--devices=" << maxDevices << " is not a multiple of --tp=" << group;

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "DiagnosticPrinter.h"
+#include "dialect/PlanAttributes.h"
 #include "Report.h"
 #include "AutoPlan.h"
 #include "Compile.h"
@@ -585,7 +586,7 @@ mlir::LogicalResult writeProgram(mlir::ModuleOp module, const std::string &binar
   dtc::CodegenOptions options;
   options.modelPath = job.inputPath;
   options.compileCommand = command;
-  auto lossAttr = module->getAttrOfType<mlir::StringAttr>("dtc.loss");
+  auto lossAttr = module->getAttrOfType<mlir::StringAttr>(dtc::attr::kLoss);
   options.loss = lossAttr ? lossAttr.getValue().str() : o.loss;
   options.optimizer = dtc::optimizerName(o.optimizer);
   options.lr = o.lr;
