@@ -140,10 +140,14 @@ LogicalResult emitCountCorrect(Operation *op, FunctionEmitter &fn) {
   rowsAndClasses(fn, count.getLogits(), rows, classes);
   std::string operands = fn.ptr(count.getLogits()) + ", " + fn.ptr(count.getLabels()) + ", " +
                          num(rows) + ", " + num(classes);
+  const int64_t k = static_cast<int64_t>(count.getTopK());
+  const std::string kernel = k == 1 ? "accuracy_count" : "topk_count";
+  if (k != 1)
+    operands += ", " + num(k);
   if (fn.cuda())
-    fn.kernel("accuracy_count", operands + ", " + fn.ptr(count.getCount()));
+    fn.kernel(kernel, operands + ", " + fn.ptr(count.getCount()));
   else
-    fn.line(fn.ptr(count.getCount()) + "[0] = cpu::accuracy_count(" + operands + ");");
+    fn.line(fn.ptr(count.getCount()) + "[0] = cpu::" + kernel + "(" + operands + ");");
   return success();
 }
 

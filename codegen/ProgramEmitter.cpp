@@ -288,6 +288,14 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
       else
         fn.line("if (ctx.correct) *ctx.correct = " + fn.ptr(ret.getOperand(1)) + "[0];");
     }
+    // Over 5 classes: the top-5 count (dtc-add-loss's "correct_top5").
+    if (kind == StepKind::Eval && ret.getNumOperands() > 2) {
+      if (program.cuda)
+        fn.line("if (ctx.correctTop5) copy_on_device(ctx.correctTop5, " +
+                fn.ptr(ret.getOperand(2)) + ", 8, stream);");
+      else
+        fn.line("if (ctx.correctTop5) *ctx.correctTop5 = " + fn.ptr(ret.getOperand(2)) + "[0];");
+    }
     break;
   case StepKind::Forward:
     for (auto [i, value] : llvm::enumerate(ret.getOperands()))

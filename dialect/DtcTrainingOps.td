@@ -41,8 +41,14 @@ def Dtc_MseLossOp : Dtc_InferredOp<"mse_loss"> {
 }
 
 def Dtc_CountCorrectOp : Dtc_InferredOp<"count_correct"> {
-  let summary = "how many rows have argmax(logits) == label (labels -100 skipped)";
-  let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels);
+  let summary = "how many rows have their label among the top_k logits (labels -100 skipped)";
+  let description = [{
+    top_k = 1 (the default): rows whose argmax (first maximum) is the label;
+    top_k = k: rows whose label ranks among the k largest logits, equal
+    logits ranked by class index (top-5 accuracy: top_k = 5).
+  }];
+  let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "1">:$top_k);
   let results = (outs RankedTensorOf<[I64]>:$count);
 }
 

@@ -54,6 +54,8 @@ LogicalResult CountCorrectOp::inferReturnTypes(MLIRContext *ctx,
   if (failed(checkLabels(loc, "count_correct", adaptor.getLogits(),
                          adaptor.getLabels())))
     return failure();
+  if (adaptor.getTopK() < 1)
+    return inferenceError(loc, "dtc.count_correct: top_k must be at least 1");
   types.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
   return success();
 }

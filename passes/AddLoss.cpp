@@ -299,8 +299,14 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
               ? Value(b.create<SoftmaxCrossEntropyOp>(loc, logits, labels, smoothing, weights))
               : Value(b.create<MseLossOp>(loc, logits, labels));
       if (func == eval && *kind == LossKind::CrossEntropy) {
-        Value correct = b.create<CountCorrectOp>(loc, logits, labels);
-        setResults(func, {lossValue, correct}, {"loss", "correct"});
+        Value correct = b.create<CountCorrectOp>(loc, logits, labels, /*top_k=*/1);
+        // Top-5 accuracy where it says more than accuracy (over 5 classes).
+        if (output.getShape().back() > 5) {
+          Value top5 = b.create<CountCorrectOp>(loc, logits, labels, /*top_k=*/5);
+          setResults(func, {lossValue, correct, top5}, {"loss", "correct", "correct_top5"});
+        } else {
+          setResults(func, {lossValue, correct}, {"loss", "correct"});
+        }
       } else {
         setResults(func, {lossValue}, {"loss"});
       }

@@ -197,6 +197,10 @@ struct StepContext {
   // `comm` is then the data-parallel group of the ranks that hold the same
   // slices. Null in other programs.
   Communicator* tp = nullptr;
+  // Eval steps of classifiers with more than 5 classes: out, the rows whose
+  // label is among the 5 largest logits (device memory in GPU programs);
+  // may be null.
+  int64_t* correctTop5 = nullptr;
 
   // The generated code brackets each kernel op with these (one branch when
   // no profiler is set).

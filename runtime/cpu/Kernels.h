@@ -413,6 +413,12 @@ void mse_loss_backward(const float* pred, const float* target, int64_t n, float 
                        float* dpred);
 // Number of rows whose argmax (first maximum) equals the label; ignored rows never count.
 int64_t accuracy_count(const float* logits, const int64_t* labels, int64_t N, int64_t C);
+// Number of rows whose label is among the k largest logits (top-k accuracy),
+// ties broken as accuracy_count's first maximum: a class ranks after the
+// larger logits and the equal ones of lower index. A NaN label logit never
+// counts; ignored rows never count. k = 1 gives accuracy_count's count
+// (without NaNs).
+int64_t topk_count(const float* logits, const int64_t* labels, int64_t N, int64_t C, int64_t k);
 
 // ============================================================================
 // 8. Shape and data movement (Shape.cpp)

@@ -187,4 +187,19 @@ int64_t accuracy_count(const float* logits, const int64_t* labels, int64_t N, in
   return correct;
 }
 
+int64_t topk_count(const float* logits, const int64_t* labels, int64_t N, int64_t C, int64_t k) {
+  int64_t correct = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t label = labels[i];
+    if (label == kIgnoreIndex) continue;
+    const float* row = logits + i * C;
+    const float v = row[label];
+    if (v != v) continue;
+    int64_t ahead = 0;  // classes ranked before the label
+    for (int64_t j = 0; j < C; ++j) ahead += (row[j] > v || (row[j] == v && j < label)) ? 1 : 0;
+    correct += ahead < k ? 1 : 0;
+  }
+  return correct;
+}
+
 }  // namespace dtcrt::cpu

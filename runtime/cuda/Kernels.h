@@ -392,6 +392,9 @@ void mse_loss_backward(const float* pred, const float* target, int64_t n, float 
 // *count_out (overwritten) = the CPU function's return value.
 void accuracy_count(const float* logits, const int64_t* labels, int64_t N, int64_t C,
                     int64_t* count_out, cudaStream_t stream);
+// *count_out (overwritten) = cpu::topk_count's return value.
+void topk_count(const float* logits, const int64_t* labels, int64_t N, int64_t C, int64_t k,
+                int64_t* count_out, cudaStream_t stream);
 
 // ============================================================================
 // 8. Shape and data movement (Shape.cu)

@@ -151,6 +151,29 @@ __global__ void accuracyKernel(const float* logits, const int64_t* labels, int64
   }
 }
 
+// Warp per row: the lanes count the classes ranked before the label (larger
+// logits, equal ones of lower index); the row counts when fewer than k.
+__global__ void topkKernel(const float* logits, const int64_t* labels, int64_t N, int64_t C,
+                           int64_t k, unsigned long long* count) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t i = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); i < N;
+       i += warps) {
+    const int64_t label = labels[i];
+    if (label == kIgnoreIndex) continue;  // uniform across the warp
+    const float* row = logits + i * C;
+    const float v = row[label];
+    if (v != v) continue;
+    long long ahead = 0;
+    for (int64_t j = lane; j < C; j += 32) {
+      const float x = row[j];
+      ahead += (x > v || (x == v && j < label)) ? 1 : 0;
+    }
+    for (int o = 16; o > 0; o >>= 1) ahead += __shfl_xor_sync(0xffffffffu, ahead, o);
+    if (lane == 0 && ahead < k) atomicAdd(count, 1ull);
+  }
+}
+
 int ceThreads(int64_t C) {
   int64_t t = (C + 31) / 32 * 32;
   return (int)std::min<int64_t>(std::max<int64_t>(t, 32), 256);
@@ -371,6 +394,15 @@ void accuracy_count(const float* logits, const int64_t* labels, int64_t N, int64
   accuracyKernel<<<gridFor(N * 32), kThreads, 0, stream>>>(
       logits, labels, N, C, reinterpret_cast<unsigned long long*>(count_out));
   DTCRT_LAUNCH_CHECK("accuracy_count");
+}
+
+void topk_count(const float* logits, const int64_t* labels, int64_t N, int64_t C, int64_t k,
+                int64_t* count_out, cudaStream_t stream) {
+  DTCRT_CUDA_CHECK(cudaMemsetAsync(count_out, 0, sizeof(int64_t), stream));
+  if (N <= 0 || C <= 0) return;
+  topkKernel<<<gridFor(N * 32), kThreads, 0, stream>>>(
+      logits, labels, N, C, k, reinterpret_cast<unsigned long long*>(count_out));
+  DTCRT_LAUNCH_CHECK("topk_count");
 }
 
 }  // namespace dtcrt::cuda

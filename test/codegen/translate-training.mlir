@@ -12,6 +12,8 @@
 // CHECK: cpu::sgd_update(p_w, [[DW]], p_w_momentum_buffer, 18, ctx.lr, 0.90000000000000002, 0, 0, false, ctx.step == 1);
 // CHECK-LABEL: void eval_step(
 // CHECK: cpu::accuracy_count(
+// Three classes: no top-5 count.
+// CHECK-NOT: topk_count
 // CHECK: .loss = "cross-entropy",
 // CHECK-NEXT: .optimizer = "sgd",
 // CHECK-NEXT: .lr = 0.050000000000000003,

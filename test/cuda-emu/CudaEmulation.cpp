@@ -382,6 +382,10 @@ void accuracy_count(const float* logits, const int64_t* labels, int64_t N, int64
                     int64_t* count_out, cudaStream_t) {
   launch([=] { *count_out = cpu::accuracy_count(logits, labels, N, C); });
 }
+void topk_count(const float* logits, const int64_t* labels, int64_t N, int64_t C, int64_t k,
+                int64_t* count_out, cudaStream_t) {
+  launch([=] { *count_out = cpu::topk_count(logits, labels, N, C, k); });
+}
 
 // ---- shapes ------------------------------------------------------------------------
 template <typename T>

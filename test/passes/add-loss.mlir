@@ -63,9 +63,15 @@ func.func @forward(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
 // -----
 
 // Sequence models: logits [batch, time, vocab] take labels [batch, time].
+// Over 5 classes, @eval_step also counts the top-5 hits.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: tensor<2x16xi64> {dtc.name = "labels"}
 // CHECK: dtc.softmax_cross_entropy %{{.*}}, %{{.*}} : (tensor<2x16x96xf32>, tensor<2x16xi64>) -> tensor<f32>
+// CHECK-LABEL: func.func @eval_step
+// CHECK-SAME: -> (tensor<f32> {dtc.name = "loss"}, tensor<i64> {dtc.name = "correct"}, tensor<i64> {dtc.name = "correct_top5"})
+// CHECK: %[[TOP1:.*]] = dtc.count_correct %{{.*}}, %{{.*}} : (tensor<2x16x96xf32>, tensor<2x16xi64>) -> tensor<i64>
+// CHECK: %[[TOP5:.*]] = dtc.count_correct %{{.*}}, %{{.*}} {top_k = 5 : i64}
+// CHECK: return %{{.*}}, %[[TOP1]], %[[TOP5]]
 func.func @forward(%x: tensor<2x16x96xf32>) -> tensor<2x16x96xf32> {
   return %x : tensor<2x16x96xf32>
 }

@@ -205,6 +205,11 @@ TEST_F(CudaKernel, Losses) {
     expectNear(gloss.get(), {loss}, "softmax_cross_entropy" + tag, 1e-5, 0);
     expectNear(ggrad.get(), grad, "softmax_cross_entropy_backward" + tag, 1e-4, 1e-7);
     EXPECT_EQ(gcount.scalar(), correct) << "accuracy_count" << tag;
+    for (int64_t k : {1, 5}) {
+      gpu::topk_count(gl, glab, N, C, k, gcount, s);
+      EXPECT_EQ(gcount.scalar(), cpu::topk_count(logits.data(), labels.data(), N, C, k))
+          << "topk_count k=" << k << tag;
+    }
     // Fused, in place.
     gpu::softmax_cross_entropy_with_grad(gl, glab, N, C, 0.5f, gl, gloss2, ws, s);
     expectNear(gloss2.get(), {loss}, "softmax_cross_entropy_with_grad loss" + tag, 1e-5, 0);

@@ -3,6 +3,7 @@
 // backward by finite differences, MSE and its backward, accuracy_count.
 #include "TestUtil.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace dtcrt_test;
@@ -104,6 +105,38 @@ TEST(Accuracy, CountsArgmaxMatches) {
   EXPECT_EQ(k::accuracy_count(x.data(), labels.data(), 4, 3), 2);
   labels = {0, 1, 2, 0};
   EXPECT_EQ(k::accuracy_count(x.data(), labels.data(), 4, 3), 2);
+}
+
+TEST(Accuracy, TopKCountsLabelsAmongTheLargest) {
+  // 7 classes; the label's rank: larger logits, then equal ones of lower index.
+  Vec x = {0.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f,   // label 6 ranks 6th
+           0.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f,   // label 5 ranks 5th
+           1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f,   // all equal: label 4 is 5th, 5 is 6th
+           1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f,
+           9.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // ignored
+  std::vector<int64_t> labels = {6, 5, 4, 5, -100};
+  EXPECT_EQ(k::topk_count(x.data(), labels.data(), 5, 7, 5), 2);
+  EXPECT_EQ(k::topk_count(x.data(), labels.data(), 5, 7, 6), 4);
+  EXPECT_EQ(k::topk_count(x.data(), labels.data(), 5, 7, 7), 4);
+  // k = 1 is accuracy_count, ties included.
+  Rng rng(7);
+  Vec r = rng.vec(40 * 9, -2, 2);
+  for (size_t i = 0; i < r.size(); i += 5) r[i] = 0.5f;  // some ties
+  std::vector<int64_t> l(40);
+  for (int64_t i = 0; i < 40; ++i) l[(size_t)i] = (i * 7) % 9;
+  EXPECT_EQ(k::topk_count(r.data(), l.data(), 40, 9, 1), k::accuracy_count(r.data(), l.data(), 40, 9));
+  // Against a sort: the label's position among the row sorted by (-logit, index).
+  for (int64_t topk : {2, 3, 5, 9}) {
+    int64_t want = 0;
+    for (int64_t i = 0; i < 40; ++i) {
+      std::vector<int64_t> order(9);
+      for (int64_t j = 0; j < 9; ++j) order[(size_t)j] = j;
+      const float* row = r.data() + i * 9;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+      for (int64_t j = 0; j < topk; ++j) want += order[(size_t)j] == l[(size_t)i] ? 1 : 0;
+    }
+    EXPECT_EQ(k::topk_count(r.data(), l.data(), 40, 9, topk), want) << "k=" << topk;
+  }
 }
 
 namespace {
