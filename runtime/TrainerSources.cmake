@@ -40,6 +40,8 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/train/Options.cpp
   ${DTCRT_RUNTIME_DIR}/train/LrSchedule.cpp
   ${DTCRT_RUNTIME_DIR}/train/Logger.cpp
+  ${DTCRT_RUNTIME_DIR}/train/TensorBoardWriter.cpp
+  ${DTCRT_RUNTIME_DIR}/train/TrainingPlot.cpp
   ${DTCRT_RUNTIME_DIR}/train/Checkpoint.cpp
   ${DTCRT_RUNTIME_DIR}/train/CheckpointShards.cpp
   ${DTCRT_RUNTIME_DIR}/train/ShardedState.cpp

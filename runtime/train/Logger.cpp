@@ -2,6 +2,7 @@
 #include "runtime/train/Logger.h"
 
 #include "runtime/support/Error.h"
+#include "runtime/support/Files.h"
 #include "runtime/support/Rank.h"
 
 #include <cerrno>
@@ -50,7 +51,28 @@ Logger::~Logger() {
   if (metrics_) std::fclose(metrics_);
 }
 
+void Logger::addOutputs(const std::string& tensorboardDir, const std::string& plotPath) {
+  if (!isLogRank()) return;
+  if (!tensorboardDir.empty()) tensorboard_ = std::make_unique<TensorBoardWriter>(tensorboardDir);
+  plotPath_ = plotPath;
+}
+
+void Logger::finish(const std::string& title) {
+  if (tensorboard_) tensorboard_->flush();
+  if (plotPath_.empty()) return;
+  writeFileAtomic(plotPath_, plot_.html(title));
+  line("wrote the plot to " + plotPath_);
+}
+
 void Logger::step(const StepLog& s) {
+  if (tensorboard_) {
+    std::vector<std::pair<std::string, float>> values = {
+        {"train/loss", s.loss}, {"train/lr", static_cast<float>(s.lr)}};
+    if (s.gradNorm >= 0) values.push_back({"train/grad_norm", s.gradNorm});
+    values.push_back({"train/samples_per_s", static_cast<float>(s.samplesPerSec)});
+    tensorboard_->scalars(s.step, values);
+  }
+  if (!plotPath_.empty()) plot_.addStep(s.step, s.loss);
   if (metrics_) {
     std::fprintf(metrics_, "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"samples_per_s\":%.1f,\"lr\":%.17g",
                  static_cast<long long>(s.step), static_cast<long long>(s.epoch), s.loss,
@@ -84,23 +106,36 @@ void Logger::step(const StepLog& s) {
   barActive_ = true;
 }
 
-void Logger::eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy,
-                  bool hasPerplexity) {
-  const double perplexity = std::exp(loss);
+void Logger::eval(const EvalLog& e) {
+  const double perplexity = std::exp(e.loss);
+  const bool hasTop5 = e.hasAccuracy && e.top5 >= 0;
   if (metrics_) {
-    std::fprintf(metrics_, "{\"epoch\":%lld,\"eval_loss\":%.9g", static_cast<long long>(epoch),
-                 loss);
-    if (hasAccuracy) std::fprintf(metrics_, ",\"eval_accuracy\":%.9g", accuracy);
-    if (hasPerplexity) std::fprintf(metrics_, ",\"eval_perplexity\":%.9g", perplexity);
+    std::fprintf(metrics_, "{\"epoch\":%lld,\"eval_loss\":%.9g", static_cast<long long>(e.epoch),
+                 e.loss);
+    if (e.hasAccuracy) std::fprintf(metrics_, ",\"eval_accuracy\":%.9g", e.accuracy);
+    if (hasTop5) std::fprintf(metrics_, ",\"eval_top5\":%.9g", e.top5);
+    if (e.hasPerplexity) std::fprintf(metrics_, ",\"eval_perplexity\":%.9g", perplexity);
     std::fputs("}\n", metrics_);
     flushMetrics();
   }
-  char text[160];
+  if (tensorboard_) {
+    std::vector<std::pair<std::string, float>> values = {{"eval/loss", static_cast<float>(e.loss)}};
+    if (e.hasAccuracy) values.push_back({"eval/accuracy", static_cast<float>(e.accuracy)});
+    if (hasTop5) values.push_back({"eval/top5", static_cast<float>(e.top5)});
+    if (e.hasPerplexity) values.push_back({"eval/perplexity", static_cast<float>(perplexity)});
+    tensorboard_->scalars(e.step, values);
+    tensorboard_->flush();
+  }
+  if (!plotPath_.empty())
+    plot_.addEval({e.epoch, e.step, e.loss, e.hasAccuracy ? e.accuracy : -1, hasTop5 ? e.top5 : -1,
+                   e.hasPerplexity ? perplexity : -1});
+  char text[192];
   int n = std::snprintf(text, sizeof text, "epoch %lld eval loss %.4f",
-                        static_cast<long long>(epoch), loss);
-  if (hasAccuracy)
-    n += std::snprintf(text + n, sizeof text - n, " accuracy %.2f%%", accuracy * 100.0);
-  if (hasPerplexity) std::snprintf(text + n, sizeof text - n, " perplexity %.3f", perplexity);
+                        static_cast<long long>(e.epoch), e.loss);
+  if (e.hasAccuracy)
+    n += std::snprintf(text + n, sizeof text - n, " accuracy %.2f%%", e.accuracy * 100.0);
+  if (hasTop5) n += std::snprintf(text + n, sizeof text - n, " top-5 %.2f%%", e.top5 * 100.0);
+  if (e.hasPerplexity) std::snprintf(text + n, sizeof text - n, " perplexity %.3f", perplexity);
   line(text);
 }
 

@@ -12,13 +12,24 @@
 //    (language models: and "eval_perplexity":1.51);
 //    pipeline programs add one line after the first step,
 //      {"memory":[{"stage":0,"planned_bytes":N,"measured_bytes":N},...]};
-//    losses are written with 9 significant digits (float round trip).
+//    losses are written with 9 significant digits (float round trip);
+//    classifiers of more than 5 classes add "eval_top5" after "eval_accuracy";
+//  * --tensorboard=DIR: the same values as TensorBoard scalars (train/loss,
+//    train/lr, train/grad_norm, train/samples_per_s per logged step; eval/loss,
+//    eval/accuracy, eval/top5, eval/perplexity per evaluation, at the global
+//    step), see TensorBoardWriter.h;
+//  * --plot=FILE.html: the loss and eval curves, written by finish() (see
+//    TrainingPlot.h).
 // --quiet silences stdout; the metrics file is still written, line by line:
 // a failed write (a full disk) throws Error naming the file.
 #pragma once
 
+#include "runtime/train/TensorBoardWriter.h"
+#include "runtime/train/TrainingPlot.h"
+
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 namespace dtcrt {
@@ -38,6 +49,18 @@ struct StepLog {
   double dataWaitSeconds = -1;
 };
 
+struct EvalLog {
+  int64_t epoch;            // 1-based epoch it followed
+  int64_t step;             // the global optimizer step it evaluated
+  double loss;
+  double accuracy = 0;
+  bool hasAccuracy = false; // false for regression losses (no eval_accuracy)
+  double top5 = -1;         // top-5 accuracy, < 0: none (5 classes or fewer)
+  // Language models (cross-entropy per position) also get eval_perplexity
+  // = exp(loss).
+  bool hasPerplexity = false;
+};
+
 class Logger {
 public:
   // `appendMetrics`: keep an existing metrics file (resumed runs), cut to
@@ -50,12 +73,16 @@ public:
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
 
+  // --tensorboard=DIR and --plot=FILE (either may be empty): on the log
+  // rank, creates the event file now and records the plot's points from
+  // here on. Throws Error naming the flag.
+  void addOutputs(const std::string& tensorboardDir, const std::string& plotPath);
+  // The end of training: flushes the event file and writes --plot
+  // atomically (temporary file + rename), titled `title`.
+  void finish(const std::string& title);
+
   void step(const StepLog& s);
-  // hasAccuracy: false for regression losses (no eval_accuracy field).
-  // hasPerplexity: language models (cross-entropy per position) also get
-  // eval_perplexity = exp(eval_loss).
-  void eval(int64_t epoch, double loss, double accuracy, bool hasAccuracy,
-            bool hasPerplexity = false);
+  void eval(const EvalLog& e);
   // One line of the metrics file, as given (a JSON object).
   void metricsLine(const std::string& json);
   // A plain message line (ends a progress bar first).
@@ -71,6 +98,9 @@ private:
   bool barActive_ = false;
   std::FILE* metrics_ = nullptr;
   std::string metricsPath_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
+  std::string plotPath_;
+  TrainingPlot plot_;
   // Flushes the metrics line just written; throws Error naming the file
   // when the write failed.
   void flushMetrics();

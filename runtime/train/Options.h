@@ -36,6 +36,8 @@ struct Options {
   bool shuffleSet = false;
   int64_t logEvery = 50;       // --log-every=N (steps)
   std::string metrics;         // --metrics=FILE.jsonl
+  std::string tensorboard;     // --tensorboard=DIR: TensorBoard event files
+  std::string plot;            // --plot=FILE.html: loss and eval curves at the end
   bool eval = false;           // --eval: test-set loss/accuracy after each epoch
   std::string save;            // --save=FILE.onnx
   std::string checkpointDir;   // --checkpoint-dir=DIR

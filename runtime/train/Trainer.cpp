@@ -102,6 +102,7 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   const size_t labels = dBlock_.reserve(byteSize(spec.labels));
   const size_t loss = dBlock_.reserve(sizeof(float));
   const size_t correct = dBlock_.reserve(sizeof(int64_t));
+  const size_t correctTop5 = dBlock_.reserve(sizeof(int64_t));
   const size_t gradNorm = dBlock_.reserve(spec.clipGradNorm > 0 ? sizeof(float) : 0);
   std::vector<size_t> inputs, outputs;
   for (int32_t i = 0; i < spec.numInputs; ++i) inputs.push_back(dBlock_.reserve(byteSize(spec.inputs[i])));
@@ -114,6 +115,7 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   dLabels_ = dBlock_.piece(labels);
   dLoss_ = dBlock_.piece(loss);
   dCorrect_ = dBlock_.piece(correct);
+  dCorrectTop5_ = dBlock_.piece(correctTop5);
   dGradNorm_ = dBlock_.piece(gradNorm);
   for (int32_t i = 0; i < spec.numInputs; ++i) {
     hostInputs_.emplace_back(*device_, byteSize(spec.inputs[i]));
@@ -237,6 +239,10 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
   }
   ctx.loss = loss;
   ctx.correct = correct;
+  // Evaluation (`correct` given): the top-5 count too, when the step has one.
+  if (correct)
+    ctx.correctTop5 =
+        device_ ? reinterpret_cast<int64_t*>(dCorrectTop5_.data()) : &evalTop5_;
   ctx.lr = lr;
   ctx.step = step;
   ctx.seed = opts_.seed;
@@ -275,6 +281,7 @@ float Trainer::runOnBatch(StepFunction step, double lr, int64_t stepNumber, int6
   float loss = NAN;
   device_->download(&loss, dLoss_.data(), sizeof loss);
   if (correct) device_->download(correct, dCorrect_.data(), sizeof *correct);
+  if (correct && hasTop5()) device_->download(&evalTop5_, dCorrectTop5_.data(), sizeof evalTop5_);
   if (training && spec_.clipGradNorm > 0)
     device_->download(&gradNorm_, dGradNorm_.data(), sizeof gradNorm_);
   return loss;
@@ -375,9 +382,11 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   const std::vector<int64_t> order = sampler.epochIndices(0);
   double lossSum = 0;
   double correctSum = 0;
+  double top5Sum = 0;
   for (int64_t b = 0; b < batches; ++b) {
     fillBatch(test, order.data() + b * spec_.batchSize, spec_.batchSize);
     int64_t correct = 0;
+    evalTop5_ = 0;
     float loss = 0.0f;
     if (staged) {
       StepContext ctx = context(&loss, &correct, 0.0, 0);
@@ -389,15 +398,18 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
     }
     lossSum += loss;
     correctSum += correct;
+    top5Sum += evalTop5_;
   }
   if (staged) {
     // The last stage's rank (t = 0) of each replica has its shard's sums.
     const bool counts = place_.stage == place_.stages - 1 && place_.tpRank == 0;
-    float sums[2] = {counts ? static_cast<float>(lossSum) : 0.0f,
-                     counts ? static_cast<float>(correctSum) : 0.0f};
-    comm_->allReduce(sums, 2, ReduceOp::Sum)->wait();
+    float sums[3] = {counts ? static_cast<float>(lossSum) : 0.0f,
+                     counts ? static_cast<float>(correctSum) : 0.0f,
+                     counts ? static_cast<float>(top5Sum) : 0.0f};
+    comm_->allReduce(sums, 3, ReduceOp::Sum)->wait();
     lossSum = sums[0] / static_cast<double>(shards);
     correctSum = sums[1] / static_cast<double>(shards);
+    top5Sum = sums[2] / static_cast<double>(shards);
   }
   // Every rank evaluated its shard: average over ranks.
   EvalResult r;
@@ -408,10 +420,11 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   // Labels per position ([batch, time]): a language model's perplexity.
   r.hasPerplexity = r.hasAccuracy && spec_.labels.rank >= 2;
   // Correct predictions are counted per label: per position for language
-  // models, whose accuracy is their tokens'.
+  // models, whose accuracy is their tokens'. So is top-5.
   const int64_t labelsPerSample = numElements(perSampleDims(spec_.labels));
-  r.accuracy = averageOverRanks(
-      correctSum / static_cast<double>(batches * spec_.batchSize * labelsPerSample));
+  const double labels = static_cast<double>(batches * spec_.batchSize * labelsPerSample);
+  r.accuracy = averageOverRanks(correctSum / labels);
+  if (hasTop5()) r.top5 = averageOverRanks(top5Sum / labels);
   return r;
 }
 
@@ -446,6 +459,8 @@ TrainResult Trainer::run() {
     if (!opts_.save.empty()) checkOutputFile("--save", opts_.save);
     if (!opts_.metrics.empty()) checkOutputFile("--metrics", opts_.metrics);
     if (!opts_.trace.empty()) checkOutputFile("--trace", opts_.trace);
+    if (!opts_.plot.empty()) checkOutputFile("--plot", opts_.plot);
+    if (!opts_.tensorboard.empty()) checkOutputDir("--tensorboard", opts_.tensorboard);
     if (!opts_.checkpointDir.empty()) checkOutputDir("--checkpoint-dir", opts_.checkpointDir);
   }
   // A job restarted by dtcrun --max-restarts (or torchrun) continues from
@@ -490,6 +505,7 @@ TrainResult Trainer::run() {
 
   Logger log(opts_.quiet, opts_.metrics, /*appendMetrics=*/opts_.resume, forceTty_,
              opts_.resume ? pos.metricsBytes : TrainPosition::kNoMetricsBytes);
+  log.addOutputs(opts_.tensorboard, opts_.plot);
   if (!restartNote.empty()) log.line(restartNote);
   if (opts_.resume) {
     const std::string& path = resumedFrom;
@@ -649,7 +665,7 @@ TrainResult Trainer::run() {
     // (ZeRO-3: the evaluation step gathers each group where it reads it.)
     EvalResult e = evaluate(test, epoch1);
     evalState_ = nullptr;
-    log.eval(e.epoch, e.loss, e.accuracy, e.hasAccuracy, e.hasPerplexity);
+    log.eval({e.epoch, pos.step, e.loss, e.accuracy, e.hasAccuracy, e.top5, e.hasPerplexity});
     result.evals.push_back(e);
     lastEvalStep = pos.step;
   };
@@ -930,6 +946,7 @@ TrainResult Trainer::run() {
                                         : 0.0);
   log.line(graphs_ ? str(summary, "; ", result.graphReplays, " replayed from a CUDA graph")
                    : std::string(summary));
+  log.finish(str(spec_.modelName ? spec_.modelName : "model", " trained by dtc"));
   return result;
 }
 

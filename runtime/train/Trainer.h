@@ -54,6 +54,7 @@ struct EvalResult {
   int64_t epoch = 0;         // 1-based epoch after which it ran
   double loss = 0;           // mean over the evaluated samples
   double accuracy = 0;       // cross-entropy programs only
+  double top5 = -1;          // top-5 accuracy (more than 5 classes), < 0: none
   bool hasAccuracy = false;
   bool hasPerplexity = false;  // language models: cross-entropy per position
   int64_t samples = 0;       // full batches only: floor(N / batch) * batch
@@ -140,6 +141,9 @@ private:
   void agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos);
   // Mean over ranks of a value every rank computed (itself with one rank).
   double averageOverRanks(double value);
+  // Whether the eval step counts top-5 hits (dtc-add-loss adds the count
+  // to cross-entropy classifiers of more than 5 classes).
+  bool hasTop5() const { return numClasses(spec_) > 5; }
 
   const ProgramSpec& spec_;
   Options opts_;
@@ -152,6 +156,8 @@ private:
   // Programs compiled with --clip-grad-norm: the last train step's gradient
   // norm (the step writes it; GPU programs: downloaded from dGradNorm_).
   float gradNorm_ = -1;
+  // Evaluation: the last eval step's top-5 count (StepContext::correctTop5).
+  int64_t evalTop5_ = 0;
   // --strategy=fsdp: how this job splits the sharded state (see
   // ShardedState.h); state_ holds shardLayout_.stateBytes, or in a pipeline
   // with stage-owned state the rank's stage buffer (StageState.h).
@@ -184,7 +190,7 @@ private:
   int64_t prefetchCount_ = 0;
   // All of them carved from one device allocation.
   DeviceBlock dBlock_;
-  DeviceSpan dState_, dArena_, dWorkspace_, dLabels_, dLoss_, dCorrect_, dGradNorm_;
+  DeviceSpan dState_, dArena_, dWorkspace_, dLabels_, dLoss_, dCorrect_, dCorrectTop5_, dGradNorm_;
   std::vector<DeviceSpan> dInputs_, dOutputs_;
   std::vector<const void*> dInputPtrs_;
   std::vector<void*> dOutputPtrs_;

@@ -29,6 +29,7 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestPipeline.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestDevice.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestFiles.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestMetrics.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestProfiler.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestShardedState.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestTensorSlices.cpp

@@ -3,8 +3,9 @@
 
   compare_evals.py A.jsonl B.jsonl [--rtol=R]
 
-Every {"epoch", "eval_loss", "eval_accuracy"} record of A must have one of
-the same epoch in B, with loss and accuracy within R relative. Prints the
+Every {"epoch", "eval_loss", "eval_accuracy", "eval_top5"} record of A must
+have one of the same epoch in B, with the same fields, each within R
+relative. Prints the
 largest difference; exits 1 naming the first epoch beyond R.
 """
 import argparse
@@ -35,9 +36,11 @@ def main():
     for epoch, x in sorted(a.items()):
         if epoch not in b:
             sys.exit(f"epoch {epoch}: evaluated in {args.a} but not in {args.b}")
-        for key in ("eval_loss", "eval_accuracy"):
-            if key not in x:
+        for key in ("eval_loss", "eval_accuracy", "eval_top5"):
+            if key not in x and key not in b[epoch]:
                 continue
+            if key not in x or key not in b[epoch]:
+                sys.exit(f"epoch {epoch}: {key} logged in only one of the files")
             y = b[epoch][key]
             diff = abs(x[key] - y) / max(abs(y), 1e-30)
             worst = max(worst, diff)
