@@ -102,7 +102,7 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   const size_t labels = dBlock_.reserve(byteSize(spec.labels));
   const size_t loss = dBlock_.reserve(sizeof(float));
   const size_t correct = dBlock_.reserve(sizeof(int64_t));
-  const size_t correctTop5 = dBlock_.reserve(sizeof(int64_t));
+  const size_t correctTop5 = dBlock_.reserve(hasTop5() ? sizeof(int64_t) : 0);
   const size_t gradNorm = dBlock_.reserve(spec.clipGradNorm > 0 ? sizeof(float) : 0);
   std::vector<size_t> inputs, outputs;
   for (int32_t i = 0; i < spec.numInputs; ++i) inputs.push_back(dBlock_.reserve(byteSize(spec.inputs[i])));
@@ -240,7 +240,7 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
   ctx.loss = loss;
   ctx.correct = correct;
   // Evaluation (`correct` given): the top-5 count too, when the step has one.
-  if (correct)
+  if (correct && hasTop5())
     ctx.correctTop5 =
         device_ ? reinterpret_cast<int64_t*>(dCorrectTop5_.data()) : &evalTop5_;
   ctx.lr = lr;
