@@ -116,7 +116,9 @@ def AddLoss : Pass<"dtc-add-loss", "mlir::ModuleOp"> {
     loss applied to the model's first output, and into `@eval_step`, the
     same in inference mode (batch norm uses the running statistics and does
     not update them, dropout is the identity) returning the loss and, for
-    cross-entropy, the number of correctly classified rows.
+    cross-entropy, the number of correctly classified rows (and, over 5
+    classes, a third result `correct_top5`: the rows whose label is among
+    the 5 largest logits, a dtc.count_correct with top_k = 5).
 
     `cross-entropy`: labels are class indices (i64) shaped like the output
     without its last dimension; `mse`: labels are shaped like the output.
