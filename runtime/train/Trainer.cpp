@@ -383,10 +383,13 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   double lossSum = 0;
   double correctSum = 0;
   double top5Sum = 0;
+  // A step that leaves the count unwritten (-1) has none (a hand-written
+  // eval step): no top-5 then, rather than 0%.
+  bool top5Counted = hasTop5();
   for (int64_t b = 0; b < batches; ++b) {
     fillBatch(test, order.data() + b * spec_.batchSize, spec_.batchSize);
     int64_t correct = 0;
-    evalTop5_ = 0;
+    evalTop5_ = -1;
     float loss = 0.0f;
     if (staged) {
       StepContext ctx = context(&loss, &correct, 0.0, 0);
@@ -398,7 +401,10 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
     }
     lossSum += loss;
     correctSum += correct;
-    top5Sum += evalTop5_;
+    if (evalTop5_ < 0)
+      top5Counted = false;
+    else
+      top5Sum += static_cast<double>(evalTop5_);
   }
   if (staged) {
     // The last stage's rank (t = 0) of each replica has its shard's sums.
@@ -424,7 +430,7 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   const int64_t labelsPerSample = numElements(perSampleDims(spec_.labels));
   const double labels = static_cast<double>(batches * spec_.batchSize * labelsPerSample);
   r.accuracy = averageOverRanks(correctSum / labels);
-  if (hasTop5()) r.top5 = averageOverRanks(top5Sum / labels);
+  if (top5Counted) r.top5 = averageOverRanks(top5Sum / labels);
   return r;
 }
 
