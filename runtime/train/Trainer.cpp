@@ -25,6 +25,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 namespace dtcrt {
 
@@ -140,6 +142,16 @@ void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, 
                           std::equal(indices, indices + rows, prefetchedIndices_.begin());
   prefetchedFrom_ = nullptr;
   prefetchedIndices_.clear();
+  if (prefetched && !device_) {
+    // Filled in the background during the step before: a copy.
+    for (size_t i = 0; i < batchInputs_.size(); ++i)
+      std::memcpy(batchInputs_[i], cpuSpareInputs_[i].data(),
+                  static_cast<size_t>(rows) * d.inputs[i].rowBytes());
+    std::memcpy(batchLabels_, cpuSpareLabels_.data(),
+                static_cast<size_t>(rows) * d.labels.rowBytes());
+    ++prefetchCount_;
+    return;
+  }
   if (prefetched) {
     // The spare set holds this batch: it becomes the current one. (The old
     // current set's upload was waited for when the previous step's loss came
@@ -158,12 +170,23 @@ void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, 
 
 void Trainer::prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows,
                             int64_t epoch) {
-  for (size_t i = 0; i < spareInputs_.size(); ++i)
-    d.inputs[i].copyRows(indices, rows, spareInputs_[i].data(), epoch);
-  d.labels.copyRows(indices, rows, spareLabels_.data(), epoch);
+  for (size_t i = 0; i < d.inputs.size(); ++i)
+    d.inputs[i].copyRows(indices, rows,
+                         device_ ? spareInputs_[i].data() : cpuSpareInputs_[i].data(), epoch);
+  d.labels.copyRows(indices, rows, device_ ? spareLabels_.data() : cpuSpareLabels_.data(), epoch);
   prefetchedFrom_ = &d;
   prefetchedEpoch_ = epoch;
   prefetchedIndices_.assign(indices, indices + rows);
+}
+
+void Trainer::enableBackgroundFill(const Dataset& train) {
+  if (device_ || pipeline_) return;
+  const auto decoded = [](const Column& c) { return c.storage() == Column::Storage::Decoded; };
+  if (std::none_of(train.inputs.begin(), train.inputs.end(), decoded) && !decoded(train.labels))
+    return;
+  backgroundFill_ = true;
+  for (const AlignedBuffer& input : inputs_) cpuSpareInputs_.emplace_back(input.size());
+  cpuSpareLabels_ = AlignedBuffer(labels_.size());
 }
 
 Trainer::~Trainer() = default;
@@ -260,7 +283,30 @@ float Trainer::runOnBatch(StepFunction step, double lr, int64_t stepNumber, int6
   if (!device_) {
     float loss = initialLoss;
     StepContext ctx = context(&loss, correct, lr, stepNumber);
-    step(ctx);
+    if (!whileRunning) {
+      step(ctx);
+      return loss;
+    }
+    // The next batch fills on a thread while this step runs; its error (a
+    // corrupt image) is rethrown here, after the step.
+    std::exception_ptr fillError;
+    std::thread filler([&] {
+      try {
+        whileRunning();
+      } catch (...) {
+        fillError = std::current_exception();
+      }
+    });
+    try {
+      step(ctx);
+    } catch (...) {
+      filler.join();
+      throw;
+    }
+    const auto waited = Clock::now();
+    filler.join();
+    backgroundWaitSeconds_ += secondsSince(waited);
+    if (fillError) std::rethrow_exception(fillError);
     return loss;
   }
   for (size_t i = 0; i < dInputs_.size(); ++i)
@@ -504,6 +550,7 @@ TrainResult Trainer::run() {
   Dataset train = loadDataset(spec_, opts_.data, Split::Train, opts_.seed,
                               pipeline_ ? static_cast<int>(shards * batchesPerStep) : shards,
                               opts_.tokenBytes, opts_.image);
+  enableBackgroundFill(train);
   Dataset test;
   if (opts_.eval)
     test = loadDataset(spec_, opts_.data, Split::Test, opts_.seed, shards, opts_.tokenBytes,
@@ -773,7 +820,9 @@ TrainResult Trainer::run() {
         size_t arenaPeak = 0;
         // The step's data wait: the time it spends filling its batches
         // (reading, decoding, augmenting) before its compute can start. A
-        // GPU program's prefetched batch was filled during the step before.
+        // prefetched batch (GPU programs; CPU programs on decoded data) was
+        // filled during the step before: its wait is the copy, plus any time
+        // the step before waited for the background fill to finish.
         double dataWait = 0;
         auto timedFill = [&](const int64_t* indices, int64_t rows) {
           const auto f0 = Clock::now();
@@ -799,12 +848,13 @@ TrainResult Trainer::run() {
           for (int64_t m = 0; m < micro; ++m) {
             const int64_t batch = pos.batchInEpoch * micro + m;  // in this epoch's order
             timedFill(order.data() + batch * spec_.batchSize, spec_.batchSize);
-            // GPU programs: the next batch of this epoch (if this run takes it)
-            // loads while the device runs this one.
+            // GPU programs and CPU programs filling in the background: the
+            // next batch of this epoch (if this run takes it) loads while
+            // this one runs.
             const bool lastOfRun = opts_.maxSteps > 0 && pos.step + 1 >= opts_.maxSteps;
             const bool last = m + 1 == micro && (pos.batchInEpoch + 1 >= batches || lastOfRun);
             std::function<void()> prefetch;
-            if (device_ && !last)
+            if ((device_ || backgroundFill_) && !last)
               prefetch = [&, batch] {
                 prefetchBatch(train, order.data() + (batch + 1) * spec_.batchSize, spec_.batchSize,
                               pos.epoch);
@@ -813,6 +863,9 @@ TrainResult Trainer::run() {
                                   pos.step + 1, nullptr, NAN, prefetch);
           }
           loss = static_cast<float>(lossSum / static_cast<double>(micro));
+          // Background filling: what the step waited for its next batch.
+          dataWait += backgroundWaitSeconds_;
+          backgroundWaitSeconds_ = 0;
           if (graphs_) {
             const std::string note = graphs_->takeNote();
             if (!note.empty()) log.line(note);
@@ -950,8 +1003,10 @@ TrainResult Trainer::run() {
                 ran ? result.losses.back() : NAN, result.dataWaitSeconds,
                 result.trainSeconds > 0 ? 100.0 * result.dataWaitSeconds / result.trainSeconds
                                         : 0.0);
-  log.line(graphs_ ? str(summary, "; ", result.graphReplays, " replayed from a CUDA graph")
-                   : std::string(summary));
+  std::string done = summary;
+  if (graphs_) done += str("; ", result.graphReplays, " replayed from a CUDA graph");
+  if (backgroundFill_) done += str("; ", prefetchCount_, " batches filled in the background");
+  log.line(done);
   log.finish(str(spec_.modelName ? spec_.modelName : "model", " trained by dtc"));
   return result;
 }

@@ -120,9 +120,15 @@ private:
   // (GPU programs: takes the prefetched batch instead when it is that one).
   // `epoch` selects the augmentation of image folders.
   void fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, int64_t epoch = 0);
-  // GPU programs: fills the spare page-locked buffers with the batch the
-  // next fillBatch will ask for, while the device runs the current step.
+  // Fills the spare buffers with the batch the next fillBatch will ask for
+  // while the current step runs: GPU programs after queueing the step, CPU
+  // programs reading decoded data (image folders) on a background thread
+  // (enableBackgroundFill).
   void prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows, int64_t epoch = 0);
+  // CPU programs (not pipelines) whose training data is decoded (image
+  // folders): batches are filled on a background thread while the step
+  // before them runs. Other data is a copy, cheaper than a thread.
+  void enableBackgroundFill(const Dataset& train);
   StepContext context(float* loss, int64_t* correct, double lr, int64_t step);
   // How this rank's state meets a checkpoint: FullState, or fsdp's shards.
   std::unique_ptr<CheckpointState> checkpointState();
@@ -130,6 +136,9 @@ private:
   // first, and runs `whileRunning` on the host after queueing the step and
   // before waiting for it); returns the loss and, when `correct` is given,
   // the count.
+  // CPU programs with background filling run `whileRunning` on a thread
+  // while the step runs; the time the step then waits for it is added to
+  // backgroundWaitSeconds_.
   float runOnBatch(StepFunction step, double lr, int64_t stepNumber, int64_t* correct = nullptr,
                    float initialLoss = NAN, const std::function<void()>& whileRunning = {});
   // Pipeline programs: one optimizer step of this rank's stage on the rows
@@ -184,6 +193,11 @@ private:
   // which batch it holds (`prefetchedIndices` empty: none).
   std::vector<HostMemory> spareInputs_;
   HostMemory spareLabels_;
+  // CPU programs with background filling: the spare batch (enableBackgroundFill).
+  std::vector<AlignedBuffer> cpuSpareInputs_;
+  AlignedBuffer cpuSpareLabels_;
+  bool backgroundFill_ = false;
+  double backgroundWaitSeconds_ = 0;  // the steps' waits for a background fill, summed
   const Dataset* prefetchedFrom_ = nullptr;
   std::vector<int64_t> prefetchedIndices_;
   int64_t prefetchedEpoch_ = 0;
