@@ -298,8 +298,21 @@ struct Pool2dParams {
   bool ceilMode;
   bool countIncludePad;  // average pool only
 };
-int64_t pool2d_out_h(const Pool2dParams& p);
-int64_t pool2d_out_w(const Pool2dParams& p);
+// The output size rule, header-only: the CUDA kernels use the same.
+inline int64_t pool2d_out_size(int64_t in, int64_t k, int64_t padLo, int64_t padHi,
+                               int64_t stride, int64_t dil, bool ceilMode) {
+  const int64_t numer = in + padLo + padHi - dil * (k - 1) - 1;
+  int64_t out = (ceilMode ? (numer + stride - 1) : numer);
+  out = (out >= 0 ? out / stride : -((-out + stride - 1) / stride)) + 1;
+  if (ceilMode && (out - 1) * stride >= in + padLo) --out;
+  return out;
+}
+inline int64_t pool2d_out_h(const Pool2dParams& p) {
+  return pool2d_out_size(p.H, p.kH, p.padT, p.padB, p.strideH, p.dilH, p.ceilMode);
+}
+inline int64_t pool2d_out_w(const Pool2dParams& p) {
+  return pool2d_out_size(p.W, p.kW, p.padL, p.padR, p.strideW, p.dilW, p.ceilMode);
+}
 // Max over each window (pads count as -inf; NaN wins, as in PyTorch). If
 // indices is non-null it receives, per output, the int32 flat index h*W + w of
 // the chosen element inside its [H, W] plane (first maximum on ties).

@@ -15,15 +15,6 @@ using namespace detail;
 
 namespace {
 
-int64_t outSize(int64_t in, int64_t k, int64_t padLo, int64_t padHi, int64_t stride,
-                int64_t dil, bool ceilMode) {
-  const int64_t numer = in + padLo + padHi - dil * (k - 1) - 1;
-  int64_t out = (ceilMode ? (numer + stride - 1) : numer);
-  out = (out >= 0 ? out / stride : -((-out + stride - 1) / stride)) + 1;
-  if (ceilMode && (out - 1) * stride >= in + padLo) --out;
-  return out;
-}
-
 // Taps [lo, hi) of a window starting at `start` (dilation dil, k taps) that
 // land inside [0, size); `inPad` = taps inside [-padLo, size + padHi).
 struct Taps {
@@ -46,13 +37,6 @@ void check(const Pool2dParams& p, const char* name) {
 }
 
 }  // namespace
-
-int64_t pool2d_out_h(const Pool2dParams& p) {
-  return outSize(p.H, p.kH, p.padT, p.padB, p.strideH, p.dilH, p.ceilMode);
-}
-int64_t pool2d_out_w(const Pool2dParams& p) {
-  return outSize(p.W, p.kW, p.padL, p.padR, p.strideW, p.dilW, p.ceilMode);
-}
 
 namespace {
 

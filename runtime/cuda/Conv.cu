@@ -61,12 +61,9 @@ void destroyConvCache(ConvCache* cache) {
 
 namespace {
 
-int64_t outH(const Conv2dParams& p) {
-  return (p.H + p.padT + p.padB - p.dilH * (p.R - 1) - 1) / p.strideH + 1;
-}
-int64_t outW(const Conv2dParams& p) {
-  return (p.W + p.padL + p.padR - p.dilW * (p.S - 1) - 1) / p.strideW + 1;
-}
+// The CPU kernels' output size rule (runtime/cpu/ConvAlgorithm.h).
+int64_t outH(const Conv2dParams& p) { return cpu::conv2d_out_h(p); }
+int64_t outW(const Conv2dParams& p) { return cpu::conv2d_out_w(p); }
 
 void check(const char* name, const Conv2dParams& p) {
   if (p.groups < 1 || p.C % p.groups != 0 || p.K % p.groups != 0)

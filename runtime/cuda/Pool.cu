@@ -11,20 +11,9 @@ using namespace detail;
 
 namespace {
 
-int64_t outSize(int64_t in, int64_t k, int64_t padLo, int64_t padHi, int64_t stride,
-                int64_t dil, bool ceilMode) {
-  const int64_t numer = in + padLo + padHi - dil * (k - 1) - 1;
-  int64_t out = (ceilMode ? (numer + stride - 1) : numer);
-  out = (out >= 0 ? out / stride : -((-out + stride - 1) / stride)) + 1;
-  if (ceilMode && (out - 1) * stride >= in + padLo) --out;
-  return out;
-}
-int64_t outH(const Pool2dParams& p) {
-  return outSize(p.H, p.kH, p.padT, p.padB, p.strideH, p.dilH, p.ceilMode);
-}
-int64_t outW(const Pool2dParams& p) {
-  return outSize(p.W, p.kW, p.padL, p.padR, p.strideW, p.dilW, p.ceilMode);
-}
+// The CPU kernels' output size rule (runtime/cpu/Kernels.h).
+int64_t outH(const Pool2dParams& p) { return cpu::pool2d_out_h(p); }
+int64_t outW(const Pool2dParams& p) { return cpu::pool2d_out_w(p); }
 void check(const Pool2dParams& p, const char* name) {
   if (p.kH < 1 || p.kW < 1 || p.strideH < 1 || p.strideW < 1 || p.dilH < 1 || p.dilW < 1)
     fail(name, "kernel, strides and dilations must be >= 1");
