@@ -57,6 +57,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/train/StopAgreement.cpp
   ${DTCRT_RUNTIME_DIR}/train/TestHooks.cpp
   ${DTCRT_RUNTIME_DIR}/train/Trainer.cpp
+  ${DTCRT_RUNTIME_DIR}/train/TrainerRun.cpp
   ${DTCRT_RUNTIME_DIR}/train/Inference.cpp
   ${DTCRT_RUNTIME_DIR}/train/GradCheck.cpp
   ${DTCRT_RUNTIME_DIR}/train/RunProgram.cpp

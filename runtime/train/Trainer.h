@@ -145,6 +145,39 @@ private:
   // already in the batch buffers; returns the step's global mean loss.
   float pipelineStep(double lr, int64_t step, StepTracer* trace);
 
+  // run(), in pieces (TrainerRun.cpp); Run holds one run's state
+  // (TrainerRun.h).
+  struct Run;
+  // Start-up checks: the profiler, a pipeline's place, the output paths.
+  void startRun(Run& run);
+  // The checkpoint resumed from or the initial weights, the data, the log,
+  // rank 0's state on every rank, a pipeline's groups.
+  void loadStartState(Run& run);
+  // The sampler, steps per epoch, the lr schedule's length; logs the run.
+  void planSteps(Run& run);
+  std::string layoutDescription(const Run& run) const;
+  double currentLr(const Run& run) const;
+  // Epochs of steps until --epochs, --max-steps or a stop signal.
+  void trainEpochs(Run& run);
+  // One optimizer step with its bookkeeping and log line.
+  void trainStep(Run& run, const std::vector<int64_t>& order);
+  float pipelineTrainStep(Run& run, const std::vector<int64_t>& order, int64_t runStep,
+                          double lr, double& dataWait, size_t& arenaPeak);
+  float dataParallelStep(Run& run, const std::vector<int64_t>& order, int64_t runStep, double lr,
+                         double& dataWait);
+  void logStep(Run& run, float loss, double lr);
+  void syncStagesIfNeeded(Run& run);
+  void evaluateNow(Run& run, int64_t epoch1);
+  void downloadState(Run& run);
+  void checkpoint(Run& run);
+  void reportFirstStep(Run& run, size_t arenaPeak);
+  void reportStageMemory(Run& run, size_t measured);
+  void reportRankMemory(Run& run);
+  void reportDeviceMemory(Run& run);
+  // The final evaluation and checkpoint, --save, the traces and the summary.
+  void finishRun(Run& run);
+  void writeTraces(Run& run);
+
   // Fails on every rank unless all ranks run the same schedule of steps,
   // logs and evaluations (the flags that decide when ranks communicate).
   void agreeOnSchedule(int64_t datasetSize, const TrainPosition& pos);
