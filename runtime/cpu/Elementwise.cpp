@@ -1,7 +1,7 @@
 // Elementwise kernels: broadcasting binary ops, unary maps and their gradients,
 // dropout with a counter-based RNG, reduce_to_shape, where, and the BLAS-1 style
-// helpers (fill, copy, scale, axpy, casts). Also home of the shared broadcast
-// plan and the error helper declared in Internal.h.
+// helpers (fill, copy, scale, axpy, casts). Also home of the error helper
+// declared in Internal.h.
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
 
@@ -19,51 +19,6 @@ void fail(const char* kernel, const char* fmt, ...) {
   va_end(args);
   std::fputc('\n', stderr);
   std::abort();
-}
-
-bool makeBroadcastPlan(const char* kernel, const int64_t* yShape, int yRank, int numOps,
-                       const int64_t* const* shapes, const int* ranks, BroadcastPlan& plan) {
-  if (yRank > kMaxRank) fail(kernel, "rank %d exceeds %d", yRank, kMaxRank);
-  int64_t strides[3][kMaxRank];
-  for (int k = 0; k < numOps; ++k) {
-    if (ranks[k] > yRank) fail(kernel, "operand %d has rank %d > output rank %d", k, ranks[k], yRank);
-    int64_t stride = 1;
-    for (int d = yRank - 1; d >= 0; --d) {
-      int od = d - (yRank - ranks[k]);
-      int64_t size = od >= 0 ? shapes[k][od] : 1;
-      if (size != 1 && size != yShape[d])
-        fail(kernel, "operand %d dim %d (%lld) does not broadcast to %lld", k, od,
-             (long long)size, (long long)yShape[d]);
-      strides[k][d] = size == 1 ? 0 : stride;
-      stride *= size;
-    }
-  }
-  plan.total = numElements(yShape, yRank);
-  if (plan.total == 0) return false;
-  // Drop size-1 output dims, then merge a dim into the next inner one when
-  // every operand is contiguous (or broadcast) across the pair.
-  int r = 0;
-  for (int d = 0; d < yRank; ++d) {
-    if (yShape[d] == 1) continue;
-    bool merge = r > 0;
-    for (int k = 0; k < numOps && merge; ++k)
-      merge = plan.strides[k][r - 1] == strides[k][d] * yShape[d];
-    if (merge) {
-      plan.shape[r - 1] *= yShape[d];
-      for (int k = 0; k < numOps; ++k) plan.strides[k][r - 1] = strides[k][d];
-    } else {
-      plan.shape[r] = yShape[d];
-      for (int k = 0; k < numOps; ++k) plan.strides[k][r] = strides[k][d];
-      ++r;
-    }
-  }
-  if (r == 0) {
-    plan.shape[0] = 1;
-    for (int k = 0; k < numOps; ++k) plan.strides[k][0] = 0;
-    r = 1;
-  }
-  plan.rank = r;
-  return true;
 }
 
 }  // namespace detail

@@ -3,6 +3,7 @@
 // used by every broadcasting kernel. Not installed; generated code never sees it.
 #pragma once
 
+#include "runtime/cpu/BroadcastPlan.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/support/NarrowFloat.h"
 
@@ -224,19 +225,13 @@ inline float halfOnePlusErf(float z) {
   return z != z ? z : r;
 }
 
-// Broadcast plan: output dims of size 1 dropped, adjacent dims merged where
-// every operand is contiguous (or broadcast) across them. Strides are in
-// elements, 0 on broadcast dims. The output is contiguous over `shape`.
-struct BroadcastPlan {
-  int rank = 0;
-  int64_t shape[kMaxRank];
-  int64_t strides[3][kMaxRank];
-  int64_t total = 0;
-};
-
-// Returns false (and fills nothing useful) when the output is empty.
-bool makeBroadcastPlan(const char* kernel, const int64_t* yShape, int yRank, int numOps,
-                       const int64_t* const* shapes, const int* ranks, BroadcastPlan& plan);
+// The broadcast plan (runtime/cpu/BroadcastPlan.h, shared with CUDA), built
+// with this backend's fail(). Returns false when the output is empty.
+inline bool makeBroadcastPlan(const char* kernel, const int64_t* yShape, int yRank, int numOps,
+                              const int64_t* const* shapes, const int* ranks,
+                              BroadcastPlan& plan) {
+  return buildBroadcastPlan(kernel, yShape, yRank, numOps, shapes, ranks, plan, fail);
+}
 
 // Calls fn(offsets, outOffset, len) for each innermost run of the plan, where
 // offsets[k] is operand k's element offset at the run start. The innermost

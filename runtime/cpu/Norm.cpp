@@ -3,6 +3,7 @@
 // the last axis (forward, backward). Statistics are two-pass (mean, then the
 // centered sum of squares); per-plane sums are float, per-channel totals double.
 #include "runtime/cpu/Internal.h"
+#include "runtime/cpu/RunningStats.h"
 
 #include <cmath>
 
@@ -49,11 +50,7 @@ void batch_norm_train_forward(const float* x, int64_t N, int64_t C, int64_t HW,
     const float invStd = (float)(1.0 / std::sqrt(var + (double)eps));
     savedMean[c] = mean;
     savedInvStd[c] = invStd;
-    if (runningMean) runningMean[c] = runningMean[c] * momentum + mean * (1.0f - momentum);
-    if (runningVar) {
-      const double unbiased = M > 1 ? sq / (double)(M - 1) : var;
-      runningVar[c] = runningVar[c] * momentum + (float)unbiased * (1.0f - momentum);
-    }
+    updateRunningStats(runningMean, runningVar, c, mean, sq, M, momentum);
     const float a = invStd * (scale ? scale[c] : 1.0f);
     const float b = (bias ? bias[c] : 0.0f) - mean * a;
     for (int64_t n = 0; n < N; ++n) {

@@ -95,7 +95,7 @@ __global__ void activationGradKernel(const float* x, const float* dy, float* dx,
 }
 
 __global__ void extremumGradKernel(const float* a, const float* b, const float* dy, float* da,
-                                   float* db, Bcast p, bool isMax) {
+                                   float* db, BroadcastPlan p, bool isMax) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += stride) {
     const float u = a[bcastOffset(p, 0, i)], v = b[bcastOffset(p, 1, i)], g = dy[i];
@@ -128,8 +128,8 @@ void extremum_grad(const float* a, const int64_t* aShape, int aRank, const float
                    const int64_t* yShape, int yRank, bool isMax, cudaStream_t stream) {
   const int64_t* shapes[2] = {aShape, bShape};
   int ranks[2] = {aRank, bRank};
-  Bcast plan;
-  if (!makeBcast("extremum_grad", yShape, yRank, 2, shapes, ranks, plan)) return;
+  BroadcastPlan plan;
+  if (!makeBroadcastPlan("extremum_grad", yShape, yRank, 2, shapes, ranks, plan)) return;
   extremumGradKernel<<<gridFor(plan.total), kThreads, 0, stream>>>(a, b, dy, da, db, plan, isMax);
   DTCRT_LAUNCH_CHECK("extremum_grad");
 }

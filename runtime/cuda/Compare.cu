@@ -21,13 +21,13 @@ __device__ __forceinline__ bool holds(Compare predicate, T a, T b) {
 }
 
 template <typename T>
-__global__ void compareKernel(const T* a, const T* b, uint8_t* y, Bcast p, Compare predicate) {
+__global__ void compareKernel(const T* a, const T* b, uint8_t* y, BroadcastPlan p, Compare predicate) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += stride)
     y[i] = holds(predicate, a[bcastOffset(p, 0, i)], b[bcastOffset(p, 1, i)]) ? 1 : 0;
 }
 
-__global__ void logicalKernel(const uint8_t* a, const uint8_t* b, uint8_t* y, Bcast p,
+__global__ void logicalKernel(const uint8_t* a, const uint8_t* b, uint8_t* y, BroadcastPlan p,
                               Logic kind) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += stride) {
@@ -42,12 +42,12 @@ __global__ void notKernel(const uint8_t* x, uint8_t* y, int64_t n) {
     y[i] = x[i] ? 0 : 1;
 }
 
-Bcast binaryPlan(const char* name, const int64_t* aShape, int aRank, const int64_t* bShape,
+BroadcastPlan binaryPlan(const char* name, const int64_t* aShape, int aRank, const int64_t* bShape,
                  int bRank, const int64_t* yShape, int yRank, bool& empty) {
   const int64_t* shapes[2] = {aShape, bShape};
   int ranks[2] = {aRank, bRank};
-  Bcast plan;
-  empty = !makeBcast(name, yShape, yRank, 2, shapes, ranks, plan);
+  BroadcastPlan plan;
+  empty = !makeBroadcastPlan(name, yShape, yRank, 2, shapes, ranks, plan);
   return plan;
 }
 
@@ -58,7 +58,7 @@ void compare(const T* a, const int64_t* aShape, int aRank, const T* b, const int
              int bRank, uint8_t* y, const int64_t* yShape, int yRank, Compare predicate,
              cudaStream_t stream) {
   bool empty;
-  const Bcast p = binaryPlan("compare", aShape, aRank, bShape, bRank, yShape, yRank, empty);
+  const BroadcastPlan p = binaryPlan("compare", aShape, aRank, bShape, bRank, yShape, yRank, empty);
   if (empty) return;
   compareKernel<<<gridFor(p.total), kThreads, 0, stream>>>(a, b, y, p, predicate);
   DTCRT_LAUNCH_CHECK("compare");
@@ -76,7 +76,7 @@ void logical(const uint8_t* a, const int64_t* aShape, int aRank, const uint8_t* 
              const int64_t* bShape, int bRank, uint8_t* y, const int64_t* yShape, int yRank,
              Logic kind, cudaStream_t stream) {
   bool empty;
-  const Bcast p = binaryPlan("logical", aShape, aRank, bShape, bRank, yShape, yRank, empty);
+  const BroadcastPlan p = binaryPlan("logical", aShape, aRank, bShape, bRank, yShape, yRank, empty);
   if (empty) return;
   logicalKernel<<<gridFor(p.total), kThreads, 0, stream>>>(a, b, y, p, kind);
   DTCRT_LAUNCH_CHECK("logical");

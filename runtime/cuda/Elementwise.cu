@@ -2,62 +2,13 @@
 // maps and their gradients, dropout with the CPU's counter-based hash,
 // reduce_to_shape (deterministic, no atomics), where, and the BLAS-1 style
 // helpers and casts (incl. bf16). Grid-stride loops, float4 where the
-// pointers allow. Also home of the broadcast plan declared in Internal.cuh.
+// pointers allow.
 #include "runtime/cuda/Internal.cuh"
 
 #include <cuda_bf16.h>
 
 namespace dtcrt::cuda {
 
-namespace detail {
-
-bool makeBcast(const char* kernel, const int64_t* yShape, int yRank, int numOps,
-               const int64_t* const* shapes, const int* ranks, Bcast& plan) {
-  if (yRank > kMaxRank) fail(kernel, "rank %d exceeds %d", yRank, kMaxRank);
-  int64_t strides[3][kMaxRank];
-  for (int k = 0; k < numOps; ++k) {
-    if (ranks[k] > yRank)
-      fail(kernel, "operand %d has rank %d > output rank %d", k, ranks[k], yRank);
-    int64_t stride = 1;
-    for (int d = yRank - 1; d >= 0; --d) {
-      const int od = d - (yRank - ranks[k]);
-      const int64_t size = od >= 0 ? shapes[k][od] : 1;
-      if (size != 1 && size != yShape[d])
-        fail(kernel, "operand %d dim %d (%lld) does not broadcast to %lld", k, od,
-             (long long)size, (long long)yShape[d]);
-      strides[k][d] = size == 1 ? 0 : stride;
-      stride *= size;
-    }
-  }
-  plan.total = numElements(yShape, yRank);
-  if (plan.total == 0) return false;
-  int r = 0;
-  for (int d = 0; d < yRank; ++d) {
-    if (yShape[d] == 1) continue;
-    bool merge = r > 0;
-    for (int k = 0; k < numOps && merge; ++k)
-      merge = plan.strides[k][r - 1] == strides[k][d] * yShape[d];
-    if (merge) {
-      plan.shape[r - 1] *= yShape[d];
-      for (int k = 0; k < numOps; ++k) plan.strides[k][r - 1] = strides[k][d];
-    } else {
-      plan.shape[r] = yShape[d];
-      for (int k = 0; k < numOps; ++k) plan.strides[k][r] = strides[k][d];
-      ++r;
-    }
-  }
-  if (r == 0) {
-    plan.shape[0] = 1;
-    for (int k = 0; k < numOps; ++k) plan.strides[k][0] = 0;
-    r = 1;
-  }
-  for (int k = numOps; k < 3; ++k)
-    for (int d = 0; d < r; ++d) plan.strides[k][d] = 0;
-  plan.rank = r;
-  return true;
-}
-
-}  // namespace detail
 
 using namespace detail;
 
@@ -104,7 +55,7 @@ __global__ void binaryFlat(const float* a, const float* b, float* y, int64_t n, 
 }
 
 template <int Op>
-__global__ void binaryBcast(const float* a, const float* b, float* y, Bcast p) {
+__global__ void binaryBcast(const float* a, const float* b, float* y, BroadcastPlan p) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += stride)
     y[i] = binApply<Op>(a[bcastOffset(p, 0, i)], b[bcastOffset(p, 1, i)]);
@@ -134,8 +85,8 @@ void binary(const char* name, const float* a, const int64_t* aShape, int aRank, 
             cudaStream_t stream) {
   const int64_t* shapes[2] = {aShape, bShape};
   int ranks[2] = {aRank, bRank};
-  Bcast plan;
-  if (!makeBcast(name, yShape, yRank, 2, shapes, ranks, plan)) return;
+  BroadcastPlan plan;
+  if (!makeBroadcastPlan(name, yShape, yRank, 2, shapes, ranks, plan)) return;
   const int64_t n = plan.total;
   const bool flat = plan.rank == 1 && plan.strides[0][0] == 1 && plan.strides[1][0] == 1;
   if (Op == kPow && numElements(bShape, bRank) == 1 && numElements(aShape, aRank) == n) {
@@ -351,7 +302,7 @@ __global__ void reduceBlockPerOutput(const float* dy, float* dx, ReducePlan p) {
 // where, fill, axpy, casts
 // ---------------------------------------------------------------------------
 template <typename T>
-__global__ void whereKernel(const uint8_t* c, const T* x, const T* z, T* y, Bcast p) {
+__global__ void whereKernel(const uint8_t* c, const T* x, const T* z, T* y, BroadcastPlan p) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += stride)
     y[i] = c[bcastOffset(p, 0, i)] ? x[bcastOffset(p, 1, i)] : z[bcastOffset(p, 2, i)];
@@ -505,8 +456,8 @@ void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, floa
   }
   const int64_t* shapes[1] = {inShape};
   int ranks[1] = {inRank};
-  Bcast plan;
-  makeBcast("reduce_to_shape", outShape, outRank, 1, shapes, ranks, plan);
+  BroadcastPlan plan;
+  makeBroadcastPlan("reduce_to_shape", outShape, outRank, 1, shapes, ranks, plan);
   // Split the collapsed output dims into kept (operand stride != 0) and
   // reduced ones; dy is contiguous over plan.shape.
   ReducePlan rp;
@@ -546,8 +497,8 @@ void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
            T* y, const int64_t* yShape, int yRank, cudaStream_t stream) {
   const int64_t* shapes[3] = {cShape, xShape, zShape};
   int ranks[3] = {cRank, xRank, zRank};
-  Bcast plan;
-  if (!makeBcast("where", yShape, yRank, 3, shapes, ranks, plan)) return;
+  BroadcastPlan plan;
+  if (!makeBroadcastPlan("where", yShape, yRank, 3, shapes, ranks, plan)) return;
   whereKernel<<<gridFor(plan.total), kThreads, 0, stream>>>(cond, x, z, y, plan);
   DTCRT_LAUNCH_CHECK("where");
 }

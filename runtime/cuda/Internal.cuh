@@ -1,9 +1,10 @@
 // Private helpers shared by the CUDA kernel files: error checking that names
 // the failing call, launch-size helpers, warp/block reductions, and the
-// broadcast plan (collapsed shapes + strides, passed to kernels by value).
+// broadcast plan's device-side offsets.
 // Not installed; generated code never sees it.
 #pragma once
 
+#include "runtime/cpu/BroadcastPlan.h"
 #include "runtime/cuda/Kernels.h"
 
 #include <cuda_runtime.h>
@@ -88,22 +89,21 @@ __device__ __forceinline__ float blockMax(float v, float* shared) {
 }
 
 // ---------------------------------------------------------------------------
-// Broadcast plan: output dims of size 1 dropped, adjacent dims merged where
-// every operand is contiguous (or broadcast) across them; strides in
-// elements, 0 on broadcast dims. Built on the host, passed by value.
-// ---------------------------------------------------------------------------
-struct Bcast {
-  int rank = 0;
-  int64_t total = 0;
-  int64_t shape[kMaxRank];
-  int64_t strides[3][kMaxRank];
-};
+// The broadcast plan (runtime/cpu/BroadcastPlan.h, the CPU kernels' rule),
+// built on the host with this backend's fail(), passed to kernels by value.
 // Returns false when the output is empty.
-bool makeBcast(const char* kernel, const int64_t* yShape, int yRank, int numOps,
-               const int64_t* const* shapes, const int* ranks, Bcast& plan);
+// ---------------------------------------------------------------------------
+using cpu::BroadcastPlan;
+using cpu::buildBroadcastPlan;
+
+inline bool makeBroadcastPlan(const char* kernel, const int64_t* yShape, int yRank, int numOps,
+                              const int64_t* const* shapes, const int* ranks,
+                              BroadcastPlan& plan) {
+  return buildBroadcastPlan(kernel, yShape, yRank, numOps, shapes, ranks, plan, fail);
+}
 
 // Element offset of output index i in operand k.
-__device__ __forceinline__ int64_t bcastOffset(const Bcast& p, int k, int64_t i) {
+__device__ __forceinline__ int64_t bcastOffset(const BroadcastPlan& p, int k, int64_t i) {
   int64_t off = 0;
   for (int d = p.rank - 1; d >= 0; --d) {
     const int64_t s = p.shape[d];

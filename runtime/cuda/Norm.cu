@@ -3,6 +3,7 @@
 // (forward and backward) with one block per row plus a column-reduction
 // kernel for dscale/dbias. Same formulas as runtime/cpu/Norm.cpp; per-thread
 // float partial sums, block totals in double. Deterministic.
+#include "runtime/cpu/RunningStats.h"
 #include "runtime/cuda/Internal.cuh"
 
 namespace dtcrt::cuda {
@@ -41,11 +42,7 @@ __global__ void bnForward(const float* x, int64_t N, int64_t C, int64_t HW, cons
     if (threadIdx.x == 0) {
       savedMean[c] = mean;
       savedInvStd[c] = invStd;
-      if (runningMean) runningMean[c] = runningMean[c] * momentum + mean * (1.0f - momentum);
-      if (runningVar) {
-        const double unbiased = M > 1 ? sq / (double)(M - 1) : var;
-        runningVar[c] = runningVar[c] * momentum + (float)unbiased * (1.0f - momentum);
-      }
+      cpu::updateRunningStats(runningMean, runningVar, c, mean, sq, M, momentum);
     }
     const float a = invStd * (scale ? scale[c] : 1.0f);
     const float b = (bias ? bias[c] : 0.0f) - mean * a;

@@ -244,8 +244,8 @@ void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* y
             int yRank, cudaStream_t stream) {
   const int64_t* shapes[1] = {xShape};
   int ranks[1] = {xRank};
-  Bcast plan;
-  if (!makeBcast("expand", yShape, yRank, 1, shapes, ranks, plan)) return;
+  BroadcastPlan plan;
+  if (!makeBroadcastPlan("expand", yShape, yRank, 1, shapes, ranks, plan)) return;
   Strided p;
   p.rank = plan.rank;
   p.total = plan.total;
