@@ -49,14 +49,17 @@ LogicalResult emitGemm(Operation *op, FunctionEmitter &fn) {
   if (c && !biasRows && fn.ptr(c) != fn.ptr(y))
     fn.kernel("expand", fn.ptr(c) + ", " + fn.shape(c) + ", " + num(fn.rank(c)) + ", " +
             fn.ptr(y) + ", " + fn.shape(y) + ", 2");
-  fn.libraryKernel("gemm", flag(gemm.getTransA()) + ", " + flag(gemm.getTransB()) + ", " +
-          num(m) + ", " + num(n) + ", " + num(k) + ", " +
-          floatLiteral(gemm.getAlpha().convertToDouble()) + ", " + fn.ptr(a) + ", " +
-          num(fn.dims(a)[1]) + ", " + fn.ptr(b) + ", " + num(fn.dims(b)[1]) + ", " +
-          floatLiteral(biasRows ? 0.0 : beta) + ", " + fn.ptr(y) + ", " + num(n));
+  fn.libraryKernel("gemm", named("transA", flag(gemm.getTransA())) + ", " +
+          named("transB", flag(gemm.getTransB())) + ", " + named("M", num(m)) + ", " +
+          named("N", num(n)) + ", " + named("K", num(k)) + ", " +
+          named("alpha", floatLiteral(gemm.getAlpha().convertToDouble())) + ", " +
+          fn.ptr(a) + ", " + named("lda", num(fn.dims(a)[1])) + ", " + fn.ptr(b) + ", " +
+          named("ldb", num(fn.dims(b)[1])) + ", " +
+          named("beta", floatLiteral(biasRows ? 0.0 : beta)) + ", " + fn.ptr(y) + ", " +
+          named("ldc", num(n)));
   if (biasRows)
-    fn.kernel("add_bias_rows", fn.ptr(y) + ", " + fn.ptr(c) + ", " + num(m) + ", " +
-            num(n));
+    fn.kernel("add_bias_rows", fn.ptr(y) + ", " + fn.ptr(c) + ", " + named("M", num(m)) +
+            ", " + named("N", num(n)));
   return success();
 }
 
@@ -74,9 +77,10 @@ LogicalResult emitMatMul(Operation *op, FunctionEmitter &fn) {
     yShape.push_back(1);
   }
   std::string operands = fn.ptr(a) + ", " + fn.shape(aShape) + ", " +
-          num(aShape.size()) + ", false, " + fn.ptr(b) + ", " + fn.shape(bShape) + ", " +
-          num(bShape.size()) + ", false, " + fn.ptr(y) + ", " + fn.shape(yShape) + ", " +
-          num(yShape.size());
+          named("aRank", num(aShape.size())) + ", " + named("transA", "false") + ", " +
+          fn.ptr(b) + ", " + fn.shape(bShape) + ", " + named("bRank", num(bShape.size())) +
+          ", " + named("transB", "false") + ", " + fn.ptr(y) + ", " + fn.shape(yShape) +
+          ", " + named("cRank", num(yShape.size()));
   if (isBf16(a))
     fn.bf16Kernel("batched_matmul_bf16", operands,
                   "batched_matmul_bf16_workspace(" + fn.shape(aShape) + ", " +
@@ -295,12 +299,16 @@ LogicalResult emitConvBackwardFilterFromColumns(Operation *op, FunctionEmitter &
 std::string poolParams(FunctionEmitter &fn, ArrayRef<int64_t> x, ArrayRef<int64_t> kernel,
                        ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
                        ArrayRef<int64_t> dilations, bool ceilMode, bool countIncludePad) {
-  std::string init = "{" + num(x[0]) + ", " + num(x[1]) + ", " + num(x[2]) + ", " +
-                     num(x[3]) + ", " + num(kernel[0]) + ", " + num(kernel[1]) + ", " +
-                     num(strides[0]) + ", " + num(strides[1]) + ", " + num(pads[0]) + ", " +
-                     num(pads[1]) + ", " + num(pads[2]) + ", " + num(pads[3]) + ", " +
-                     num(dilations[0]) + ", " + num(dilations[1]) + ", " + flag(ceilMode) +
-                     ", " + flag(countIncludePad) + "}";
+  // Named fields: reordering Pool2dParams cannot silently mismatch. ONNX's
+  // pads are [top, left, bottom, right].
+  std::string init = "{.N = " + num(x[0]) + ", .C = " + num(x[1]) + ", .H = " + num(x[2]) +
+                     ", .W = " + num(x[3]) + ", .kH = " + num(kernel[0]) +
+                     ", .kW = " + num(kernel[1]) + ", .strideH = " + num(strides[0]) +
+                     ", .strideW = " + num(strides[1]) + ", .padT = " + num(pads[0]) +
+                     ", .padL = " + num(pads[1]) + ", .padB = " + num(pads[2]) +
+                     ", .padR = " + num(pads[3]) + ", .dilH = " + num(dilations[0]) +
+                     ", .dilW = " + num(dilations[1]) + ", .ceilMode = " + flag(ceilMode) +
+                     ", .countIncludePad = " + flag(countIncludePad) + "}";
   return fn.program.declareStatic("dtcrt::cpu::Pool2dParams", "kPool", init);
 }
 
@@ -351,15 +359,16 @@ LogicalResult emitGlobalAveragePool(Operation *op, FunctionEmitter &fn) {
   auto pool = cast<GlobalAveragePoolOp>(op);
   ArrayRef<int64_t> x = fn.dims(pool.getInput());
   fn.kernel("global_avg_pool", fn.ptr(pool.getInput()) + ", " +
-          fn.ptr(pool.getOutput()) + ", " + num(x[0]) + ", " + num(x[1]) + ", " +
-          num(numElements(x.drop_front(2))));
+          fn.ptr(pool.getOutput()) + ", " + named("N", num(x[0])) + ", " +
+          named("C", num(x[1])) + ", " + named("HW", num(numElements(x.drop_front(2)))));
   return success();
 }
 
 /// N, C, HW of a batch-norm input.
 std::string nchw(FunctionEmitter &fn, Value x) {
   ArrayRef<int64_t> d = fn.dims(x);
-  return num(d[0]) + ", " + num(d[1]) + ", " + num(numElements(d.drop_front(2)));
+  return named("N", num(d[0])) + ", " + named("C", num(d[1])) + ", " +
+         named("HW", num(numElements(d.drop_front(2))));
 }
 
 LogicalResult emitBatchNorm(Operation *op, FunctionEmitter &fn) {
@@ -370,8 +379,9 @@ LogicalResult emitBatchNorm(Operation *op, FunctionEmitter &fn) {
   fn.copyBytes(fn.ptr(bn.getNewRunningVar()), fn.ptr(bn.getRunningVar()), 4 * channels);
   fn.kernel("batch_norm_train_forward", fn.ptr(bn.getInput()) + ", " +
           nchw(fn, bn.getInput()) + ", " + fn.ptr(bn.getScale()) + ", " +
-          fn.ptr(bn.getBias()) + ", " + floatLiteral(bn.getEpsilon().convertToDouble()) +
-          ", " + floatLiteral(bn.getMomentum().convertToDouble()) + ", " +
+          fn.ptr(bn.getBias()) + ", " +
+          named("eps", floatLiteral(bn.getEpsilon().convertToDouble())) + ", " +
+          named("momentum", floatLiteral(bn.getMomentum().convertToDouble())) + ", " +
           fn.ptr(bn.getOutput()) + ", " + fn.ptr(bn.getSavedMean()) + ", " +
           fn.ptr(bn.getSavedInvStd()) + ", " + fn.ptr(bn.getNewRunningMean()) + ", " +
           fn.ptr(bn.getNewRunningVar()));
@@ -383,7 +393,7 @@ LogicalResult emitBatchNormInference(Operation *op, FunctionEmitter &fn) {
   fn.kernel("batch_norm_inference", fn.ptr(bn.getInput()) + ", " +
           nchw(fn, bn.getInput()) + ", " + fn.ptr(bn.getScale()) + ", " +
           fn.ptr(bn.getBias()) + ", " + fn.ptr(bn.getMean()) + ", " + fn.ptr(bn.getVar()) +
-          ", " + floatLiteral(bn.getEpsilon().convertToDouble()) + ", " +
+          ", " + named("eps", floatLiteral(bn.getEpsilon().convertToDouble())) + ", " +
           fn.ptr(bn.getOutput()));
   return success();
 }
@@ -416,10 +426,11 @@ LogicalResult emitLayerNorm(Operation *op, FunctionEmitter &fn) {
   int64_t rows, cols;
   if (failed(layerNormRows(op, fn, ln.getInput(), ln.getScale(), ln.getAxis(), rows, cols)))
     return failure();
-  fn.kernel("layer_norm", fn.ptr(ln.getInput()) + ", " + num(rows) + ", " + num(cols) +
-          ", " + fn.ptr(ln.getScale()) + ", " +
+  fn.kernel("layer_norm", fn.ptr(ln.getInput()) + ", " + named("rows", num(rows)) + ", " +
+          named("D", num(cols)) + ", " + fn.ptr(ln.getScale()) + ", " +
           (ln.getBias() ? fn.ptr(ln.getBias()) : std::string("nullptr")) + ", " +
-          floatLiteral(ln.getEpsilon().convertToDouble()) + ", " + fn.ptr(ln.getOutput()) +
+          named("eps", floatLiteral(ln.getEpsilon().convertToDouble())) + ", " +
+          fn.ptr(ln.getOutput()) +
           ", " + fn.ptr(ln.getSavedMean()) + ", " + fn.ptr(ln.getSavedInvStd()));
   return success();
 }
@@ -431,7 +442,8 @@ LogicalResult emitLayerNormGrad(Operation *op, FunctionEmitter &fn) {
                            cols)))
     return failure();
   fn.kernel("layer_norm_backward", fn.ptr(grad.getInput()) + ", " +
-          fn.ptr(grad.getGrad()) + ", " + num(rows) + ", " + num(cols) + ", " +
+          fn.ptr(grad.getGrad()) + ", " + named("rows", num(rows)) + ", " +
+          named("D", num(cols)) + ", " +
           fn.ptr(grad.getScale()) + ", " + fn.ptr(grad.getSavedMean()) + ", " +
           fn.ptr(grad.getSavedInvStd()) + ", " + fn.ptr(grad.getInputGrad()) + ", " +
           fn.ptr(grad.getScaleGrad()) + ", " + fn.ptr(grad.getBiasGrad()));

@@ -38,6 +38,11 @@ llvm::StringRef runtimeDType(mlir::Type tensorType);
 std::string floatLiteral(double value);
 /// A double as a C++ literal that round-trips exactly.
 std::string float64Literal(double value);
+/// A literal argument with its parameter's name, "/*transA=*/false", so a
+/// generated call says what its numbers are.
+inline std::string named(llvm::StringRef name, const std::string &literal) {
+  return "/*" + name.str() + "=*/" + literal;
+}
 
 class FunctionEmitter {
 public:

@@ -5,7 +5,7 @@
 // RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cuda | FileCheck %s --check-prefix=CUDA
 // CHECK: alignas(64) static const float [[ZERO:kConst[0-9]+]][] = {0.f};  // scalar
 // CHECK-LABEL: void forward(
-// CHECK: cpu::gemm(false, true, 2, 3, 6, 1.f, in0, 6, p_w, 6, 0.f, [[G:t[0-9]+]], 3);
+// CHECK: cpu::gemm(/*transA=*/false, /*transB=*/true, /*M=*/2, /*N=*/3, /*K=*/6, /*alpha=*/1.f, in0, /*lda=*/6, p_w, /*ldb=*/6, /*beta=*/0.f, [[G:t[0-9]+]], /*ldc=*/3);
 // CHECK: cpu::relu([[G]], [[R:t[0-9]+]], 6);
 // CHECK: uint8_t* const [[M:t[0-9]+]] =
 // CHECK: cpu::compare([[R]], kDims_2x3, 2, [[ZERO]], nullptr, 0, [[M]], kDims_2x3, 2, dtcrt::cpu::Compare::Gt);

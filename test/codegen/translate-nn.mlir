@@ -6,18 +6,18 @@
 // RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cpp | FileCheck %s
 // RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cuda | FileCheck %s --check-prefix=CUDA
 // CHECK: const dtcrt::cpu::Conv2dParams kConv0 = {.N = 2, .C = 3, .H = 8, .W = 8, .K = 4, .R = 3, .S = 3, .strideH = 1, .strideW = 1, .padT = 1, .padL = 1, .padB = 1, .padR = 1, .dilH = 1, .dilW = 1, .groups = 1, .algorithm = dtcrt::cpu::ConvAlgorithm::Direct};
-// CHECK: const dtcrt::cpu::Pool2dParams kPool1 = {2, 4, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
+// CHECK: const dtcrt::cpu::Pool2dParams kPool1 = {.N = 2, .C = 4, .H = 8, .W = 8, .kH = 2, .kW = 2, .strideH = 2, .strideW = 2, .padT = 0, .padL = 0, .padB = 0, .padR = 0, .dilH = 1, .dilW = 1, .ceilMode = false, .countIncludePad = false};
 // CHECK-LABEL: void forward(
 // CHECK: cpu::conv2d_forward(kConv0, in0, in1, in2, [[C:t[0-9]+]], ctx.workspace);
-// CHECK: cpu::batch_norm_inference([[C]], 2, 4, 64, in3, in3, in3, in3, 9.99999975e-06f, [[B:t[0-9]+]]);
+// CHECK: cpu::batch_norm_inference([[C]], /*N=*/2, /*C=*/4, /*HW=*/64, in3, in3, in3, in3, /*eps=*/9.99999975e-06f, [[B:t[0-9]+]]);
 // CHECK: cpu::max_pool2d(kPool1, [[B]], [[P:t[0-9]+]], nullptr);
-// CHECK: cpu::global_avg_pool([[P]], [[G:t[0-9]+]], 2, 4, 16);
+// CHECK: cpu::global_avg_pool([[P]], [[G:t[0-9]+]], /*N=*/2, /*C=*/4, /*HW=*/16);
 // CHECK-NOT: flatten
 // CHECK: cpu::softmax([[G]], {{t[0-9]+}}, 2, 4);
 // CHECK: bytes = std::max(bytes, size_t(1234));
 // CUDA: const dtcrt::cpu::Conv2dParams kConv0 = {{.*}}.groups = 1};
 // CUDA: cuda::conv2d_forward(gpu, kConv0, in0, in1, in2,
-// CUDA: cuda::global_avg_pool({{t[0-9]+}}, {{t[0-9]+}}, 2, 4, 16, stream);
+// CUDA: cuda::global_avg_pool({{t[0-9]+}}, {{t[0-9]+}}, /*N=*/2, /*C=*/4, /*HW=*/16, stream);
 // CUDA: cuda::softmax(
 func.func @forward(%x: tensor<2x3x8x8xf32> {dtc.name = "image"}, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %s: tensor<4xf32>) -> tensor<2x4xf32> {
   %0 = dtc.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>,

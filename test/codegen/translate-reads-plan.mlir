@@ -7,7 +7,7 @@
 // CHECK: void forward(
 // CHECK: float* const p_w = reinterpret_cast<float*>(state + 64);  // w 3x6
 // CHECK: float* const [[G:t[0-9]+]] = reinterpret_cast<float*>(arena + 192);  // 2x3
-// CHECK: cpu::gemm(false, true, 2, 3, 6, 1.f, in0, 6, p_w, 6, 0.f, [[G]], 3);
+// CHECK: cpu::gemm(/*transA=*/false, /*transB=*/true, /*M=*/2, /*N=*/3, /*K=*/6, /*alpha=*/1.f, in0, /*lda=*/6, p_w, /*ldb=*/6, /*beta=*/0.f, [[G]], /*ldc=*/3);
 // CHECK: float* const [[R:t[0-9]+]] = reinterpret_cast<float*>(arena + 64);  // 2x3
 // CHECK: cpu::relu([[G]], [[R]], 6);
 // CHECK: const dtcrt::ParamSpec kParams[] = {

@@ -15,8 +15,8 @@
 // ZERO3-NEXT: {{\[\[maybe_unused\]\]}} float* const [[B:t[0-9]+]] = reinterpret_cast<float*>(arena + 128);  // 3
 // ZERO3: std::unique_ptr<dtcrt::Work> gather0 = ctx.comm->allGatherBlocks(ctx.shard.mineOf(/*flat_offset=*/0, 35), [[W]], ctx.shard.counts(0, 35));
 // ZERO3: gather0->wait();
-// ZERO3: cpu::gemm(false, true, 2, 3, 6, 1.f, in0, 6, [[W]], 6, 0.f, {{t[0-9]+}}, 3);
-// ZERO3-NEXT: cpu::add_bias_rows({{t[0-9]+}}, [[B]], 2, 3);
+// ZERO3: cpu::gemm(/*transA=*/false, /*transB=*/true, /*M=*/2, /*N=*/3, /*K=*/6, /*alpha=*/1.f, in0, /*lda=*/6, [[W]], /*ldb=*/6, /*beta=*/0.f, {{t[0-9]+}}, /*ldc=*/3);
+// ZERO3-NEXT: cpu::add_bias_rows({{t[0-9]+}}, [[B]], /*M=*/2, /*N=*/3);
 // ZERO3: cpu::adam_update(p_w + shard.begin,
 // ZERO3: // The 2 updated weights stay sharded (ZeRO-3): the next step gathers them.
 // ZERO3-NOT: ctx.comm->allGather(
