@@ -157,6 +157,105 @@ int64_t planesPerItem(int64_t planeFloats) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(planeFloats, 1));
 }
 
+// One output of the general path: the window's taps in scan order.
+inline void maxPoolOne(const Pool2dParams& p, const float* xp, int64_t hs, const Taps& th,
+                       int64_t ws, float* y, int32_t* index) {
+  const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
+  float best = -std::numeric_limits<float>::infinity();
+  int32_t at = -1;
+  if (th.lo < th.hi && tw.lo < tw.hi) at = (int32_t)((hs + th.lo * p.dilH) * p.W + ws + tw.lo * p.dilW);
+  for (int64_t r = th.lo; r < th.hi; ++r) {
+    const int64_t rowIdx = (hs + r * p.dilH) * p.W + ws;
+    for (int64_t s = tw.lo; s < tw.hi; ++s)
+      takeIfGreater(xp[rowIdx + s * p.dilW], (int32_t)(rowIdx + s * p.dilW), best, at);
+  }
+  *y = best;
+  if (index) *index = at;
+}
+
+// The outputs [0, n) of one row whose windows hold every tap column: the
+// taps in scan order, each applied to all n outputs at once (vectorized
+// over outputs; kStride 0: the stride is read at run time). The first tap
+// initializes: every later tap replaces on greater or NaN, as
+// takeIfGreater does, so ties keep the first maximum.
+template <int kStride, bool kIndices>
+__attribute__((always_inline)) inline void maxPoolRowRun(const Pool2dParams& p, const float* xp,
+                                                         int64_t hs, const Taps& th, int64_t ws0,
+                                                         int64_t n, float* y, int32_t* index) {
+  const int64_t stride = kStride ? kStride : p.strideW;
+  bool first = true;
+  for (int64_t r = th.lo; r < th.hi; ++r) {
+    for (int64_t s = 0; s < p.kW; ++s) {
+      const int64_t base = (hs + r * p.dilH) * p.W + ws0 + s * p.dilW;
+      const float* src = xp + base;
+      if (first) {
+        DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = src[i * stride];
+        if (kIndices)
+          DTCRT_SIMD for (int64_t i = 0; i < n; ++i) index[i] = (int32_t)(base + i * stride);
+        first = false;
+        continue;
+      }
+      DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
+        const float v = src[i * stride];
+        const bool take = (v > y[i]) | (v != v);
+        y[i] = take ? v : y[i];
+        if (kIndices) index[i] = take ? (int32_t)(base + i * stride) : index[i];
+      }
+    }
+  }
+}
+
+// The same compiled for AVX2 (8 outputs a vector, blends) where the CPU has it.
+template <int kStride, bool kIndices>
+DTCRT_AVX2 void maxPoolRowRunAvx2(const Pool2dParams& p, const float* xp, int64_t hs,
+                                  const Taps& th, int64_t ws0, int64_t n, float* y,
+                                  int32_t* index) {
+  maxPoolRowRun<kStride, kIndices>(p, xp, hs, th, ws0, n, y, index);
+}
+
+template <int kStride, bool kIndices>
+void maxPoolRowRunBest(const Pool2dParams& p, const float* xp, int64_t hs, const Taps& th,
+                       int64_t ws0, int64_t n, float* y, int32_t* index) {
+  static const bool avx2 = hasAvx2Fma();
+  if (avx2)
+    maxPoolRowRunAvx2<kStride, kIndices>(p, xp, hs, th, ws0, n, y, index);
+  else
+    maxPoolRowRun<kStride, kIndices>(p, xp, hs, th, ws0, n, y, index);
+}
+
+// Max pool of one plane: per output row, the columns whose windows cross
+// the padding one by one, the rest as one vectorized run.
+template <int kStride>
+void maxPoolPlane(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW, float* yp,
+                  int32_t* ip) {
+  const int64_t sW = p.strideW, reach = (p.kW - 1) * p.dilW;
+  const int64_t owLo = std::min(OW, (p.padL + sW - 1) / sW);
+  const int64_t lastStart = p.W - 1 - reach + p.padL;  // ws + padL of the last full window
+  const int64_t owHi = std::max(owLo, lastStart < 0 ? owLo : std::min(OW, lastStart / sW + 1));
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t hs = oh * p.strideH - p.padT;
+    const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
+    float* yrow = yp + oh * OW;
+    int32_t* irow = ip ? ip + oh * OW : nullptr;
+    for (int64_t ow = 0; ow < owLo; ++ow)
+      maxPoolOne(p, xp, hs, th, ow * sW - p.padL, yrow + ow, irow ? irow + ow : nullptr);
+    if (owHi > owLo && th.lo < th.hi) {
+      if (irow)
+        maxPoolRowRunBest<kStride, true>(p, xp, hs, th, owLo * sW - p.padL, owHi - owLo,
+                                         yrow + owLo, irow + owLo);
+      else
+        maxPoolRowRunBest<kStride, false>(p, xp, hs, th, owLo * sW - p.padL, owHi - owLo,
+                                          yrow + owLo, nullptr);
+    } else {
+      for (int64_t ow = owLo; ow < owHi; ++ow)
+        maxPoolOne(p, xp, hs, th, ow * sW - p.padL, yrow + ow, irow ? irow + ow : nullptr);
+    }
+    for (int64_t ow = owHi; ow < OW; ++ow)
+      maxPoolOne(p, xp, hs, th, ow * sW - p.padL, yrow + ow, irow ? irow + ow : nullptr);
+  }
+}
+
+
 bool is2x2Stride2(const Pool2dParams& p, int64_t OH, int64_t OW) {
   return p.kH == 2 && p.kW == 2 && p.strideH == 2 && p.strideW == 2 && p.dilH == 1 &&
          p.dilW == 1 && p.padT == 0 && p.padL == 0 && p.padB == 0 && p.padR == 0 &&
@@ -185,35 +284,19 @@ void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indice
                  indices ? indices + pl * OH * OW : nullptr);
     return;
   }
-  const float ninf = -std::numeric_limits<float>::infinity();
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    const float* xp = x + pl * p.H * p.W;
-    float* yp = y + pl * OH * OW;
-    int32_t* ip = indices ? indices + pl * OH * OW : nullptr;
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      const int64_t hs = oh * p.strideH - p.padT;
-      const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        const int64_t ws = ow * p.strideW - p.padL;
-        const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
-        float best = ninf;
-        int64_t bestIdx = -1;
-        if (th.lo < th.hi && tw.lo < tw.hi)
-          bestIdx = (hs + th.lo * p.dilH) * p.W + ws + tw.lo * p.dilW;
-        for (int64_t r = th.lo; r < th.hi; ++r) {
-          const int64_t rowIdx = (hs + r * p.dilH) * p.W + ws;
-          const float* row = xp + rowIdx;
-          for (int64_t s = tw.lo; s < tw.hi; ++s) {
-            int32_t at = static_cast<int32_t>(bestIdx);
-            takeIfGreater(row[s * p.dilW], static_cast<int32_t>(rowIdx + s * p.dilW), best, at);
-            bestIdx = at;
-          }
-        }
-        yp[oh * OW + ow] = best;
-        if (ip) ip[oh * OW + ow] = (int32_t)bestIdx;
-      }
+  const int64_t perItem = planesPerItem(p.H * p.W);
+  parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
+    const int64_t end = std::min(planes, (item + 1) * perItem);
+    for (int64_t pl = item * perItem; pl < end; ++pl) {
+      int32_t* ip = indices ? indices + pl * OH * OW : nullptr;
+      if (p.strideW == 2)
+        maxPoolPlane<2>(p, x + pl * p.H * p.W, OH, OW, y + pl * OH * OW, ip);
+      else if (p.strideW == 1)
+        maxPoolPlane<1>(p, x + pl * p.H * p.W, OH, OW, y + pl * OH * OW, ip);
+      else
+        maxPoolPlane<0>(p, x + pl * p.H * p.W, OH, OW, y + pl * OH * OW, ip);
     }
-  }
+  });
 }
 
 void max_pool2d_backward(const Pool2dParams& p, const float* dy, const int32_t* indices,

@@ -26,6 +26,10 @@ const std::vector<k::Pool2dParams> kCases = {
     make(2, 1, 9, 8, 3, 2, 2, 3, 1, 0, 2, 1, 2, 1, true, true),    // asym pads, dilation
     make(1, 3, 5, 5, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, false, false),  // window larger than valid region
     make(1, 1, 10, 3, 4, 1, 3, 1, 1, 0, 1, 0, 1, 1, true, true),
+    // Wide rows: long vectorized runs of full windows between padded edges.
+    make(2, 2, 9, 45, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, true),  // 3x3 s2 p1
+    make(1, 2, 6, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true),  // 3x3 s1 p1
+    make(1, 1, 7, 50, 2, 3, 1, 3, 0, 2, 0, 2, 1, 2, true, true),   // stride 3, dilation 2
 };
 
 std::string name(const k::Pool2dParams& p) {
@@ -98,6 +102,7 @@ TEST(Pool2d, MaxMatchesReference) {
   for (const auto& p : kCases) {
     Vec x = rng.vec(p.N * p.C * p.H * p.W);
     x[3] = std::nanf("");  // NaN wins its windows, as in PyTorch
+    x[x.size() / 2 + 7] = std::nanf("");  // also inside a row's run of full windows
     // Exact ties (as ReLU's zeros make): the first maximum in scan order wins.
     for (size_t i = 5; i < x.size(); i += 3) x[i] = 0.75f;
     Vec y((size_t)outSize(p));
