@@ -214,8 +214,7 @@ def main():
         f"PyTorch {torch.__version__} eager, default backends (oneDNN "
         f"{'on' if torch.backends.mkldnn.is_available() else 'off'}), "
         f"torch.set_num_threads({ARGS.threads}); "
-        "torch.compile is not compared: it needs PyTorch 2.x, which cannot be installed on "
-        "this machine (no network beyond Debian's packages).",
+        "torch.compile is not compared yet (docs/performance.md).",
         f"CPU: {cpu_name()}, shared with other work: figures move by 10-20% between runs.",
     ]
     print("\n".join(lines))
