@@ -118,6 +118,7 @@ FailureOr<CpuConvPlan> recordedCpuPlan(Operation *op) {
                                .Case("gemm", "Gemm")
                                .Case("direct", "Direct")
                                .Case("depthwise", "Depthwise")
+                               .Case("onednn", "OneDnn")
                                .Default("");
   if (enumerator.empty() || bytes.getInt() < 0) {
     codegenError(op) << "unknown CPU algorithm '" << name.getValue()

@@ -24,6 +24,7 @@ using namespace mlir;
 using namespace dtc;
 using dtcrt::cpu::ConvAlgorithm;
 using dtcrt::cpu::Conv2dParams;
+using dtcrt::cpu::ConvPass;
 
 namespace {
 
@@ -43,29 +44,28 @@ Conv2dParams makeParams(ArrayRef<int64_t> x, ArrayRef<int64_t> w, ArrayRef<int64
 
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
 
-/// Which pass of the convolution `op` runs: its kernel's workspace.
-enum class ConvPass { Forward, BackwardData, BackwardFilter, Columns };
-
-ConvPass passOf(Operation *op) {
+/// Which pass of the convolution `op` runs (the im2col column builder is
+/// none of them: it has no algorithm choice and no workspace).
+std::optional<ConvPass> passOf(Operation *op) {
   if (isa<ConvOp, ConvFromColumnsOp>(op))
     return ConvPass::Forward;
   if (isa<ConvBackwardDataOp, ConvTransposeOp>(op))
     return ConvPass::BackwardData;
   if (isa<ConvColumnsOp>(op))
-    return ConvPass::Columns;
+    return std::nullopt;
   return ConvPass::BackwardFilter;
 }
 
-int64_t workspaceFloats(const Conv2dParams &p, ConvPass pass) {
-  switch (pass) {
+int64_t workspaceFloats(const Conv2dParams &p, std::optional<ConvPass> pass) {
+  if (!pass)
+    return 0;
+  switch (*pass) {
   case ConvPass::Forward:
     return dtcrt::cpu::conv2d_forward_workspace(p);
   case ConvPass::BackwardData:
     return dtcrt::cpu::conv2d_backward_data_workspace(p);
   case ConvPass::BackwardFilter:
     return dtcrt::cpu::conv2d_backward_filter_workspace(p);
-  case ConvPass::Columns:
-    return 0;
   }
   return 0;
 }
@@ -125,7 +125,8 @@ std::optional<ConvAlgorithm> dtc::recordedConvAlgorithm(Operation *op) {
   auto name = op->getAttrOfType<StringAttr>(attr::kConvAlgorithm);
   if (!name)
     return std::nullopt;
-  for (ConvAlgorithm a : {ConvAlgorithm::Gemm, ConvAlgorithm::Direct, ConvAlgorithm::Depthwise})
+  for (ConvAlgorithm a : {ConvAlgorithm::Gemm, ConvAlgorithm::Direct, ConvAlgorithm::Depthwise,
+                          ConvAlgorithm::OneDnn})
     if (name.getValue() == dtcrt::cpu::conv_algorithm_name(a))
       return a;
   return std::nullopt;
@@ -145,7 +146,7 @@ struct ChooseConvAlgorithmsPass
       if (isa<ConvFromColumnsOp, ConvBackwardFilterFromColumnsOp>(op))
         return recordConvPlan(op, ConvAlgorithm::Gemm);
       if (std::optional<Conv2dParams> p = cpuConvParams(op))
-        recordConvPlan(op, dtcrt::cpu::conv2d_choose_algorithm(*p));
+        recordConvPlan(op, dtcrt::cpu::conv2d_choose_algorithm(*p, *passOf(op)));
     });
   }
 };

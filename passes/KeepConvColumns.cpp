@@ -33,10 +33,10 @@ ConvBackwardFilterOp findFilterGradient(ConvOp conv) {
   return {};
 }
 
-/// Only the convolutions dtc-choose-conv-algorithms gave im2col build a
-/// column matrix.
-bool runsGemm(ConvOp conv) {
-  return recordedConvAlgorithm(conv) == dtcrt::cpu::ConvAlgorithm::Gemm;
+/// Only a convolution whose forward pass and filter gradient
+/// dtc-choose-conv-algorithms both gave im2col shares a column matrix.
+bool runsGemm(Operation *op) {
+  return recordedConvAlgorithm(op) == dtcrt::cpu::ConvAlgorithm::Gemm;
 }
 
 struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass> {
@@ -54,7 +54,7 @@ struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass>
     for (ConvOp conv : llvm::make_early_inc_range(train.getOps<ConvOp>())) {
       ConvBackwardFilterOp grad = findFilterGradient(conv);
       // Only float32 convolutions (not the bf16 ones of --precision=bf16).
-      if (!grad || !runsGemm(conv) ||
+      if (!grad || !runsGemm(conv) || !runsGemm(grad) ||
           !tensorOf(conv.getInput()).getElementType().isF32())
         continue;
       int64_t floats = convColumnsFloats(tensorOf(conv.getInput()).getShape(),

@@ -10,9 +10,9 @@ packages=(
   # compiler: MLIR/LLVM 19, ONNX parsing/checking/shape inference, fmt
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libfmt-dev zlib1g-dev libzstd-dev
-  # runtime: BLAS kernels, Gloo communicator, libcrypto (job authentication),
+  # runtime: BLAS kernels, oneDNN convolutions, Gloo communicator, libcrypto (job authentication),
   # image decoding (image-folder datasets)
-  libopenblas-dev libgloo-dev libssl-dev libgtest-dev libjpeg62-turbo-dev libpng-dev
+  libopenblas-dev libdnnl-dev libgloo-dev libssl-dev libgtest-dev libjpeg62-turbo-dev libpng-dev
   # references and data for the tests: PyTorch (CPU), ONNX, Fashion-MNIST,
   # ONNX's backend node tests
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib

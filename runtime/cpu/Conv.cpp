@@ -5,10 +5,12 @@
 // Backward data: sgemm + col2im. Backward filter: im2col + sgemm accumulated
 // over the batch. Scratch comes from the caller. Small-channel stride-1
 // convolutions go to the direct kernels of ConvDirect.cpp instead, depthwise
-// ones to ConvDepthwise.cpp (the rules are in ConvAlgorithm.h).
+// ones to ConvDepthwise.cpp, the passes named OneDnn to ConvOneDnn.cpp (the
+// rules are in ConvAlgorithm.h).
 #include "runtime/cpu/ConvAlgorithm.h"
 #include "runtime/cpu/ConvDepthwise.h"
 #include "runtime/cpu/ConvDirect.h"
+#include "runtime/cpu/ConvOneDnn.h"
 #include "runtime/cpu/Internal.h"
 
 #include <algorithm>
@@ -135,8 +137,9 @@ bool im2colOnly = false;
 
 }  // namespace
 
-// DTC_CONV_ALGO=im2col in the environment turns the direct kernels off (to
-// compare the two paths, or to run the one CPUs without AVX2 take).
+// DTC_CONV_ALGO=im2col in the environment turns the direct, depthwise and
+// oneDNN kernels off (to compare the paths, or to run the one CPUs without
+// AVX2 take).
 bool im2colFromEnvironment() {
   static const bool yes = [] {
     const char* v = std::getenv("DTC_CONV_ALGO");
@@ -149,12 +152,17 @@ bool im2colFromEnvironment() {
 // hand-built Conv2dParams) runs im2col rather than fail.
 bool conv2d_runs_direct(const Conv2dParams& p) {
   return !im2colOnly && !im2colFromEnvironment() &&
-         conv2d_algorithm(p) == ConvAlgorithm::Direct && conv2d_direct_shape(p) &&
-         direct::available();
+         conv2d_algorithm(p, ConvPass::Forward) == ConvAlgorithm::Direct &&
+         conv2d_direct_shape(p) && direct::available();
 }
 bool conv2d_runs_depthwise(const Conv2dParams& p) {
   return !im2colOnly && !im2colFromEnvironment() &&
-         conv2d_algorithm(p) == ConvAlgorithm::Depthwise && conv2d_depthwise_shape(p);
+         conv2d_algorithm(p, ConvPass::Forward) == ConvAlgorithm::Depthwise &&
+         conv2d_depthwise_shape(p);
+}
+bool conv2d_runs_onednn(const Conv2dParams& p, ConvPass pass) {
+  return !im2colOnly && !im2colFromEnvironment() &&
+         conv2d_algorithm(p, pass) == ConvAlgorithm::OneDnn;
 }
 void conv2d_use_im2col_only(bool only) { im2colOnly = only; }
 
@@ -189,6 +197,7 @@ void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const
   check(p);
   if (conv2d_runs_direct(p)) return direct::forward(p, x, w, bias, y, workspace);
   if (conv2d_runs_depthwise(p)) return depthwise::forward(p, x, w, bias, y);
+  if (conv2d_runs_onednn(p, ConvPass::Forward)) return onednn::forward(p, x, w, bias, y);
   conv2d_forward_columns(p, x, nullptr, w, bias, y, workspace);
 }
 
@@ -244,6 +253,7 @@ void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w
   check(p);
   if (conv2d_runs_direct(p)) return direct::backward_data(p, dy, w, dx, workspace);
   if (conv2d_runs_depthwise(p)) return depthwise::backward_data(p, dy, w, dx);
+  if (conv2d_runs_onednn(p, ConvPass::BackwardData)) return onednn::backward_data(p, dy, w, dx);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
   const bool pointwise = conv2d_is_pointwise(p);
@@ -280,6 +290,8 @@ void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* 
   check(p);
   if (conv2d_runs_direct(p)) return direct::backward_filter(p, x, dy, dw, workspace);
   if (conv2d_runs_depthwise(p)) return depthwise::backward_filter(p, x, dy, dw);
+  if (conv2d_runs_onednn(p, ConvPass::BackwardFilter))
+    return onednn::backward_filter(p, x, dy, dw);
   conv2d_backward_filter_columns(p, x, nullptr, dy, dw, workspace);
 }
 

@@ -11,7 +11,10 @@
 // column matrix is 25x the input. They run as a direct convolution with eight
 // images in the lanes of each vector instead (runtime/cpu/ConvDirect.cpp),
 // when the CPU has AVX2 and FMA; depthwise convolutions run direct per-plane
-// loops; any other shape im2col + sgemm.
+// loops; grouped convolutions and spatial kernels over many channels run on
+// oneDNN's JIT convolutions (runtime/cpu/ConvOneDnn.cpp), each pass where
+// measurement showed oneDNN faster (bench/results/conv-algorithms.md); any
+// other shape im2col + sgemm.
 #pragma once
 
 #include <algorithm>
@@ -25,13 +28,17 @@ namespace dtcrt::cpu {
 // chose. `Direct` still runs im2col + sgemm on a CPU without AVX2/FMA (a
 // capability, not a choice), which is why every algorithm's workspace has
 // room for im2col too.
-enum class ConvAlgorithm : int32_t { Automatic = 0, Gemm = 1, Direct = 2, Depthwise = 3 };
+enum class ConvAlgorithm : int32_t { Automatic = 0, Gemm = 1, Direct = 2, Depthwise = 3, OneDnn = 4 };
+
+// The three passes of a convolution; each may run another algorithm.
+enum class ConvPass : int32_t { Forward = 0, BackwardData = 1, BackwardFilter = 2 };
 
 inline const char* conv_algorithm_name(ConvAlgorithm a) {
   switch (a) {
     case ConvAlgorithm::Gemm: return "gemm";
     case ConvAlgorithm::Direct: return "direct";
     case ConvAlgorithm::Depthwise: return "depthwise";
+    case ConvAlgorithm::OneDnn: return "onednn";
     case ConvAlgorithm::Automatic: break;
   }
   return "automatic";
@@ -82,14 +89,50 @@ inline bool conv2d_depthwise_shape(const Conv2dParams& p) {
   return p.groups > 1 && p.groups == p.C && p.K == p.C && p.S <= kMaxDepthwiseWidth;
 }
 
-// The shape rule: what `Automatic` means.
-inline ConvAlgorithm conv2d_choose_algorithm(const Conv2dParams& p) {
+// oneDNN's JIT convolutions (blocked layouts, reordered from and to NCHW
+// around each call) against im2col + OpenBLAS, per pass, measured on the
+// zoo's 376 non-depthwise shapes at batch 8, one thread
+// (bench/conv_algorithms.cpp, bench/results/conv-algorithms.md):
+//  * grouped convolutions: oneDNN 2-6x faster in every pass (im2col makes
+//    one thin GEMM per group);
+//  * 1x1 convolutions: about even or slower (the reorders and a call cost
+//    ~10 us dominate the small ones), so they stay one sgemm;
+//  * spatial kernels, forward and input gradient: oneDNN 1.5-4x faster,
+//    except where the weights are large against the output pixels they
+//    serve (reordering a weight tensor of megabytes for 8 output columns):
+//    weights / (N * OH * OW) above ~100k; the input gradient of a few
+//    input channels (the first layer's, C = 3) is slower on oneDNN;
+//  * spatial kernels, filter gradient: oneDNN faster for weights up to
+//    ~320k floats over at least 64 output columns, slower beyond.
+constexpr int64_t kOneDnnMaxWeightsPerColumn = 100000;
+constexpr int64_t kOneDnnMinDataGradChannels = 16;
+constexpr int64_t kOneDnnMaxFilterGradWeights = 320 * 1024;
+constexpr int64_t kOneDnnMinFilterGradColumns = 64;
+inline bool conv2d_onednn_shape(const Conv2dParams& p, ConvPass pass) {
+  if (p.R * p.S == 1 || p.groups < 1) return false;
+  if (p.groups > 1) return true;
+  const int64_t columns = p.N * conv2d_out_h(p) * conv2d_out_w(p);
+  const int64_t weights = p.K * p.C * p.R * p.S;
+  switch (pass) {
+    case ConvPass::Forward:
+      return weights <= kOneDnnMaxWeightsPerColumn * columns;
+    case ConvPass::BackwardData:
+      return p.C >= kOneDnnMinDataGradChannels && weights <= kOneDnnMaxWeightsPerColumn * columns;
+    case ConvPass::BackwardFilter:
+      return weights <= kOneDnnMaxFilterGradWeights && columns >= kOneDnnMinFilterGradColumns;
+  }
+  return false;
+}
+
+// The shape rule: what `Automatic` means for one pass.
+inline ConvAlgorithm conv2d_choose_algorithm(const Conv2dParams& p, ConvPass pass) {
   if (conv2d_depthwise_shape(p)) return ConvAlgorithm::Depthwise;
   if (conv2d_direct_shape(p)) return ConvAlgorithm::Direct;
+  if (conv2d_onednn_shape(p, pass)) return ConvAlgorithm::OneDnn;
   return ConvAlgorithm::Gemm;
 }
-inline ConvAlgorithm conv2d_algorithm(const Conv2dParams& p) {
-  return p.algorithm == ConvAlgorithm::Automatic ? conv2d_choose_algorithm(p) : p.algorithm;
+inline ConvAlgorithm conv2d_algorithm(const Conv2dParams& p, ConvPass pass) {
+  return p.algorithm == ConvAlgorithm::Automatic ? conv2d_choose_algorithm(p, pass) : p.algorithm;
 }
 
 // ---- Workspace sizes, in floats -------------------------------------------
@@ -140,18 +183,19 @@ inline int64_t conv2d_direct_backward_filter_workspace(const Conv2dParams& p) {
 
 // What each pass of p's algorithm needs. Every algorithm keeps room for
 // im2col (the fallback of a CPU without AVX2, and of DTC_CONV_ALGO=im2col);
-// depthwise loops need nothing more.
+// depthwise loops need nothing more; oneDNN's blocked copies and scratchpads
+// are held by the runtime's primitive cache (ConvOneDnn.cpp), not here.
 inline int64_t conv2d_forward_workspace(const Conv2dParams& p) {
-  const bool direct = conv2d_algorithm(p) == ConvAlgorithm::Direct;
+  const bool direct = conv2d_algorithm(p, ConvPass::Forward) == ConvAlgorithm::Direct;
   return std::max(conv2d_gemm_workspace(p), direct ? conv2d_direct_forward_workspace(p) : 0);
 }
 inline int64_t conv2d_backward_data_workspace(const Conv2dParams& p) {
-  const bool direct = conv2d_algorithm(p) == ConvAlgorithm::Direct;
+  const bool direct = conv2d_algorithm(p, ConvPass::BackwardData) == ConvAlgorithm::Direct;
   return std::max(conv2d_gemm_workspace(p),
                   direct ? conv2d_direct_backward_data_workspace(p) : 0);
 }
 inline int64_t conv2d_backward_filter_workspace(const Conv2dParams& p) {
-  const bool direct = conv2d_algorithm(p) == ConvAlgorithm::Direct;
+  const bool direct = conv2d_algorithm(p, ConvPass::BackwardFilter) == ConvAlgorithm::Direct;
   return std::max(conv2d_gemm_workspace(p),
                   direct ? conv2d_direct_backward_filter_workspace(p) : 0);
 }

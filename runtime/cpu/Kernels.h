@@ -279,6 +279,10 @@ bool conv2d_runs_direct(const Conv2dParams& p);
 // ConvDepthwise.cpp) on any CPU; conv2d_use_im2col_only(true) and
 // DTC_CONV_ALGO=im2col turn this path off as well.
 bool conv2d_runs_depthwise(const Conv2dParams& p);
+// True when `pass` of p runs on oneDNN (algorithm OneDnn for that pass;
+// ConvOneDnn.cpp); conv2d_use_im2col_only(true) and DTC_CONV_ALGO=im2col
+// turn it off too.
+bool conv2d_runs_onednn(const Conv2dParams& p, ConvPass pass);
 void conv2d_use_im2col_only(bool only);
 
 // ============================================================================

@@ -4,7 +4,10 @@
 //  * im2col of a batch: (C/g)*R*S*nb*P floats, plus (K/g)*nb*P when nb > 1
 //    images share a GEMM (nb = min(N, 4096 / P)); a 1x1 stride-1 unpadded
 //    convolution needs none;
-//  * direct: at least the im2col room (its fallback without AVX2).
+//  * direct, depthwise and oneDNN: at least the im2col room (the fallback of
+//    DTC_CONV_ALGO=im2col; oneDNN's own buffers are the runtime's).
+// oneDNN runs the grouped convolutions and the spatial kernels whose
+// weights are small against their output pixels, per pass (ConvAlgorithm.h).
 // RUN: dtc-opt %s -split-input-file -dtc-choose-conv-algorithms | FileCheck %s
 
 // LeNet's small-channel 5x5 convolution runs direct in all three passes:
@@ -26,18 +29,50 @@ func.func @direct(%x: tensor<2x1x12x12xf32>, %w: tensor<6x1x5x5xf32>, %dy: tenso
 
 // -----
 
-// 20 input channels are too many for the direct kernels: im2col + sgemm,
-// 20*9*2*64 + 4*2*64 = 23552 floats. A 1x1 stride-1 unpadded convolution is
-// an sgemm on its input: no workspace.
+// 128 -> 128 channels, 3x3 on 1x1 images: 147456 weights for one output
+// pixel, beyond oneDNN's rule (100000 weights a pixel): im2col + sgemm,
+// 128*9*1*1 = 1152 floats. A 1x1 stride-1 unpadded convolution is an sgemm
+// on its input: no workspace.
 // CHECK-LABEL: func.func @gemm
-// CHECK: dtc.conv {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 94208 : i64
+// CHECK: dtc.conv {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 4608 : i64
 // CHECK: dtc.conv {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 0 : i64
-func.func @gemm(%x: tensor<2x20x8x8xf32>, %w: tensor<4x20x3x3xf32>, %w1: tensor<4x20x1x1xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) {
+func.func @gemm(%x: tensor<1x128x1x1xf32>, %w: tensor<128x128x3x3xf32>, %x8: tensor<2x20x8x8xf32>, %w1: tensor<4x20x1x1xf32>) -> (tensor<1x128x1x1xf32>, tensor<2x4x8x8xf32>) {
+  %y = dtc.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x128x1x1xf32>, tensor<128x128x3x3xf32>) -> tensor<1x128x1x1xf32>
+  %y8 = dtc.conv %x8, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : (tensor<2x20x8x8xf32>, tensor<4x20x1x1xf32>) -> tensor<2x4x8x8xf32>
+  return %y, %y8 : tensor<1x128x1x1xf32>, tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// oneDNN, chosen per pass. 20 -> 4 channels, 3x3 on 8x8 images (720
+// weights for 128 output pixels): the forward pass and the filter gradient
+// on oneDNN, with the im2col room 20*9*2*64 + 4*2*64 = 23552 floats; the
+// input gradient of 3 channels (stride 2, not a direct shape) stays on
+// im2col (3*9*2*16 + 4*2*16 = 992 floats). A grouped convolution (group 4)
+// runs on oneDNN in every pass.
+// CHECK-LABEL: func.func @onednn
+// CHECK: dtc.conv {{.*}}dtc.conv_algorithm = "onednn", dtc.workspace_bytes = 94208 : i64
+// CHECK: dtc.conv_backward_filter {{.*}}dtc.conv_algorithm = "onednn", dtc.workspace_bytes = 94208 : i64
+// CHECK: dtc.conv_backward_data {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 3968 : i64
+// CHECK: dtc.conv {{.*}}dtc.conv_algorithm = "onednn"
+// CHECK: dtc.conv_backward_data {{.*}}dtc.conv_algorithm = "onednn"
+// CHECK: dtc.conv_backward_filter {{.*}}dtc.conv_algorithm = "onednn"
+func.func @onednn(%x: tensor<2x20x8x8xf32>, %w: tensor<4x20x3x3xf32>, %dy: tensor<2x4x8x8xf32>, %dy3: tensor<2x4x4x4xf32>, %w3: tensor<4x3x3x3xf32>, %wg: tensor<8x5x3x3xf32>, %dyg: tensor<2x8x8x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<4x20x3x3xf32>, tensor<2x3x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x20x8x8xf32>, tensor<8x5x3x3xf32>) {
   %y = dtc.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
       : (tensor<2x20x8x8xf32>, tensor<4x20x3x3xf32>) -> tensor<2x4x8x8xf32>
-  %y1 = dtc.conv %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
-      : (tensor<2x20x8x8xf32>, tensor<4x20x1x1xf32>) -> tensor<2x4x8x8xf32>
-  return %y, %y1 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+  %dw = dtc.conv_backward_filter %x, %dy {weight_shape = array<i64: 4, 20, 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<2x20x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<4x20x3x3xf32>
+  %dx3 = dtc.conv_backward_data %dy3, %w3 {input_shape = array<i64: 2, 3, 8, 8>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  %yg = dtc.conv %x, %wg {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 4 : i64}
+      : (tensor<2x20x8x8xf32>, tensor<8x5x3x3xf32>) -> tensor<2x8x8x8xf32>
+  %dxg = dtc.conv_backward_data %dyg, %wg {input_shape = array<i64: 2, 20, 8, 8>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 4 : i64}
+      : (tensor<2x8x8x8xf32>, tensor<8x5x3x3xf32>) -> tensor<2x20x8x8xf32>
+  %dwg = dtc.conv_backward_filter %x, %dyg {weight_shape = array<i64: 8, 5, 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 4 : i64}
+      : (tensor<2x20x8x8xf32>, tensor<2x8x8x8xf32>) -> tensor<8x5x3x3xf32>
+  return %y, %dw, %dx3, %yg, %dxg, %dwg : tensor<2x4x8x8xf32>, tensor<4x20x3x3xf32>, tensor<2x3x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x20x8x8xf32>, tensor<8x5x3x3xf32>
 }
 
 // -----

@@ -4,18 +4,35 @@
 // RUN: dtc-opt %s -split-input-file -dtc-choose-conv-algorithms -dtc-keep-conv-columns="max-mb=0.001" | FileCheck %s --check-prefix=SMALL
 
 // A 3x3 padded convolution and its filter gradient share C*R*S*N*OH*OW =
-// 3*3*3*2*8*8 = 23040 floats of columns.
+// 128*3*3*1*1*1 = 1152 floats of columns: both run im2col (147456 weights
+// for one output pixel, beyond oneDNN's rule in runtime/cpu/ConvAlgorithm.h).
 // CHECK-LABEL: func.func @train_step
-// CHECK: %[[COLS:.*]] = dtc.conv_columns %arg0 {{.*}} -> tensor<23040xf32>
-// CHECK-NEXT: %[[Y:.*]] = dtc.conv_from_columns %arg0, %[[COLS]], %{{.*}} {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 94208 : i64{{.*}} -> tensor<2x4x8x8xf32>
+// CHECK: %[[COLS:.*]] = dtc.conv_columns %arg0 {{.*}} -> tensor<1152xf32>
+// CHECK-NEXT: %[[Y:.*]] = dtc.conv_from_columns %arg0, %[[COLS]], %{{.*}} {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 4608 : i64{{.*}} -> tensor<1x128x1x1xf32>
 // CHECK-NOT: dtc.conv %
-// CHECK: dtc.conv_backward_filter_from_columns %arg0, %[[COLS]], %{{.*}} {{.*}}dtc.conv_algorithm = "gemm"{{.*}}weight_shape = array<i64: 4, 20, 3, 3>
+// CHECK: dtc.conv_backward_filter_from_columns %arg0, %[[COLS]], %{{.*}} {{.*}}dtc.conv_algorithm = "gemm"{{.*}}weight_shape = array<i64: 128, 128, 3, 3>
 // CHECK-NOT: dtc.conv_backward_filter %
-// Over the size limit (90 KB > 1 KB), the convolution recomputes its columns.
+// Over the size limit (4.5 KB > 1 KB), the convolution recomputes its columns.
 // SMALL-LABEL: func.func @train_step
 // SMALL-NOT: conv_columns
 // SMALL: dtc.conv %
 // SMALL: dtc.conv_backward_filter %
+func.func @train_step(%x: tensor<1x128x1x1xf32>, %w: tensor<128x128x3x3xf32>, %dy: tensor<1x128x1x1xf32>) -> (tensor<1x128x1x1xf32>, tensor<128x128x3x3xf32>) {
+  %y = dtc.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x128x1x1xf32>, tensor<128x128x3x3xf32>) -> tensor<1x128x1x1xf32>
+  %dw = dtc.conv_backward_filter %x, %dy {weight_shape = array<i64: 128, 128, 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x128x1x1xf32>, tensor<1x128x1x1xf32>) -> tensor<128x128x3x3xf32>
+  return %y, %dw : tensor<1x128x1x1xf32>, tensor<128x128x3x3xf32>
+}
+
+// -----
+
+// Where oneDNN runs either pass, nothing shares columns: the forward pass
+// of a 20-channel 3x3 convolution and its filter gradient both go to oneDNN.
+// CHECK-LABEL: func.func @train_step
+// CHECK-NOT: conv_columns
+// CHECK: dtc.conv %{{.*}}dtc.conv_algorithm = "onednn"
+// CHECK: dtc.conv_backward_filter %{{.*}}dtc.conv_algorithm = "onednn"
 func.func @train_step(%x: tensor<2x20x8x8xf32>, %w: tensor<4x20x3x3xf32>, %dy: tensor<2x4x8x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<4x20x3x3xf32>) {
   %y = dtc.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
       : (tensor<2x20x8x8xf32>, tensor<4x20x3x3xf32>) -> tensor<2x4x8x8xf32>
