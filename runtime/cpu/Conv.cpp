@@ -129,6 +129,29 @@ void gatherImages(const Conv2dParams& p, const float* dy, int64_t n0, int64_t co
                   sizeof(float) * P);
 }
 
+// Pointwise convolutions of 1x1 images (conv2d_pointwise_rows): x is
+// [N, C], y is [N, K], group g the column blocks g*Cg.. and g*Kg.. of them.
+void pointwiseRowsForward(const Conv2dParams& p, const float* x, const float* w, float* y) {
+  const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups;
+  for (int64_t g = 0; g < p.groups; ++g)
+    gemm(false, true, p.N, Kg, Cg, 1.0f, x + g * Cg, p.C, w + g * Kg * Cg, Cg, 0.0f, y + g * Kg,
+         p.K);
+}
+void pointwiseRowsBackwardData(const Conv2dParams& p, const float* dy, const float* w,
+                               float* dx) {
+  const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups;
+  for (int64_t g = 0; g < p.groups; ++g)
+    gemm(false, false, p.N, Cg, Kg, 1.0f, dy + g * Kg, p.K, w + g * Kg * Cg, Cg, 0.0f,
+         dx + g * Cg, p.C);
+}
+void pointwiseRowsBackwardFilter(const Conv2dParams& p, const float* x, const float* dy,
+                                 float* dw) {
+  const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups;
+  for (int64_t g = 0; g < p.groups; ++g)
+    gemm(true, false, Kg, Cg, p.N, 1.0f, dy + g * Kg, p.K, x + g * Cg, p.C, 0.0f,
+         dw + g * Kg * Cg, Cg);
+}
+
 }  // namespace
 
 namespace {
@@ -198,6 +221,11 @@ void conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const
   if (conv2d_runs_direct(p)) return direct::forward(p, x, w, bias, y, workspace);
   if (conv2d_runs_depthwise(p)) return depthwise::forward(p, x, w, bias, y);
   if (conv2d_runs_onednn(p, ConvPass::Forward)) return onednn::forward(p, x, w, bias, y);
+  if (conv2d_pointwise_rows(p)) {
+    pointwiseRowsForward(p, x, w, y);
+    if (bias) add_bias_rows(y, bias, p.N, p.K);
+    return;
+  }
   conv2d_forward_columns(p, x, nullptr, w, bias, y, workspace);
 }
 
@@ -206,7 +234,10 @@ void conv2d_forward_columns(const Conv2dParams& p, const float* x, const float* 
   check(p);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
-  const bool pointwise = conv2d_is_pointwise(p);
+  // A pointwise convolution has no column matrix (x is one): it runs as
+  // conv2d_forward does, whatever `columns` holds.
+  if (conv2d_is_pointwise(p)) columns = nullptr;
+  const bool pointwise = conv2d_pointwise_per_image(p);
   const int64_t nb = pointwise ? 1 : conv2d_images_per_gemm(p);
   for (int64_t n0 = 0; n0 < p.N; n0 += nb) {
     const int64_t count = std::min(nb, p.N - n0);
@@ -254,9 +285,10 @@ void conv2d_backward_data(const Conv2dParams& p, const float* dy, const float* w
   if (conv2d_runs_direct(p)) return direct::backward_data(p, dy, w, dx, workspace);
   if (conv2d_runs_depthwise(p)) return depthwise::backward_data(p, dy, w, dx);
   if (conv2d_runs_onednn(p, ConvPass::BackwardData)) return onednn::backward_data(p, dy, w, dx);
+  if (conv2d_pointwise_rows(p)) return pointwiseRowsBackwardData(p, dy, w, dx);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
-  const bool pointwise = conv2d_is_pointwise(p);
+  const bool pointwise = conv2d_pointwise_per_image(p);
   const int64_t nb = pointwise ? 1 : conv2d_images_per_gemm(p);
   for (int64_t n0 = 0; n0 < p.N; n0 += nb) {
     const int64_t count = std::min(nb, p.N - n0);
@@ -292,6 +324,7 @@ void conv2d_backward_filter(const Conv2dParams& p, const float* x, const float* 
   if (conv2d_runs_depthwise(p)) return depthwise::backward_filter(p, x, dy, dw);
   if (conv2d_runs_onednn(p, ConvPass::BackwardFilter))
     return onednn::backward_filter(p, x, dy, dw);
+  if (conv2d_pointwise_rows(p) && p.N > 0) return pointwiseRowsBackwardFilter(p, x, dy, dw);
   conv2d_backward_filter_columns(p, x, nullptr, dy, dw, workspace);
 }
 
@@ -300,7 +333,8 @@ void conv2d_backward_filter_columns(const Conv2dParams& p, const float* x, const
   check(p);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
-  const bool pointwise = conv2d_is_pointwise(p);
+  if (conv2d_is_pointwise(p)) columns = nullptr;  // as in conv2d_forward_columns
+  const bool pointwise = conv2d_pointwise_per_image(p);
   const int64_t nb = pointwise ? 1 : conv2d_images_per_gemm(p);
   if (p.N == 0) fill(dw, p.K * CRS, 0.0f);
   for (int64_t n0 = 0; n0 < p.N; n0 += nb) {

@@ -3,7 +3,8 @@
 // (runtime/cpu/ConvAlgorithm.h's rules). Workspaces by hand:
 //  * im2col of a batch: (C/g)*R*S*nb*P floats, plus (K/g)*nb*P when nb > 1
 //    images share a GEMM (nb = min(N, 4096 / P)); a 1x1 stride-1 unpadded
-//    convolution needs none;
+//    convolution needs none on images of 1x1 or of at least 64 pixels, and
+//    gathers smaller ones side by side as im2col would;
 //  * direct, depthwise and oneDNN: at least the im2col room (the fallback of
 //    DTC_CONV_ALGO=im2col; oneDNN's own buffers are the runtime's).
 // oneDNN runs the grouped convolutions and the spatial kernels whose
@@ -31,17 +32,25 @@ func.func @direct(%x: tensor<2x1x12x12xf32>, %w: tensor<6x1x5x5xf32>, %dy: tenso
 
 // 128 -> 128 channels, 3x3 on 1x1 images: 147456 weights for one output
 // pixel, beyond oneDNN's rule (100000 weights a pixel): im2col + sgemm,
-// 128*9*1*1 = 1152 floats. A 1x1 stride-1 unpadded convolution is an sgemm
-// on its input: no workspace.
+// 128*9*1*1 = 1152 floats. 1x1 stride-1 unpadded convolutions: on 8x8
+// images an sgemm per image, on 1x1 images one sgemm (no workspace); on
+// 4x4 images the two images are gathered side by side: 20*2*16 + 4*2*16 =
+// 768 floats.
 // CHECK-LABEL: func.func @gemm
 // CHECK: dtc.conv {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 4608 : i64
 // CHECK: dtc.conv {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 0 : i64
-func.func @gemm(%x: tensor<1x128x1x1xf32>, %w: tensor<128x128x3x3xf32>, %x8: tensor<2x20x8x8xf32>, %w1: tensor<4x20x1x1xf32>) -> (tensor<1x128x1x1xf32>, tensor<2x4x8x8xf32>) {
+// CHECK: dtc.conv {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 0 : i64
+// CHECK: dtc.conv {{.*}}dtc.conv_algorithm = "gemm", dtc.workspace_bytes = 3072 : i64
+func.func @gemm(%x: tensor<1x128x1x1xf32>, %w: tensor<128x128x3x3xf32>, %x8: tensor<2x20x8x8xf32>, %x4: tensor<2x20x4x4xf32>, %w1: tensor<4x20x1x1xf32>, %w1x1: tensor<4x128x1x1xf32>) -> (tensor<1x128x1x1xf32>, tensor<2x4x8x8xf32>, tensor<1x4x1x1xf32>, tensor<2x4x4x4xf32>) {
   %y = dtc.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
       : (tensor<1x128x1x1xf32>, tensor<128x128x3x3xf32>) -> tensor<1x128x1x1xf32>
   %y8 = dtc.conv %x8, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
       : (tensor<2x20x8x8xf32>, tensor<4x20x1x1xf32>) -> tensor<2x4x8x8xf32>
-  return %y, %y8 : tensor<1x128x1x1xf32>, tensor<2x4x8x8xf32>
+  %y1 = dtc.conv %x, %w1x1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : (tensor<1x128x1x1xf32>, tensor<4x128x1x1xf32>) -> tensor<1x4x1x1xf32>
+  %y4 = dtc.conv %x4, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : (tensor<2x20x4x4xf32>, tensor<4x20x1x1xf32>) -> tensor<2x4x4x4xf32>
+  return %y, %y8, %y1, %y4 : tensor<1x128x1x1xf32>, tensor<2x4x8x8xf32>, tensor<1x4x1x1xf32>, tensor<2x4x4x4xf32>
 }
 
 // -----

@@ -20,7 +20,9 @@ k::Conv2dParams make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int6
 const std::vector<k::Conv2dParams> kCases = {
     make(2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1),  // 3x3 same
     make(1, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 2, 1, 2, 1, 2),  // stride 2x1, asym pads, dil 2x1, g 2
-    make(2, 5, 4, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1),  // 1x1 pointwise (plain sgemm)
+    make(2, 5, 4, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1),  // 1x1 pointwise, small images gathered
+    make(2, 3, 8, 9, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1),  // 1x1 pointwise, one sgemm per image
+    make(5, 6, 1, 1, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2),  // 1x1 on 1x1 images: [N, C] rows, g 2
     make(1, 4, 7, 7, 8, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1),  // 1x1 stride 2 (downsample)
     make(2, 4, 8, 7, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4),  // depthwise 3x3 s2
     make(1, 2, 11, 10, 3, 5, 5, 1, 2, 3, 1, 2, 4, 2, 2, 1),  // 5x5 dil 2, odd pads
@@ -69,7 +71,12 @@ TEST(Conv2d, OutputSize) {
   auto q = make(1, 1, 11, 10, 1, 5, 5, 1, 2, 3, 1, 2, 4, 2, 2, 1);
   EXPECT_EQ(k::conv2d_out_h(q), 8);   // (11+3+2 - 2*4 - 1)/1 + 1
   EXPECT_EQ(k::conv2d_out_w(q), 4);   // (10+1+4 - 2*4 - 1)/2 + 1
-  EXPECT_EQ(k::conv2d_forward_workspace(make(2, 5, 4, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1)), 0);
+  // Pointwise: large images run on x itself and 1x1 images as one [N, C]
+  // product (no scratch); small images are gathered side by side first.
+  EXPECT_EQ(k::conv2d_forward_workspace(make(2, 5, 8, 8, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1)), 0);
+  EXPECT_EQ(k::conv2d_forward_workspace(make(8, 512, 1, 1, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1)), 0);
+  EXPECT_EQ(k::conv2d_forward_workspace(make(2, 5, 4, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1)),
+            5 * 24 + 3 * 24);
 }
 
 // Sums of <= 50 products of O(1) values: float error ~1e-6; 2e-5 tolerance.
