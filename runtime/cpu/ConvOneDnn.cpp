@@ -1,6 +1,7 @@
 // ConvAlgorithm::OneDnn: 2-D convolutions on oneDNN (see ConvOneDnn.h).
 //
-// Each (shape, pass) gets one cache entry on its first call: the primitive
+// Each (shape, pass, thread count) gets one cache entry on its first call:
+// the primitive
 // descriptor with every layout left to oneDNN ("any"), the primitive, and
 // for each tensor argument whose chosen layout is not plain NCHW/OIHW a
 // blocked buffer with the reorders into and out of it. The scratchpad is
@@ -74,7 +75,7 @@ struct Entry {
   int64_t bytes = 0;
 };
 
-using Key = std::array<int64_t, 18>;
+using Key = std::array<int64_t, 19>;
 
 struct KeyHash {
   size_t operator()(const Key& k) const {
@@ -84,10 +85,12 @@ struct KeyHash {
   }
 };
 
-Key keyOf(const Conv2dParams& p, ConvPass pass, bool hasBias) {
+// oneDNN sizes a primitive's work split for the OpenMP thread count it is
+// created under, so the count is part of the key.
+Key keyOf(const Conv2dParams& p, ConvPass pass, bool hasBias, int threads) {
   return {p.N,    p.C,    p.H,    p.W,         p.K,         p.R,
           p.S,    p.strideH, p.strideW, p.padT, p.padL,   p.padB,
-          p.padR, p.dilH, p.dilW, p.groups, int64_t(pass), hasBias ? 1 : 0};
+          p.padR, p.dilH, p.dilW, p.groups, int64_t(pass), hasBias ? 1 : 0, threads};
 }
 
 struct Shapes {
@@ -199,8 +202,18 @@ std::unique_ptr<Entry> build(ThreadCache& c, const Conv2dParams& p, ConvPass pas
   return e;
 }
 
+// oneDNN runs on OpenMP's threads: as many as dtcrt::setNumThreads gave
+// OpenBLAS, set on the calling thread (each rank thread has its own count).
+// Returns that count. Without it OpenMP would start a thread per core, which
+// spin-wait between calls on the cores other ranks or OpenBLAS use.
+int matchThreads() {
+  const int want = dtcrt::getNumThreads();
+  if (omp_get_max_threads() != want) omp_set_num_threads(want);
+  return want;
+}
+
 Entry& entryFor(ThreadCache& c, const Conv2dParams& p, ConvPass pass, bool hasBias) {
-  const Key key = keyOf(p, pass, hasBias);
+  const Key key = keyOf(p, pass, hasBias, matchThreads());
   auto it = c.entries.find(key);
   if (it != c.entries.end()) return *it->second;
   std::unique_ptr<Entry> e;
@@ -213,17 +226,9 @@ Entry& entryFor(ThreadCache& c, const Conv2dParams& p, ConvPass pass, bool hasBi
   return *c.entries.emplace(key, std::move(e)).first->second;
 }
 
-// oneDNN runs on OpenMP's threads: as many as dtcrt::setNumThreads gave
-// OpenBLAS, set on the calling thread (each rank thread has its own count).
-void matchThreads() {
-  const int want = dtcrt::getNumThreads();
-  if (omp_get_max_threads() != want) omp_set_num_threads(want);
-}
-
 // Runs entry's primitive: first and second are inputs, result the output.
 void run(ThreadCache& c, Entry& e, const float* first, const float* second, float* result,
          const float* bias, int firstArg, int secondArg, int resultArg) {
-  matchThreads();
   try {
     std::unordered_map<int, memory> args{
         {firstArg, e.first.input(c.engine, c.stream, first)},

@@ -120,6 +120,25 @@ TEST(ConvOneDnn, CachedCallsRepeat) {
   EXPECT_NE(std::string(k::onednn::implementation(p, k::ConvPass::Forward)), "");
 }
 
+// oneDNN splits a primitive's work for the OpenMP thread count it was made
+// under: another dtcrt thread count makes another primitive (and OpenMP
+// gets that count before it starts any thread).
+TEST(ConvOneDnn, PrimitivesFollowTheThreadCount) {
+  Rng rng(73);
+  const k::Conv2dParams p = named(kCases[9], k::ConvAlgorithm::OneDnn);
+  Vec x = rng.vec(p.N * p.C * p.H * p.W), w = rng.vec(p.K * (p.C / p.groups) * p.R * p.S);
+  Vec ws(1), y1((size_t)outSize(p)), y2((size_t)outSize(p));
+  const int before = dtcrt::getNumThreads();
+  dtcrt::setNumThreads(1);
+  k::conv2d_forward(p, x.data(), w.data(), nullptr, y1.data(), ws.data());
+  const int64_t bytes = k::onednn::cached_bytes();
+  dtcrt::setNumThreads(2);
+  k::conv2d_forward(p, x.data(), w.data(), nullptr, y2.data(), ws.data());
+  EXPECT_GT(k::onednn::cached_bytes(), bytes);
+  dtcrt::setNumThreads(before);
+  expectClose(y2, y1, 1e-5, 1e-5, "1 vs 2 threads");
+}
+
 // The rule dtc-choose-conv-algorithms applies (ConvAlgorithm.h): grouped
 // convolutions go to oneDNN in every pass, 1x1 ones stay one sgemm, the
 // small-channel and depthwise ones keep their own kernels, and a spatial
