@@ -361,7 +361,12 @@ int ProgramEmitter::addProfileOp(Operation *op, StringRef phase) {
   std::string node;
   if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
     node = name.getName().str();
-  profileOps.push_back("{" + quoted(op->getName().getStringRef()) + ", " + quoted(node) + ", " +
+  // A convolution's kind names the CPU algorithm the compiler chose for it
+  // ("dtc.conv (onednn)"): the profile then shows each algorithm's share.
+  std::string kind = op->getName().getStringRef().str();
+  if (auto algorithm = op->getAttrOfType<StringAttr>(dtc::attr::kConvAlgorithm))
+    kind += " (" + algorithm.getValue().str() + ")";
+  profileOps.push_back("{" + quoted(kind) + ", " + quoted(node) + ", " +
                        quoted(phase) + ", " + doubleLiteral(estimateFlops(op)) + ", " +
                        doubleLiteral(estimateBytes(op)) + "}");
   return static_cast<int>(profileOps.size()) - 1;

@@ -1,6 +1,7 @@
 // Per-op profile and one-step trace of CPU programs (see Profiler.h).
 #include "runtime/train/Profiler.h"
 
+#include "runtime/cpu/ConvOneDnn.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/train/Trace.h"
 
@@ -165,6 +166,10 @@ std::string Profiler::report(const MachinePeaks& peaks, int topNodes) const {
   out += format("machine peaks, measured now: %.1f GFLOP/s (OpenBLAS sgemm 512^3, one thread), "
                 "%.1f GB/s (memcpy 64 MiB)\n",
                 peaks.gemmFlopsPerSecond * 1e-9, peaks.copyBytesPerSecond * 1e-9);
+  if (const int64_t onednnBytes = cpu::onednn::cached_bytes())
+    out += format("oneDNN convolutions: %.1f MiB of blocked copies and scratchpads beside the "
+                  "arena\n",
+                  onednnBytes / 1048576.0);
   const std::string head = format("%12s %6s %9s %8s %7s", "time/step", "share", "GFLOP/s", "GB/s", "roof");
   out += format("\n  %-38s%s\n", "phase", head.c_str());
   for (const Row& row : phases) out += format("  %-38s%s\n", row.label.c_str(), columns(row).c_str());
