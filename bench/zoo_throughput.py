@@ -21,9 +21,16 @@ Threads: --threads N sets OMP_NUM_THREADS / OPENBLAS_NUM_THREADS /
 MKL_NUM_THREADS before torch is imported, torch.set_num_threads(N), and
 the program's --threads=N.
 
+torch.compile: with --compile-python PY (an interpreter with PyTorch 2.x
+and torchvision, e.g. a virtual environment: Debian's PyTorch 1.13 has no
+torch.compile), each model also trains under torch.compile in that
+interpreter (bench/torch_compile_step.py: same module, optimizer, loss and
+batches; the compiling first steps untimed; --rounds runs after the dtc and
+eager ones, in one process so that it compiles once).
+
 Usage:
   zoo_throughput.py [--models a,b] [--threads N] [--rounds R] [--seconds S]
-                    [--out bench/results/zoo-throughput.md]
+                    [--compile-python PY] [--out bench/results/zoo-throughput.md]
 """
 
 import argparse
@@ -48,6 +55,7 @@ def parse_args():
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--work", default="/tmp/dtc-zoo-throughput")
     p.add_argument("--out", help="write the Markdown table here")
+    p.add_argument("--compile-python", help="a Python with PyTorch 2.x: add a torch.compile column")
     p.add_argument("--single", help=argparse.SUPPRESS)  # internal: one model, JSON out
     return p.parse_args()
 
@@ -141,7 +149,22 @@ def measure(name):
     for _ in range(ARGS.rounds):
         dtc = min(dtc, dtc_median_step(program, data, steps, work))
         ref = min(ref, torch_timed(steps))
-    return spec.family, steps, dtc, ref
+    return spec.family, steps, dtc, ref, compiled_step(name, data, steps)
+
+
+def compiled_step(name, data, steps):
+    """{"step": s, ...} of torch.compile in --compile-python, or {"error": why}."""
+    if not ARGS.compile_python:
+        return None
+    cmd = [ARGS.compile_python, os.path.join(ROOT, "bench", "torch_compile_step.py"),
+           "--model", name, "--data", data, "--steps", str(steps), "--rounds", str(ARGS.rounds),
+           "--threads", str(ARGS.threads), "--batch", str(BATCH)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        why = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": why[:200]}
+    return json.loads(lines[-1])
 
 
 def cpu_name():
@@ -158,8 +181,9 @@ def cpu_name():
 def measure_in_subprocess(name):
     """measure(name) in a fresh interpreter; None (after printing why) on failure."""
     cmd = [sys.executable, os.path.abspath(__file__), "--single", name]
-    for flag in ("threads", "rounds", "seconds", "max_steps", "build", "work"):
-        cmd += ["--" + flag.replace("_", "-"), str(getattr(ARGS, flag))]
+    for flag in ("threads", "rounds", "seconds", "max_steps", "build", "work", "compile_python"):
+        if getattr(ARGS, flag) is not None:
+            cmd += ["--" + flag.replace("_", "-"), str(getattr(ARGS, flag))]
     p = subprocess.run(cmd, capture_output=True, text=True)
     lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
     if p.returncode != 0 or not lines:
@@ -171,40 +195,82 @@ def measure_in_subprocess(name):
 
 def main():
     if ARGS.single:
-        family, steps, dtc, ref = measure(ARGS.single)
-        print(json.dumps({"family": family, "steps": steps, "dtc": dtc, "ref": ref}))
+        family, steps, dtc, ref, compiled = measure(ARGS.single)
+        print(json.dumps({"family": family, "steps": steps, "dtc": dtc, "ref": ref,
+                          "compiled": compiled}))
         return 0
     names = ARGS.models.split(",") if ARGS.models else list(zoo_models.MODELS)
     unknown = [n for n in names if n not in zoo_models.MODELS]
     if unknown:
         sys.exit("zoo_throughput.py: unknown models: " + ", ".join(unknown))
     rows = []
+    compiled = {}  # name -> torch.compile's step time, or why it did not run
+    compile_version = "2.x"
     for name in names:
         r = measure_in_subprocess(name)
         if r is None:
             continue
         family, steps, dtc, ref = r["family"], r["steps"], r["dtc"], r["ref"]
         rows.append((name, family, steps, dtc, ref, ref / dtc))
-        print(f"{name:20s} dtc {dtc * 1e3:9.3f} ms/step  PyTorch {ref * 1e3:9.3f} ms/step  "
-              f"dtc/PyTorch {ref / dtc:5.2f}x", flush=True)
+        line = (f"{name:20s} dtc {dtc * 1e3:9.3f} ms/step  PyTorch {ref * 1e3:9.3f} ms/step  "
+                f"dtc/PyTorch {ref / dtc:5.2f}x")
+        c = r.get("compiled")
+        if c is not None:
+            compiled[name] = c.get("step", c.get("error"))
+            if "step" in c:
+                line += f"  torch.compile {c['step'] * 1e3:9.3f} ms/step ({c['step'] / dtc:5.2f}x)"
+                compile_version = c["torch"]
+            else:
+                line += f"  torch.compile failed: {c['error']}"
+        print(line, flush=True)
     if not rows:
         return 1
     ratios = [r[5] for r in rows]
     command = "/usr/bin/python3 bench/zoo_throughput.py " + " ".join(sys.argv[1:])
+    with_compile = bool(compiled)
+    header = "| model | family | steps/run | dtc ms/step | PyTorch ms/step | dtc / PyTorch (steps/s) |"
+    rule = "|---|---|---|---|---|---|"
+    if with_compile:
+        header += " torch.compile ms/step | dtc / torch.compile |"
+        rule += "---|---|"
+
+    def row(n, f, s, d, r, x):
+        cells = f"| {n} | {f} | {s} | {d * 1e3:.3f} | {r * 1e3:.3f} | {x:.2f}x |"
+        if with_compile:
+            c = compiled.get(n)
+            cells += (f" {c * 1e3:.3f} | {c / d:.2f}x |" if isinstance(c, float)
+                      else " failed | - |")
+        return cells
+
     lines = [
         f"# Model zoo training speed, dtc vs PyTorch eager ({ARGS.threads} thread"
         f"{'s' if ARGS.threads > 1 else ''})",
         "",
         f"Command: `{command.strip()}`",
         "",
-        "| model | family | steps/run | dtc ms/step | PyTorch ms/step | dtc / PyTorch (steps/s) |",
-        "|---|---|---|---|---|---|",
-    ] + [f"| {n} | {f} | {s} | {d * 1e3:.3f} | {r * 1e3:.3f} | {x:.2f}x |"
-         for n, f, s, d, r, x in rows] + [
+        header,
+        rule,
+    ] + [row(*r) for r in rows] + [
         "",
         f"{len(rows)} models: median ratio {statistics.median(ratios):.2f}x, lowest "
         f"{min(ratios):.2f}x ({rows[ratios.index(min(ratios))][0]}), highest "
         f"{max(ratios):.2f}x ({rows[ratios.index(max(ratios))][0]}).",
+    ]
+    compile_ratios = [compiled[n] / d for n, _, _, d, _, _ in rows
+                      if isinstance(compiled.get(n), float)]
+    if compile_ratios:
+        lines.append(
+            f"Against torch.compile ({len(compile_ratios)} models it compiled): median ratio "
+            f"{statistics.median(compile_ratios):.2f}x, lowest {min(compile_ratios):.2f}x.")
+    failed = {n: c for n, c in compiled.items() if not isinstance(c, float)}
+    if failed:
+        lines.append("torch.compile failed on: " + "; ".join(f"{n} ({c})" for n, c in failed.items()))
+    compile_note = ("torch.compile is not compared in this run (--compile-python not given; "
+                    "docs/performance.md)." if not with_compile else
+                    f"torch.compile: PyTorch {compile_version} from PyPI in a virtual environment, "
+                    "default mode (inductor), its compiling first steps untimed, its "
+                    f"{ARGS.rounds} runs after the other sides' (one process, one compilation).")
+    lines += [
         "",
         f"Batch {BATCH}, SGD lr 0.01, the zoo's sizes (test/zoo/zoo_models.py). Each side "
         f"alternates {ARGS.rounds} timed runs with the other; a run's figure is its median "
@@ -213,8 +279,7 @@ def main():
         "runs in a fresh process. "
         f"PyTorch {torch.__version__} eager, default backends (oneDNN "
         f"{'on' if torch.backends.mkldnn.is_available() else 'off'}), "
-        f"torch.set_num_threads({ARGS.threads}); "
-        "torch.compile is not compared yet (docs/performance.md).",
+        f"torch.set_num_threads({ARGS.threads}); " + compile_note,
         f"CPU: {cpu_name()}, shared with other work: figures move by 10-20% between runs.",
     ]
     print("\n".join(lines))
