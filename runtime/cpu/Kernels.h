@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include "runtime/cpu/ConvAlgorithm.h"
+#include "runtime/cpu/Window3d.h"
 
 namespace dtcrt {
 
@@ -285,6 +286,18 @@ bool conv2d_runs_depthwise(const Conv2dParams& p);
 bool conv2d_runs_onednn(const Conv2dParams& p, ConvPass pass);
 void conv2d_use_im2col_only(bool only);
 
+// 3-D convolution, NCDHW (Conv3d.cpp): Conv3dParams and conv3d_workspace
+// (the floats of scratch each pass needs) are in Window3d.h. vol2col + sgemm
+// per image and group; the same semantics as the conv2d functions above.
+void conv3d_forward(const Conv3dParams& p, const float* x, const float* w, const float* bias,
+                    float* y, float* workspace);
+// dx (overwritten) = gradient of sum(dy * conv3d(x, w)) w.r.t. x.
+void conv3d_backward_data(const Conv3dParams& p, const float* dy, const float* w, float* dx,
+                          float* workspace);
+// dw (overwritten) = gradient w.r.t. w, summed over the batch.
+void conv3d_backward_filter(const Conv3dParams& p, const float* x, const float* dy, float* dw,
+                            float* workspace);
+
 // ============================================================================
 // 4. Pooling, NCHW (Pool.cpp)
 // ============================================================================
@@ -334,6 +347,17 @@ void max_pool2d_scatter(const float* dy, const int32_t* indices, int64_t planes,
 void avg_pool2d(const Pool2dParams& p, const float* x, float* y);
 // dx (overwritten): each dy spread evenly (same divisor) over its window's input taps.
 void avg_pool2d_backward(const Pool2dParams& p, const float* dy, float* dx);
+// 3-D pooling, NCDHW (Pool3d.cpp), with the 2-D functions' semantics per
+// dimension; Pool3dParams is in Window3d.h. Max pool's indices are flat in
+// each [D, H, W] volume (d*H*W + h*W + w), and max_pool2d_scatter routes a
+// gradient through them (planes of D*H*W elements).
+inline int64_t pool3d_out(const Pool3dParams& p, int i) {
+  return pool2d_out_size(p.in[i], p.kernel[i], p.padBegin[i], p.padEnd[i], p.stride[i],
+                         p.dilation[i], p.ceilMode);
+}
+void max_pool3d(const Pool3dParams& p, const float* x, float* y, int32_t* indices);
+void avg_pool3d(const Pool3dParams& p, const float* x, float* y);
+void avg_pool3d_backward(const Pool3dParams& p, const float* dy, float* dx);
 // y[n, c] = mean over HW of x[n, c, :]; x: [N, C, HW].
 void global_avg_pool(const float* x, float* y, int64_t N, int64_t C, int64_t HW);
 // dx[n, c, i] = dy[n, c] / HW.
