@@ -161,9 +161,61 @@ FailureOr<std::string> cpuConvParams(Operation *op, FunctionEmitter &fn, ArrayRe
   return convParams(fn, x, w, strides, pads, dilations, group, plan->algorithm);
 }
 
+/// "{a, b, c}" (a C++ array initializer).
+std::string braced(ArrayRef<int64_t> values) {
+  std::string text = "{";
+  for (auto [i, v] : llvm::enumerate(values))
+    text += (i ? ", " : "") + num(v);
+  return text + "}";
+}
+
+/// NCDHW (5-D) tensors: 3-D convolutions and pools.
+bool is3D(FunctionEmitter &fn, Value v) { return fn.rank(v) == 5; }
+
+/// The one-line refusal of a 3-D op on the CUDA target.
+LogicalResult noCuda3D(Operation *op) {
+  return codegenError(op) << "3-D (NCDHW) convolution and pooling have CPU kernels only; "
+                             "compile for the CPU target";
+}
+
+/// A namespace-scope Conv3dParams for a float32 3-D convolution-family op
+/// with input dims `x` and weight dims `w`, its recorded workspace counted
+/// into the function's (vol2col + sgemm, the one 3-D algorithm).
+FailureOr<std::string> cpuConv3dParams(Operation *op, FunctionEmitter &fn, ArrayRef<int64_t> x,
+                                       ArrayRef<int64_t> w, ArrayRef<int64_t> strides,
+                                       ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                                       int64_t group) {
+  if (fn.cuda()) {
+    (void)noCuda3D(op);
+    return failure();
+  }
+  FailureOr<CpuConvPlan> plan = recordedCpuPlan(op);
+  if (failed(plan))
+    return failure();
+  fn.workspaceTerms.push_back(num(plan->workspaceBytes));
+  std::string init = "{.N = " + num(x[0]) + ", .C = " + num(x[1]) +
+                     ", .in = " + braced(x.drop_front(2)) + ", .K = " + num(w[0]) +
+                     ", .kernel = " + braced(w.drop_front(2)) + ", .stride = " + braced(strides) +
+                     ", .padBegin = " + braced(pads.take_front(3)) +
+                     ", .padEnd = " + braced(pads.drop_front(3)) +
+                     ", .dilation = " + braced(dilations) + ", .groups = " + num(group) + "}";
+  return fn.program.declareStatic("dtcrt::cpu::Conv3dParams", "kConv3d", init);
+}
+
 LogicalResult emitConv(Operation *op, FunctionEmitter &fn) {
   auto conv = cast<ConvOp>(op);
   ArrayRef<int64_t> x = fn.dims(conv.getInput()), w = fn.dims(conv.getWeight());
+  if (is3D(fn, conv.getInput())) {
+    FailureOr<std::string> p = cpuConv3dParams(op, fn, x, w, conv.getStrides(), conv.getPads(),
+                                               conv.getDilations(), conv.getGroup());
+    if (failed(p))
+      return failure();
+    fn.kernel("conv3d_forward", *p + ", " + fn.ptr(conv.getInput()) + ", " +
+                                    fn.ptr(conv.getWeight()) + ", " +
+                                    (conv.getBias() ? fn.ptr(conv.getBias()) : "nullptr") +
+                                    ", " + fn.ptr(conv.getOutput()) + ", ctx.workspace");
+    return success();
+  }
   if (isBf16(conv.getInput())) {
     if (conv.getBias())
       return codegenError(op) << "a bf16 convolution takes no bias (added in float32)";
@@ -199,6 +251,14 @@ LogicalResult emitBackwardData(Operation *op, FunctionEmitter &fn, ArrayRef<int6
                                ArrayRef<int64_t> dilations, int64_t group, Value dy, Value w,
                                Value dx) {
   std::string tensors = fn.ptr(dy) + ", " + fn.ptr(w) + ", " + fn.ptr(dx);
+  if (x.size() == 5) {
+    FailureOr<std::string> p =
+        cpuConv3dParams(op, fn, x, fn.dims(w), strides, pads, dilations, group);
+    if (failed(p))
+      return failure();
+    fn.kernel("conv3d_backward_data", *p + ", " + tensors + ", ctx.workspace");
+    return success();
+  }
   if (isBf16(dy) || fn.cuda()) {
     std::string p = convParams(fn, x, fn.dims(w), strides, pads, dilations, group);
     if (isBf16(dy))
@@ -236,6 +296,14 @@ LogicalResult emitConvBackwardFilter(Operation *op, FunctionEmitter &fn) {
   ArrayRef<int64_t> x = fn.dims(grad.getInput()), w = grad.getWeightShape();
   std::string tensors = fn.ptr(grad.getInput()) + ", " + fn.ptr(grad.getGrad()) + ", " +
                         fn.ptr(grad.getOutput());
+  if (x.size() == 5) {
+    FailureOr<std::string> p = cpuConv3dParams(op, fn, x, w, grad.getStrides(), grad.getPads(),
+                                               grad.getDilations(), grad.getGroup());
+    if (failed(p))
+      return failure();
+    fn.kernel("conv3d_backward_filter", *p + ", " + tensors + ", ctx.workspace");
+    return success();
+  }
   if (isBf16(grad.getInput()) || fn.cuda()) {
     std::string p = convParams(fn, x, w, grad.getStrides(), grad.getPads(), grad.getDilations(),
                                grad.getGroup());
@@ -313,29 +381,65 @@ std::string poolParams(FunctionEmitter &fn, ArrayRef<int64_t> x, ArrayRef<int64_
   return fn.program.declareStatic("dtcrt::cpu::Pool2dParams", "kPool", init);
 }
 
+/// A namespace-scope Pool3dParams for a 3-D pool over an input of `x` dims.
+std::string pool3dParams(FunctionEmitter &fn, ArrayRef<int64_t> x, ArrayRef<int64_t> kernel,
+                         ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                         ArrayRef<int64_t> dilations, bool ceilMode, bool countIncludePad) {
+  std::string init = "{.N = " + num(x[0]) + ", .C = " + num(x[1]) +
+                     ", .in = " + braced(x.drop_front(2)) + ", .kernel = " + braced(kernel) +
+                     ", .stride = " + braced(strides) + ", .padBegin = " +
+                     braced(pads.take_front(3)) + ", .padEnd = " + braced(pads.drop_front(3)) +
+                     ", .dilation = " + braced(dilations) + ", .ceilMode = " + flag(ceilMode) +
+                     ", .countIncludePad = " + flag(countIncludePad) + "}";
+  return fn.program.declareStatic("dtcrt::cpu::Pool3dParams", "kPool3d", init);
+}
+
 LogicalResult emitMaxPool(Operation *op, FunctionEmitter &fn) {
   auto pool = cast<MaxPoolOp>(op);
+  // The argmax indices are written only when a backward pass reads them.
+  std::string indices =
+      pool.getIndices().use_empty() ? std::string("nullptr") : fn.ptr(pool.getIndices());
+  if (is3D(fn, pool.getInput())) {
+    if (fn.cuda())
+      return noCuda3D(op);
+    std::string p = pool3dParams(fn, fn.dims(pool.getInput()), pool.getKernelShape(),
+                                 pool.getStrides(), pool.getPads(), pool.getDilations(),
+                                 pool.getCeilMode(), false);
+    fn.kernel("max_pool3d", p + ", " + fn.ptr(pool.getInput()) + ", " +
+                                fn.ptr(pool.getOutput()) + ", " + indices);
+    return success();
+  }
   std::string p = poolParams(fn, fn.dims(pool.getInput()), pool.getKernelShape(),
                              pool.getStrides(), pool.getPads(), pool.getDilations(),
                              pool.getCeilMode(), false);
-  // The argmax indices are written only when a backward pass reads them.
   fn.kernel("max_pool2d", p + ", " + fn.ptr(pool.getInput()) + ", " +
-          fn.ptr(pool.getOutput()) + ", " +
-          (pool.getIndices().use_empty() ? std::string("nullptr") : fn.ptr(pool.getIndices())));
+          fn.ptr(pool.getOutput()) + ", " + indices);
   return success();
 }
 
 LogicalResult emitMaxPoolGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<MaxPoolGradOp>(op);
+  // Planes (2-D) or volumes (3-D) of outputs scattered into the input's.
   ArrayRef<int64_t> x = grad.getInputShape(), y = fn.dims(grad.getGrad());
   fn.kernel("max_pool2d_scatter", fn.ptr(grad.getGrad()) + ", " +
-          fn.ptr(grad.getIndices()) + ", " + num(x[0] * x[1]) + ", " + num(y[2] * y[3]) +
-          ", " + num(x[2] * x[3]) + ", " + fn.ptr(grad.getOutput()));
+          fn.ptr(grad.getIndices()) + ", " + num(x[0] * x[1]) + ", " +
+          num(numElements(y.drop_front(2))) + ", " + num(numElements(x.drop_front(2))) + ", " +
+          fn.ptr(grad.getOutput()));
   return success();
 }
 
 LogicalResult emitAveragePool(Operation *op, FunctionEmitter &fn) {
   auto pool = cast<AveragePoolOp>(op);
+  if (is3D(fn, pool.getInput())) {
+    if (fn.cuda())
+      return noCuda3D(op);
+    int64_t unit[3] = {1, 1, 1};
+    std::string p = pool3dParams(fn, fn.dims(pool.getInput()), pool.getKernelShape(),
+                                 pool.getStrides(), pool.getPads(), unit, pool.getCeilMode(),
+                                 pool.getCountIncludePad());
+    fn.kernel("avg_pool3d", p + ", " + fn.ptr(pool.getInput()) + ", " + fn.ptr(pool.getOutput()));
+    return success();
+  }
   int64_t unit[2] = {1, 1};
   std::string p = poolParams(fn, fn.dims(pool.getInput()), pool.getKernelShape(),
                              pool.getStrides(), pool.getPads(), unit, pool.getCeilMode(),
@@ -347,6 +451,17 @@ LogicalResult emitAveragePool(Operation *op, FunctionEmitter &fn) {
 
 LogicalResult emitAveragePoolGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<AveragePoolGradOp>(op);
+  if (grad.getInputShape().size() == 5) {
+    if (fn.cuda())
+      return noCuda3D(op);
+    int64_t unit[3] = {1, 1, 1};
+    std::string p = pool3dParams(fn, grad.getInputShape(), grad.getKernelShape(),
+                                 grad.getStrides(), grad.getPads(), unit, grad.getCeilMode(),
+                                 grad.getCountIncludePad());
+    fn.kernel("avg_pool3d_backward",
+              p + ", " + fn.ptr(grad.getGrad()) + ", " + fn.ptr(grad.getOutput()));
+    return success();
+  }
   int64_t unit[2] = {1, 1};
   std::string p = poolParams(fn, grad.getInputShape(), grad.getKernelShape(),
                              grad.getStrides(), grad.getPads(), unit, grad.getCeilMode(),

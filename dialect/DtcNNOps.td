@@ -23,10 +23,12 @@ def Dtc_MatMulOp : Dtc_InferredOp<"matmul"> {
 }
 
 def Dtc_ConvOp : Dtc_InferredOp<"conv", [Dtc_Convolution]> {
-  let summary = "2-D convolution, NCHW, with groups (ONNX Conv)";
+  let summary = "2-D (NCHW) or 3-D (NCDHW) convolution, with groups (ONNX Conv)";
   let description = [{
-    `pads` is [top, left, bottom, right]; all attributes are explicit (the
-    importer resolves ONNX defaults and auto_pad).
+    One stride and dilation per spatial dimension; `pads` is ONNX's begin
+    pads then end pads ([top, left, bottom, right] in 2-D); all attributes
+    are explicit (the importer resolves ONNX defaults and auto_pad). 3-D
+    convolutions run on the CPU only.
   }];
   let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$weight,
                        Optional<Dtc_FloatTensor>:$bias,
@@ -37,11 +39,12 @@ def Dtc_ConvOp : Dtc_InferredOp<"conv", [Dtc_Convolution]> {
 }
 
 def Dtc_MaxPoolOp : Dtc_InferredOp<"max_pool"> {
-  let summary = "2-D max pooling, NCHW (ONNX MaxPool)";
+  let summary = "2-D (NCHW) or 3-D (NCDHW) max pooling (ONNX MaxPool)";
   let description = [{
-    The second result holds, per output, where in its H x W input plane the
-    maximum was (h * W + w): the backward pass routes gradients there.
-    Nothing computes it when it is unused.
+    The second result holds, per output, where in its H x W input plane (D x
+    H x W volume) the maximum was (h * W + w; (d * H + h) * W + w): the
+    backward pass routes gradients there. Nothing computes it when it is
+    unused. Pads as dtc.conv's.
   }];
   let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
@@ -51,7 +54,7 @@ def Dtc_MaxPoolOp : Dtc_InferredOp<"max_pool"> {
 }
 
 def Dtc_AveragePoolOp : Dtc_InferredOp<"average_pool"> {
-  let summary = "2-D average pooling, NCHW (ONNX AveragePool)";
+  let summary = "2-D (NCHW) or 3-D (NCDHW) average pooling (ONNX AveragePool)";
   let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,

@@ -67,14 +67,15 @@ def Dtc_ResizeGradOp : Dtc_InferredOp<"resize_grad"> {
 }
 
 def Dtc_ConvTransposeOp : Dtc_InferredOp<"conv_transpose", [Dtc_Convolution]> {
-  let summary = "2-D transposed convolution, NCHW, with groups (ONNX ConvTranspose)";
+  let summary = "2-D (NCHW) or 3-D (NCDHW) transposed convolution, with groups (ONNX ConvTranspose)";
   let description = [{
-    The weight is [C_in, C_out / group, R, S] and the output
-    [N, C_out, (H - 1) * stride + output_padding + (R - 1) * dilation + 1
-    - pad_top - pad_bottom, ...]: the input-gradient of the dtc.conv with the
-    same weight and attributes whose input has that shape, which is how it is
-    computed. `pads` is [top, left, bottom, right]; output_padding must be
-    smaller than the stride. The importer adds a bias as a dtc.add.
+    The weight is [C_in, C_out / group, R, S] ([..., T, R, S] in 3-D) and
+    the output [N, C_out, (H - 1) * stride + output_padding + (R - 1) *
+    dilation + 1 - pad_top - pad_bottom, ...]: the input-gradient of the
+    dtc.conv with the same weight and attributes whose input has that shape,
+    which is how it is computed. `pads` is the begin pads then the end pads
+    ([top, left, bottom, right] in 2-D); output_padding must be smaller than
+    the stride. The importer adds a bias as a dtc.add.
   }];
   let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$weight,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,

@@ -5,6 +5,9 @@
 using namespace mlir;
 using namespace dtc;
 
+/// Convolution and pooling take NCHW (2-D) or NCDHW (3-D) tensors.
+static bool isWindowRank(size_t rank) { return rank == 4 || rank == 5; }
+
 /// A tensor of `shape` with `like`'s element type.
 static void pushShaped(SmallVectorImpl<Type> &types, Value like,
                        ArrayRef<int64_t> shape) {
@@ -61,8 +64,8 @@ LogicalResult ConvBackwardDataOp::inferReturnTypes(MLIRContext *,
                                                    std::optional<Location> loc,
                                                    Adaptor adaptor,
                                                    SmallVectorImpl<Type> &types) {
-  if (adaptor.getInputShape().size() != 4)
-    return inferenceError(loc, "dtc.conv_backward_data: input_shape must be NCHW");
+  if (!isWindowRank(adaptor.getInputShape().size()))
+    return inferenceError(loc, "dtc.conv_backward_data: input_shape must be NCHW or NCDHW");
   pushShaped(types, adaptor.getGrad(), adaptor.getInputShape());
   return success();
 }
@@ -71,8 +74,8 @@ LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
                                                      std::optional<Location> loc,
                                                      Adaptor adaptor,
                                                      SmallVectorImpl<Type> &types) {
-  if (adaptor.getWeightShape().size() != 4)
-    return inferenceError(loc, "dtc.conv_backward_filter: weight_shape must be 4-D");
+  if (!isWindowRank(adaptor.getWeightShape().size()))
+    return inferenceError(loc, "dtc.conv_backward_filter: weight_shape must be 4-D or 5-D");
   pushShaped(types, adaptor.getGrad(), adaptor.getWeightShape());
   return success();
 }
@@ -81,9 +84,9 @@ LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *, std::optional<Locat
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
   if (tensorOf(adaptor.getGrad()).getShape() != tensorOf(adaptor.getIndices()).getShape() ||
-      adaptor.getInputShape().size() != 4)
+      !isWindowRank(adaptor.getInputShape().size()))
     return inferenceError(loc, "dtc.max_pool_grad: gradient and indices must have the "
-                               "pooled shape, and input_shape must be NCHW");
+                               "pooled shape, and input_shape must be NCHW or NCDHW");
   pushShaped(types, adaptor.getGrad(), adaptor.getInputShape());
   return success();
 }
@@ -92,8 +95,8 @@ LogicalResult AveragePoolGradOp::inferReturnTypes(MLIRContext *,
                                                   std::optional<Location> loc,
                                                   Adaptor adaptor,
                                                   SmallVectorImpl<Type> &types) {
-  if (adaptor.getInputShape().size() != 4)
-    return inferenceError(loc, "dtc.average_pool_grad: input_shape must be NCHW");
+  if (!isWindowRank(adaptor.getInputShape().size()))
+    return inferenceError(loc, "dtc.average_pool_grad: input_shape must be NCHW or NCDHW");
   pushShaped(types, adaptor.getGrad(), adaptor.getInputShape());
   return success();
 }

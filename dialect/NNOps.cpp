@@ -70,19 +70,23 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-/// Checks the window attributes shared by conv and pooling: 2 entries each,
-/// 4 pads, all positive (pads non-negative).
+/// Checks the window attributes shared by conv and pooling: an NCHW or
+/// NCDHW input, one kernel size, stride and dilation per spatial dimension
+/// and two pads, all positive (pads non-negative).
 static LogicalResult checkWindow(std::optional<Location> loc, StringRef op,
                                  RankedTensorType input, ArrayRef<int64_t> kernel,
                                  ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
                                  ArrayRef<int64_t> dilations) {
-  if (input.getRank() != 4)
-    return inferenceError(loc, "dtc." + op + ": input must be 4-D NCHW, got " +
+  if (input.getRank() != 4 && input.getRank() != 5)
+    return inferenceError(loc, "dtc." + op + ": input must be 4-D NCHW or 5-D NCDHW, got " +
                                    formatShape(input.getShape()));
-  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 ||
-      pads.size() != 4)
-    return inferenceError(loc, "dtc." + op + ": expects 2 kernel sizes, strides "
-                                             "and dilations and 4 pads");
+  size_t spatial = input.getRank() - 2;
+  if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial ||
+      pads.size() != 2 * spatial)
+    return inferenceError(loc, "dtc." + op + ": expects " + std::to_string(spatial) +
+                                   " kernel sizes, strides and dilations and " +
+                                   std::to_string(2 * spatial) + " pads for a " +
+                                   formatShape(input.getShape()) + " input");
   for (int64_t v : llvm::concat<const int64_t>(kernel, strides, dilations))
     if (v < 1)
       return inferenceError(loc, "dtc." + op +
@@ -94,7 +98,7 @@ static LogicalResult checkWindow(std::optional<Location> loc, StringRef op,
   return success();
 }
 
-/// N x C x OH x OW for a window over `input`.
+/// N x C x the output's spatial sizes for a window over `input`.
 static LogicalResult inferWindowed(std::optional<Location> loc, StringRef op,
                                    RankedTensorType input, int64_t channels,
                                    ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
@@ -102,10 +106,11 @@ static LogicalResult inferWindowed(std::optional<Location> loc, StringRef op,
                                    bool ceilMode, SmallVectorImpl<Type> &types) {
   if (failed(checkWindow(loc, op, input, kernel, strides, pads, dilations)))
     return failure();
+  size_t spatial = input.getRank() - 2;
   Shape result = {input.getDimSize(0), channels};
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < spatial; ++i) {
     int64_t size = windowOutputSize(input.getDimSize(2 + i), kernel[i], strides[i],
-                                    pads[i], pads[i + 2], dilations[i], ceilMode);
+                                    pads[i], pads[i + spatial], dilations[i], ceilMode);
     if (size < 1)
       return inferenceError(loc, "dtc." + op + ": the window does not fit the " +
                                      formatShape(input.getShape()) + " input");
@@ -120,8 +125,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   RankedTensorType input = tensorOf(adaptor.getInput());
   RankedTensorType weight = tensorOf(adaptor.getWeight());
   int64_t group = adaptor.getGroup();
-  if (weight.getRank() != 4 || input.getRank() != 4)
-    return inferenceError(loc, "dtc.conv: input and weight must be 4-D");
+  if ((input.getRank() != 4 && input.getRank() != 5) || weight.getRank() != input.getRank())
+    return inferenceError(loc, "dtc.conv: input and weight must both be 4-D or both 5-D");
   if (group < 1 || input.getDimSize(1) % group != 0 ||
       weight.getDimSize(0) % group != 0)
     return inferenceError(loc, "dtc.conv: group " + std::to_string(group) +
@@ -135,8 +140,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
     if (tensorOf(bias).getShape() != ArrayRef<int64_t>{weight.getDimSize(0)})
       return inferenceError(loc, "dtc.conv: bias must have one value per output "
                                  "channel");
-  int64_t kernel[2] = {weight.getDimSize(2), weight.getDimSize(3)};
-  return inferWindowed(loc, "conv", input, weight.getDimSize(0), kernel,
+  return inferWindowed(loc, "conv", input, weight.getDimSize(0),
+                       weight.getShape().drop_front(2),
                        adaptor.getStrides(), adaptor.getPads(),
                        adaptor.getDilations(), /*ceilMode=*/false, types);
 }
@@ -144,7 +149,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType input = tensorOf(adaptor.getInput());
-  int64_t channels = input.getRank() == 4 ? input.getDimSize(1) : 0;
+  int64_t channels = input.getRank() >= 2 ? input.getDimSize(1) : 0;
   if (failed(inferWindowed(loc, "max_pool", input, channels, adaptor.getKernelShape(),
                            adaptor.getStrides(), adaptor.getPads(),
                            adaptor.getDilations(), adaptor.getCeilMode(), types)))
@@ -159,8 +164,8 @@ LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
   RankedTensorType input = tensorOf(adaptor.getInput());
-  int64_t channels = input.getRank() == 4 ? input.getDimSize(1) : 0;
-  int64_t unitDilations[2] = {1, 1};
+  int64_t channels = input.getRank() >= 2 ? input.getDimSize(1) : 0;
+  SmallVector<int64_t, 3> unitDilations(std::max<int64_t>(input.getRank() - 2, 0), 1);
   return inferWindowed(loc, "average_pool", input, channels,
                        adaptor.getKernelShape(), adaptor.getStrides(),
                        adaptor.getPads(), unitDilations, adaptor.getCeilMode(),

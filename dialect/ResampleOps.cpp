@@ -140,12 +140,15 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   ArrayRef<int64_t> dilations = adaptor.getDilations();
   ArrayRef<int64_t> outputPadding = adaptor.getOutputPadding();
   int64_t group = adaptor.getGroup();
-  if (input.getRank() != 4 || weight.getRank() != 4)
-    return inferenceError(loc, "dtc.conv_transpose: input and weight must be 4-D");
-  if (strides.size() != 2 || dilations.size() != 2 || outputPadding.size() != 2 ||
-      pads.size() != 4)
-    return inferenceError(loc, "dtc.conv_transpose: expects 2 strides, dilations and "
-                               "output paddings and 4 pads");
+  if ((input.getRank() != 4 && input.getRank() != 5) || weight.getRank() != input.getRank())
+    return inferenceError(loc, "dtc.conv_transpose: input and weight must both be 4-D or "
+                               "both 5-D");
+  size_t spatial = input.getRank() - 2;
+  if (strides.size() != spatial || dilations.size() != spatial ||
+      outputPadding.size() != spatial || pads.size() != 2 * spatial)
+    return inferenceError(loc, "dtc.conv_transpose: expects " + std::to_string(spatial) +
+                                   " strides, dilations and output paddings and " +
+                                   std::to_string(2 * spatial) + " pads");
   if (group < 1 || weight.getDimSize(0) % group != 0)
     return inferenceError(loc, "dtc.conv_transpose: group " + std::to_string(group) +
                                    " does not divide the weight's " +
@@ -159,7 +162,7 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Loc
     if (p < 0)
       return inferenceError(loc, "dtc.conv_transpose: pads must be non-negative");
   Shape result = {input.getDimSize(0), weight.getDimSize(1) * group};
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < spatial; ++i) {
     if (strides[i] < 1 || dilations[i] < 1)
       return inferenceError(loc, "dtc.conv_transpose: strides and dilations must be "
                                  "positive");
@@ -168,7 +171,7 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Loc
                                  "non-negative and smaller than the stride");
     int64_t extent = (weight.getDimSize(2 + i) - 1) * dilations[i] + 1;
     int64_t size = (input.getDimSize(2 + i) - 1) * strides[i] + outputPadding[i] + extent -
-                   pads[i] - pads[i + 2];
+                   pads[i] - pads[i + spatial];
     if (size < 1)
       return inferenceError(loc, "dtc.conv_transpose: the pads leave no output for the " +
                                      formatShape(input.getShape()) + " input");

@@ -90,9 +90,14 @@ LogicalResult vjp(ConvOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value
       b.getDenseI64ArrayAttr(tensorOf(op.getWeight()).getShape()),
       op.getStridesAttr(), op.getPadsAttr(), op.getDilationsAttr(), op.getGroupAttr());
   dxs.assign({dx, dw});
-  if (op.getBias())
-    dxs.push_back(b.create<ReduceSumOp>(loc, dy, b.getDenseI64ArrayAttr({0, 2, 3}),
+  if (op.getBias()) {
+    // Summed over every dimension but the channels: N and the spatial ones.
+    SmallVector<int64_t> axes = {0};
+    for (int64_t d = 2; d < tensorOf(dy).getRank(); ++d)
+      axes.push_back(d);
+    dxs.push_back(b.create<ReduceSumOp>(loc, dy, b.getDenseI64ArrayAttr(axes),
                                         b.getBoolAttr(false)));
+  }
   return success();
 }
 

@@ -1,6 +1,6 @@
 //===- OpBuildersNN.cpp - linear algebra, conv, pooling, norms -> dtc ------===//
 //
-// Gemm, MatMul, Conv, MaxPool, AveragePool (1-D ones through
+// Gemm, MatMul, Conv, MaxPool, AveragePool (2-D and 3-D; 1-D ones through
 // OpBuildersWindow1D.cpp), GlobalAveragePool,
 // BatchNormalization (training and inference), LayerNormalization,
 // Softmax/LogSoftmax (with the coerce-to-2-D semantics before opset 13),
@@ -51,32 +51,35 @@ static LogicalResult buildMatMul(NodeContext &nc) {
   return success();
 }
 
-/// The window attributes of Conv and the pools, resolved for a 2-D window.
+/// The window attributes of Conv and the pools, resolved for a 2-D or 3-D
+/// window (1-D ones come lifted to 2-D, OpBuildersWindow1D.cpp).
 struct Window {
   SmallVector<int64_t> kernel, strides, dilations, pads;
 };
 
 static LogicalResult resolveWindow(NodeContext &nc, RankedTensorType input,
                                    ArrayRef<int64_t> kernel, Window &w) {
-  if (input.getRank() != 4)
-    return nc.error() << "only 1-D and 2-D windows (NCL and NCHW inputs) are supported, "
-                         "not 3-D or more, got "
+  if (input.getRank() != 4 && input.getRank() != 5)
+    return nc.error() << "only 1-D, 2-D and 3-D windows (NCL, NCHW and NCDHW inputs) are "
+                         "supported, got "
                       << input,
            failure();
+  size_t spatial = input.getRank() - 2;
   w.kernel.assign(kernel.begin(), kernel.end());
-  w.strides = attrInts(nc.node, "strides").value_or(SmallVector<int64_t>{1, 1});
-  w.dilations = attrInts(nc.node, "dilations").value_or(SmallVector<int64_t>{1, 1});
-  w.pads = attrInts(nc.node, "pads").value_or(SmallVector<int64_t>{0, 0, 0, 0});
-  if (w.kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 ||
-      w.pads.size() != 4)
-    return nc.error() << "kernel_shape, strides and dilations need 2 entries and "
-                         "pads 4",
+  w.strides = attrInts(nc.node, "strides").value_or(SmallVector<int64_t>(spatial, 1));
+  w.dilations = attrInts(nc.node, "dilations").value_or(SmallVector<int64_t>(spatial, 1));
+  w.pads = attrInts(nc.node, "pads").value_or(SmallVector<int64_t>(2 * spatial, 0));
+  if (w.kernel.size() != spatial || w.strides.size() != spatial ||
+      w.dilations.size() != spatial || w.pads.size() != 2 * spatial)
+    return nc.error() << "kernel_shape, strides and dilations need " << spatial
+                      << " entries and pads " << 2 * spatial << " for a " << spatial
+                      << "-D window",
            failure();
   std::string autoPad = attrString(nc.node, "auto_pad", "NOTSET");
   if (autoPad == "VALID") {
-    w.pads.assign(4, 0);
+    w.pads.assign(2 * spatial, 0);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    for (int d = 0; d < 2; ++d) {
+    for (size_t d = 0; d < spatial; ++d) {
       int64_t in = input.getDimSize(2 + d), stride = w.strides[d];
       int64_t out = (in + stride - 1) / stride;
       int64_t extent = (w.kernel[d] - 1) * w.dilations[d] + 1;
@@ -84,7 +87,7 @@ static LogicalResult resolveWindow(NodeContext &nc, RankedTensorType input,
       int64_t small = total / 2, large = total - small;
       bool upper = autoPad == "SAME_UPPER";
       w.pads[d] = upper ? small : large;
-      w.pads[d + 2] = upper ? large : small;
+      w.pads[d + spatial] = upper ? large : small;
     }
   } else if (autoPad != "NOTSET") {
     return nc.error() << "unknown auto_pad \"" << autoPad << "\"", failure();
@@ -103,10 +106,11 @@ static LogicalResult buildConv(NodeContext &nc) {
   if (nc.hasInput(2) && !(bias = nc.inputMatching(2, x)))
     return failure();
   RankedTensorType wType = typeOfValue(w);
-  if (wType.getRank() != 4)
-    return nc.error() << "only 1-D and 2-D convolutions are supported, not 3-D or more, "
-                         "got weight "
-                      << wType,
+  int64_t rank = wType.getRank();
+  if (rank != typeOfValue(x).getRank() || (rank != 4 && rank != 5))
+    return nc.error() << "only 1-D, 2-D and 3-D convolutions are supported, with a weight of "
+                         "the input's rank; got input "
+                      << x.getType() << " and weight " << wType,
            failure();
   Window win;
   SmallVector<int64_t> kernel = attrInts(nc.node, "kernel_shape")

@@ -5,8 +5,9 @@
 // nn.AvgPool2d from opset 11 on) imports as nothing. Refused, with one line
 // naming the node: negative pads (cropping), Pad's wrap mode, antialiased
 // resizing, cubic with another A than -0.75, tf_crop_and_resize, and
-// resizing anything but the last two dimensions. ConvTranspose is 2-D (1-D runs as 2-D with a unit
-// height); its bias is a broadcast dtc.add.
+// resizing anything but the last two dimensions.
+// ConvTranspose is 2-D or 3-D (1-D runs as 2-D with a unit height); its bias
+// is a broadcast dtc.add.
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -212,7 +213,7 @@ static FailureOr<SmallVector<int64_t>> spatialAttr(NodeContext &nc, StringRef na
   if (v.size() != count)
     return nc.error() << name << " needs " << count << " entries, got " << v.size(),
            failure();
-  if (spatial == 2)
+  if (spatial != 1)
     return v;
   if (!halves)
     return SmallVector<int64_t>{front, v[0]};
@@ -229,10 +230,10 @@ static LogicalResult buildConvTranspose(NodeContext &nc) {
     return failure();
   RankedTensorType xType = typeOfValue(x), wType = typeOfValue(w);
   int64_t rank = wType.getRank();
-  if ((rank != 3 && rank != 4) || xType.getRank() != rank)
-    return nc.error() << "only 1-D and 2-D transposed convolutions are supported, got "
-                         "weight "
-                      << wType,
+  if ((rank != 3 && rank != 4 && rank != 5) || xType.getRank() != rank)
+    return nc.error() << "only 1-D, 2-D and 3-D transposed convolutions are supported, with "
+                         "a weight of the input's rank; got input "
+                      << xType << " and weight " << wType,
            failure();
   size_t spatial = rank - 2;
   auto strides = spatialAttr(nc, "strides", spatial, 1, 1, false);
@@ -241,12 +242,13 @@ static LogicalResult buildConvTranspose(NodeContext &nc) {
   auto pads = spatialAttr(nc, "pads", spatial, 0, 0, true);
   if (failed(strides) || failed(dilations) || failed(outputPadding) || failed(pads))
     return failure();
-  // From here on everything is 2-D.
+  // From here on a 1-D transposed convolution is a 2-D one of unit height.
   Shape x4(xType.getShape()), w4(wType.getShape());
   if (spatial == 1) {
     x4.insert(x4.begin() + 2, 1);
     w4.insert(w4.begin() + 2, 1);
   }
+  size_t dims = x4.size() - 2;  // 2 or 3
   if (auto kernel = attrInts(nc.node, "kernel_shape"))
     if (ArrayRef<int64_t>(*kernel) != ArrayRef<int64_t>(wType.getShape()).drop_front(2))
       return nc.error() << "kernel_shape does not match the weight", failure();
@@ -256,7 +258,7 @@ static LogicalResult buildConvTranspose(NodeContext &nc) {
       autoPad != "SAME_LOWER")
     return nc.error() << "unknown auto_pad \"" << autoPad << "\"", failure();
   if (autoPad == "VALID")
-    pads->assign(4, 0);
+    pads->assign(2 * dims, 0);
   if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     // ONNX's rule: the pads that give the requested output shape (the input
     // times the stride for SAME_*), the odd one at the start unless
@@ -270,9 +272,10 @@ static LogicalResult buildConvTranspose(NodeContext &nc) {
       if (spatial == 1)
         target.insert(target.begin(), 1);
     } else {
-      target = {x4[2] * (*strides)[0], x4[3] * (*strides)[1]};
+      for (size_t i = 0; i < dims; ++i)
+        target.push_back(x4[2 + i] * (*strides)[i]);
     }
-    for (int i = 0; i < 2; ++i) {
+    for (size_t i = 0; i < dims; ++i) {
       int64_t total = (*strides)[i] * (x4[2 + i] - 1) + (*outputPadding)[i] +
                       (w4[2 + i] - 1) * (*dilations)[i] + 1 - target[i];
       if (total < 0) {
@@ -298,7 +301,9 @@ static LogicalResult buildConvTranspose(NodeContext &nc) {
   Value y = op;
   ArrayRef<int64_t> yShape = typeOfValue(y).getShape();
   if (bias) {
-    Value b4 = reshapeTo(nc, bias, {1, yShape[1], 1, 1});
+    Shape biasShape(yShape.size(), 1);
+    biasShape[1] = yShape[1];
+    Value b4 = reshapeTo(nc, bias, biasShape);
     auto add = b4 ? nc.create<AddOp>(1, y, b4) : AddOp();
     if (!add)
       return failure();

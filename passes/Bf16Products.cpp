@@ -1,12 +1,13 @@
 //===- Bf16Products.cpp - matrix products in bfloat16 (--precision=bf16) -===//
 //
-// Rewrites every float32 gemm, matmul and convolution (forward and backward)
+// Rewrites every float32 gemm, matmul and 2-D convolution (forward and backward)
 // to read bf16 copies of its operands and produce a bf16 result that is cast
 // back to float32; biases are added in float32 afterwards. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "dialect/DtcDialect.h"
+#include "dialect/ShapeHelpers.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -69,8 +70,11 @@ struct Bf16Products : impl::Bf16ProductsBase<Bf16Products> {
       Bf16Copies copies;
       SmallVector<Operation *> products;
       func.walk([&](Operation *op) {
+        // 3-D convolutions have float32 kernels only: they stay float32.
+        bool conv3d = op->hasTrait<trait::Convolution>() &&
+                      tensorOf(op->getOperand(0)).getRank() == 5;
         if (isa<GemmOp, MatMulOp, ConvOp, ConvBackwardDataOp, ConvBackwardFilterOp>(op) &&
-            llvm::all_of(op->getOperands(), isF32))
+            llvm::all_of(op->getOperands(), isF32) && !conv3d)
           products.push_back(op);
       });
       for (Operation *op : products) {

@@ -24,25 +24,57 @@ using namespace mlir;
 using namespace dtc;
 using dtcrt::cpu::ConvAlgorithm;
 using dtcrt::cpu::Conv2dParams;
+using dtcrt::cpu::Conv3dParams;
 using dtcrt::cpu::ConvPass;
 
 namespace {
 
-/// Params of a convolution with input dims `x` and weight dims `w`, as
-/// codegen's convParams lays them out.
-Conv2dParams makeParams(ArrayRef<int64_t> x, ArrayRef<int64_t> w, ArrayRef<int64_t> strides,
-                        ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations, int64_t group) {
-  Conv2dParams p{};
-  p.N = x[0], p.C = x[1], p.H = x[2], p.W = x[3];
-  p.K = w[0], p.R = w[2], p.S = w[3];
-  p.strideH = strides[0], p.strideW = strides[1];
-  p.padT = pads[0], p.padL = pads[1], p.padB = pads[2], p.padR = pads[3];
-  p.dilH = dilations[0], p.dilW = dilations[1];
-  p.groups = group;
-  return p;
-}
+/// What every op of the convolution family says of its convolution: the
+/// input and weight dims of the convolution it computes (or the gradient
+/// of), its window and groups. Empty for other ops and non-float32 (bf16)
+/// ones.
+struct ConvShape {
+  ArrayRef<int64_t> x, w, strides, pads, dilations;
+  int64_t group;
+};
 
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
+
+std::optional<ConvShape> convShape(Operation *op) {
+  auto of = [](ArrayRef<int64_t> x, ArrayRef<int64_t> w, auto c) -> std::optional<ConvShape> {
+    return ConvShape{x, w, c.getStrides(), c.getPads(), c.getDilations(), int64_t(c.getGroup())};
+  };
+  return llvm::TypeSwitch<Operation *, std::optional<ConvShape>>(op)
+      .Case([&](ConvOp c) -> std::optional<ConvShape> {
+        if (!isF32(c.getInput()))
+          return std::nullopt;
+        return of(tensorOf(c.getInput()).getShape(), tensorOf(c.getWeight()).getShape(), c);
+      })
+      .Case([&](ConvFromColumnsOp c) {
+        return of(tensorOf(c.getInput()).getShape(), tensorOf(c.getWeight()).getShape(), c);
+      })
+      .Case([&](ConvBackwardDataOp c) -> std::optional<ConvShape> {
+        if (!isF32(c.getGrad()))
+          return std::nullopt;
+        return of(c.getInputShape(), tensorOf(c.getWeight()).getShape(), c);
+      })
+      // The input-gradient of the convolution whose input has its output's
+      // shape.
+      .Case([&](ConvTransposeOp c) -> std::optional<ConvShape> {
+        if (!isF32(c.getInput()))
+          return std::nullopt;
+        return of(tensorOf(c.getOutput()).getShape(), tensorOf(c.getWeight()).getShape(), c);
+      })
+      .Case([&](ConvBackwardFilterOp c) -> std::optional<ConvShape> {
+        if (!isF32(c.getInput()))
+          return std::nullopt;
+        return of(tensorOf(c.getInput()).getShape(), c.getWeightShape(), c);
+      })
+      .Case([&](ConvBackwardFilterFromColumnsOp c) {
+        return of(tensorOf(c.getInput()).getShape(), c.getWeightShape(), c);
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
 
 /// Which pass of the convolution `op` runs (the im2col column builder is
 /// none of them: it has no algorithm choice and no workspace).
@@ -73,52 +105,49 @@ int64_t workspaceFloats(const Conv2dParams &p, std::optional<ConvPass> pass) {
 } // namespace
 
 std::optional<Conv2dParams> dtc::cpuConvParams(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::optional<Conv2dParams>>(op)
-      .Case([](ConvOp c) -> std::optional<Conv2dParams> {
-        if (!isF32(c.getInput()))
-          return std::nullopt;
-        return makeParams(tensorOf(c.getInput()).getShape(), tensorOf(c.getWeight()).getShape(),
-                          c.getStrides(), c.getPads(), c.getDilations(), c.getGroup());
-      })
-      .Case([](ConvFromColumnsOp c) -> std::optional<Conv2dParams> {
-        return makeParams(tensorOf(c.getInput()).getShape(), tensorOf(c.getWeight()).getShape(),
-                          c.getStrides(), c.getPads(), c.getDilations(), c.getGroup());
-      })
-      .Case([](ConvBackwardDataOp c) -> std::optional<Conv2dParams> {
-        if (!isF32(c.getGrad()))
-          return std::nullopt;
-        return makeParams(c.getInputShape(), tensorOf(c.getWeight()).getShape(), c.getStrides(),
-                          c.getPads(), c.getDilations(), c.getGroup());
-      })
-      // The input-gradient of the convolution whose input has its output's
-      // shape.
-      .Case([](ConvTransposeOp c) -> std::optional<Conv2dParams> {
-        if (!isF32(c.getInput()))
-          return std::nullopt;
-        return makeParams(tensorOf(c.getOutput()).getShape(), tensorOf(c.getWeight()).getShape(),
-                          c.getStrides(), c.getPads(), c.getDilations(), c.getGroup());
-      })
-      .Case([](ConvBackwardFilterOp c) -> std::optional<Conv2dParams> {
-        if (!isF32(c.getInput()))
-          return std::nullopt;
-        return makeParams(tensorOf(c.getInput()).getShape(), c.getWeightShape(), c.getStrides(),
-                          c.getPads(), c.getDilations(), c.getGroup());
-      })
-      .Case([](ConvBackwardFilterFromColumnsOp c) -> std::optional<Conv2dParams> {
-        return makeParams(tensorOf(c.getInput()).getShape(), c.getWeightShape(), c.getStrides(),
-                          c.getPads(), c.getDilations(), c.getGroup());
-      })
-      .Default([](Operation *) { return std::nullopt; });
+  std::optional<ConvShape> c = convShape(op);
+  if (!c || c->x.size() != 4)
+    return std::nullopt;
+  // As codegen's convParams lays them out.
+  Conv2dParams p{};
+  p.N = c->x[0], p.C = c->x[1], p.H = c->x[2], p.W = c->x[3];
+  p.K = c->w[0], p.R = c->w[2], p.S = c->w[3];
+  p.strideH = c->strides[0], p.strideW = c->strides[1];
+  p.padT = c->pads[0], p.padL = c->pads[1], p.padB = c->pads[2], p.padR = c->pads[3];
+  p.dilH = c->dilations[0], p.dilW = c->dilations[1];
+  p.groups = c->group;
+  return p;
+}
+
+std::optional<Conv3dParams> dtc::cpuConv3dParams(Operation *op) {
+  std::optional<ConvShape> c = convShape(op);
+  if (!c || c->x.size() != 5)
+    return std::nullopt;
+  Conv3dParams p{};
+  p.N = c->x[0], p.C = c->x[1], p.K = c->w[0], p.groups = c->group;
+  for (int i = 0; i < 3; ++i) {
+    p.in[i] = c->x[2 + i], p.kernel[i] = c->w[2 + i], p.stride[i] = c->strides[i];
+    p.padBegin[i] = c->pads[i], p.padEnd[i] = c->pads[3 + i], p.dilation[i] = c->dilations[i];
+  }
+  return p;
 }
 
 void dtc::recordConvPlan(Operation *op, ConvAlgorithm algorithm) {
-  std::optional<Conv2dParams> p = cpuConvParams(op);
-  if (!p)
+  int64_t floats;
+  if (std::optional<Conv2dParams> p = cpuConvParams(op)) {
+    p->algorithm = algorithm;
+    floats = workspaceFloats(*p, passOf(op));
+  } else if (std::optional<Conv3dParams> p3 = cpuConv3dParams(op)) {
+    // 3-D convolutions have one algorithm, vol2col + sgemm, whose every
+    // pass needs the one column matrix.
+    algorithm = ConvAlgorithm::Gemm;
+    floats = dtcrt::cpu::conv3d_workspace(*p3);
+  } else {
     return;
-  p->algorithm = algorithm;
+  }
   Builder b(op->getContext());
   op->setAttr(attr::kConvAlgorithm, b.getStringAttr(dtcrt::cpu::conv_algorithm_name(algorithm)));
-  op->setAttr(attr::kWorkspaceBytes, b.getI64IntegerAttr(4 * workspaceFloats(*p, passOf(op))));
+  op->setAttr(attr::kWorkspaceBytes, b.getI64IntegerAttr(4 * floats));
 }
 
 std::optional<ConvAlgorithm> dtc::recordedConvAlgorithm(Operation *op) {
@@ -147,6 +176,8 @@ struct ChooseConvAlgorithmsPass
         return recordConvPlan(op, ConvAlgorithm::Gemm);
       if (std::optional<Conv2dParams> p = cpuConvParams(op))
         recordConvPlan(op, dtcrt::cpu::conv2d_choose_algorithm(*p, *passOf(op)));
+      else if (cpuConv3dParams(op))
+        recordConvPlan(op, ConvAlgorithm::Gemm);
     });
   }
 };

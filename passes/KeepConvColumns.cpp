@@ -33,10 +33,12 @@ ConvBackwardFilterOp findFilterGradient(ConvOp conv) {
   return {};
 }
 
-/// Only a convolution whose forward pass and filter gradient
-/// dtc-choose-conv-algorithms both gave im2col shares a column matrix.
+/// Only a 2-D convolution whose forward pass and filter gradient
+/// dtc-choose-conv-algorithms both gave im2col shares a column matrix (3-D
+/// ones build theirs per image, in their workspace).
 bool runsGemm(Operation *op) {
-  return recordedConvAlgorithm(op) == dtcrt::cpu::ConvAlgorithm::Gemm;
+  return tensorOf(op->getOperand(0)).getRank() == 4 &&
+         recordedConvAlgorithm(op) == dtcrt::cpu::ConvAlgorithm::Gemm;
 }
 
 struct KeepConvColumnsPass : dtc::impl::KeepConvColumnsBase<KeepConvColumnsPass> {

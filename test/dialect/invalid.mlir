@@ -69,8 +69,18 @@ func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
 
 // -----
 
+func.func @conv3d_strides(%x: tensor<1x3x8x8x8xf32>, %w: tensor<4x3x3x3x3xf32>) {
+  // expected-error@+2 {{expects 3 kernel sizes, strides and dilations and 6 pads for a 1x3x8x8x8 input}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>}
+      : (tensor<1x3x8x8x8xf32>, tensor<4x3x3x3x3xf32>) -> tensor<1x4x6x6x6xf32>
+  return
+}
+
+// -----
+
 func.func @conv_pads(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
-  // expected-error@+2 {{expects 2 kernel sizes, strides and dilations and 4 pads}}
+  // expected-error@+2 {{expects 2 kernel sizes, strides and dilations and 4 pads for a 1x3x8x8 input}}
   // expected-error@+1 {{failed to infer returned types}}
   %0 = dtc.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0>, dilations = array<i64: 1, 1>}
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>

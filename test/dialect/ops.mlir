@@ -92,6 +92,26 @@ func.func @linear_algebra(%x: tensor<64x784xf32>, %w: tensor<128x784xf32>, %b: t
   return
 }
 
+// 3-D (NCDHW): one kernel size, stride and dilation per spatial dimension,
+// the begin pads then the end pads.
+// CHECK-LABEL: func @volumes
+func.func @volumes(%x: tensor<2x3x8x8x8xf32>, %w: tensor<4x3x3x3x3xf32>,
+                   %t: tensor<4x2x2x2x2xf32>) {
+  // CHECK: dtc.conv {{.*}} -> tensor<2x4x4x4x4xf32>
+  %0 = dtc.conv %x, %w {strides = array<i64: 2, 2, 2>, pads = array<i64: 1, 1, 1, 1, 1, 1>, dilations = array<i64: 1, 1, 1>}
+      : (tensor<2x3x8x8x8xf32>, tensor<4x3x3x3x3xf32>) -> tensor<2x4x4x4x4xf32>
+  // CHECK: dtc.max_pool {{.*}} -> (tensor<2x4x3x2x2xf32>, tensor<2x4x3x2x2xi32>)
+  %1:2 = dtc.max_pool %0 {kernel_shape = array<i64: 2, 2, 2>, strides = array<i64: 1, 2, 2>, pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>}
+      : (tensor<2x4x4x4x4xf32>) -> (tensor<2x4x3x2x2xf32>, tensor<2x4x3x2x2xi32>)
+  // CHECK: dtc.average_pool {{.*}} -> tensor<2x4x2x2x2xf32>
+  %2 = dtc.average_pool %0 {kernel_shape = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>, pads = array<i64: 0, 0, 0, 0, 0, 0>}
+      : (tensor<2x4x4x4x4xf32>) -> tensor<2x4x2x2x2xf32>
+  // CHECK: dtc.conv_transpose {{.*}} -> tensor<2x2x4x4x4xf32>
+  %3 = dtc.conv_transpose %2, %t {strides = array<i64: 2, 2, 2>, pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>, output_padding = array<i64: 0, 0, 0>}
+      : (tensor<2x4x2x2x2xf32>, tensor<4x2x2x2x2xf32>) -> tensor<2x2x4x4x4xf32>
+  return
+}
+
 // CHECK-LABEL: func @conv_net
 func.func @conv_net(%x: tensor<64x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor<16xf32>,
                     %s: tensor<16xf32>) {
