@@ -516,6 +516,22 @@ template <typename T>
 void scatter_elements(const T* data, const int64_t* dataShape, const int64_t* indices,
                       const int64_t* idxShape, const T* updates, int rank, int axis, bool add,
                       T* y);
+// ScatterND (ScatterGatherND.cpp): y = data (dataShape, rank), then each of
+// the `tuples` k-tuples of indices ([tuples, k]; negative counts from the
+// end, out of range throws) names the slice data[i0, ..., ik-1, :, ...] of
+// dataShape[k:] elements, which is set to (None; a repeated tuple: the last
+// wins), added to (Add) or multiplied by (Mul) the matching slice of
+// updates. y may be data. T = every element type.
+enum class ScatterReduction : int { None = 0, Add = 1, Mul = 2 };
+template <typename T>
+void scatter_nd(const T* data, const int64_t* dataShape, int rank, const int64_t* indices,
+                int64_t tuples, int k, const T* updates, ScatterReduction reduction, T* y);
+// GatherND: y [tuples, slice] = the slices the k-tuples of indices name, each
+// in its batch: the first batchDims dimensions of data and indices are
+// shared, and the tuples are batch-major. T = every element type.
+template <typename T>
+void gather_nd(const T* data, const int64_t* dataShape, int rank, int batchDims,
+               const int64_t* indices, int64_t tuples, int k, T* y);
 // y = broadcast of x (xShape) to yShape (numpy rules).
 template <typename T>
 void expand(const T* x, const int64_t* xShape, int xRank, T* y, const int64_t* yShape,
