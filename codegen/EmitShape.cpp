@@ -1,13 +1,15 @@
 //===- EmitShape.cpp - C++ for the data-movement ops and ArgMax/ArgMin ---===//
 //
-// Transpose, Expand, Concat, Split, Slice, Gather, GatherElements and
-// ScatterElements (the last two CPU only), their gradients, and ArgMax/ArgMin.
+// Transpose, Expand, Concat, Split, Slice, Gather, GatherElements,
+// ScatterElements, ScatterND and GatherND (the last four CPU only), their
+// gradients, and ArgMax/ArgMin.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
 #include "dialect/ShapeHelpers.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -212,6 +214,50 @@ LogicalResult emitScatterElements(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// The number of k-tuples in ScatterND's or GatherND's indices [..., k].
+int64_t tupleCount(FunctionEmitter &fn, Value indices) {
+  return numElements(fn.dims(indices).drop_back());
+}
+
+/// ScatterND (CPU only; int64 indices; every element type): data copied,
+/// then the named slices set, added to or multiplied.
+LogicalResult emitScatterND(Operation *op, FunctionEmitter &fn) {
+  auto scatter = cast<ScatterNDOp>(op);
+  Value data = scatter.getData(), indices = scatter.getIndices();
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no ScatterND";
+  if (cppElementType(indices.getType()) != "int64_t")
+    return codegenError(op) << "scatter_nd indices must be int64";
+  std::string reduction = llvm::StringSwitch<std::string>(scatter.getReduction())
+                              .Case("add", "Add")
+                              .Case("mul", "Mul")
+                              .Default("None");
+  fn.kernel("scatter_nd", fn.ptr(data) + ", " + fn.shape(data) + ", " + num(fn.rank(data)) +
+                              ", " + fn.ptr(indices) + ", " +
+                              named("tuples", num(tupleCount(fn, indices))) + ", " +
+                              named("k", num(fn.dims(indices).back())) + ", " +
+                              fn.ptr(scatter.getUpdates()) + ", cpu::ScatterReduction::" +
+                              reduction + ", " + fn.ptr(scatter.getOutput()));
+  return success();
+}
+
+/// GatherND (CPU only; int64 indices; every element type).
+LogicalResult emitGatherND(Operation *op, FunctionEmitter &fn) {
+  auto gather = cast<GatherNDOp>(op);
+  Value data = gather.getData(), indices = gather.getIndices();
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no GatherND";
+  if (cppElementType(indices.getType()) != "int64_t")
+    return codegenError(op) << "gather_nd indices must be int64";
+  fn.kernel("gather_nd", fn.ptr(data) + ", " + fn.shape(data) + ", " + num(fn.rank(data)) +
+                             ", " + named("batchDims", num(gather.getBatchDims())) + ", " +
+                             fn.ptr(indices) + ", " +
+                             named("tuples", num(tupleCount(fn, indices))) + ", " +
+                             named("k", num(fn.dims(indices).back())) + ", " +
+                             fn.ptr(gather.getOutput()));
+  return success();
+}
+
 /// ArgMax/ArgMin: the input as [outer, n, inner] around the axis (CPU only).
 LogicalResult emitArgExtremum(Operation *op, FunctionEmitter &fn) {
   auto arg = cast<ArgExtremumOp>(op);
@@ -243,6 +289,8 @@ void populateShapeEmitters(OpEmitterTable &table) {
   table["dtc.gather_elements"] = emitGatherElements;
   table["dtc.gather_elements_grad"] = emitGatherElementsGrad;
   table["dtc.scatter_elements"] = emitScatterElements;
+  table["dtc.scatter_nd"] = emitScatterND;
+  table["dtc.gather_nd"] = emitGatherND;
   table["dtc.transpose"] = emitTranspose;
   table["dtc.expand"] = emitExpand;
   table["dtc.concat"] = emitConcat;

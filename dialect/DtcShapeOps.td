@@ -100,6 +100,34 @@ def Dtc_ScatterElementsOp : Dtc_InferredOp<"scatter_elements"> {
   let results = (outs Dtc_Tensor:$output);
 }
 
+def Dtc_ScatterNDOp : Dtc_InferredOp<"scatter_nd"> {
+  let summary = "data with the slices `indices` names set, added to or multiplied (ONNX ScatterND)";
+  let description = [{
+    indices is [..., k]: each of its k-tuples names a slice data[i0, ...,
+    ik-1, :, ...] (a negative index counts from the end); updates is
+    indices.shape[:-1] + data.shape[k:]. output = data, then each slice is
+    replaced by its update (`reduction` "none"; with a repeated tuple the
+    last one wins), or the update is added ("add") or multiplied ("mul").
+  }];
+  let arguments = (ins Dtc_Tensor:$data, Dtc_IndexTensor:$indices, Dtc_Tensor:$updates,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Dtc_Tensor:$output);
+}
+
+def Dtc_GatherNDOp : Dtc_InferredOp<"gather_nd"> {
+  let summary = "the slices of data that the last axis of `indices` names (ONNX GatherND)";
+  let description = [{
+    The first `batch_dims` dimensions of data and indices are batch
+    dimensions they share; each k-tuple of the last axis of indices names
+    the slice data[batch..., i0, ..., ik-1, :, ...] of its batch (a negative
+    index counts from the end). The output is indices.shape[:-1] +
+    data.shape[batch_dims + k:].
+  }];
+  let arguments = (ins Dtc_Tensor:$data, Dtc_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs Dtc_Tensor:$output);
+}
+
 def Dtc_ExpandOp : Dtc_InferredOp<"expand"> {
   let summary = "broadcasts to a static shape (ONNX Expand)";
   let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$shape);

@@ -245,6 +245,65 @@ LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<L
   return success();
 }
 
+/// The k of ScatterND's and GatherND's indices [..., k], checked against
+/// data's rank past the batch dimensions; an error naming `op` otherwise.
+static FailureOr<int64_t> tupleLength(std::optional<Location> loc, StringRef op,
+                                      RankedTensorType data, RankedTensorType indices,
+                                      int64_t batchDims) {
+  if (indices.getRank() < 1 || batchDims < 0 || batchDims >= indices.getRank() ||
+      batchDims >= data.getRank())
+    return inferenceError(loc, "dtc." + op + ": indices " + formatShape(indices.getShape()) +
+                                   " need rank >= 1, and batch_dims fewer dimensions than "
+                                   "indices and data");
+  int64_t k = indices.getShape().back();
+  if (k < 1 || batchDims + k > data.getRank())
+    return inferenceError(loc, "dtc." + op + ": the last axis of indices " +
+                                   formatShape(indices.getShape()) +
+                                   " must be between 1 and the rank of data " +
+                                   formatShape(data.getShape()));
+  if (data.getShape().take_front(batchDims) != indices.getShape().take_front(batchDims))
+    return inferenceError(loc, "dtc." + op + ": data and indices differ in their batch "
+                                             "dimensions");
+  return k;
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType data = tensorOf(adaptor.getData());
+  RankedTensorType indices = tensorOf(adaptor.getIndices());
+  RankedTensorType updates = tensorOf(adaptor.getUpdates());
+  FailureOr<int64_t> k = tupleLength(loc, "scatter_nd", data, indices, 0);
+  if (failed(k))
+    return failure();
+  StringRef reduction = adaptor.getReduction();
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return inferenceError(loc, "dtc.scatter_nd: reduction must be none, add or mul, got '" +
+                                   reduction + "'");
+  Shape expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(*k));
+  if (updates.getShape() != ArrayRef<int64_t>(expected) ||
+      updates.getElementType() != data.getElementType())
+    return inferenceError(loc, "dtc.scatter_nd: updates must be " + formatShape(expected) +
+                                   " of data's element type, got " +
+                                   formatShape(updates.getShape()));
+  types.push_back(data);
+  return success();
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType data = tensorOf(adaptor.getData());
+  RankedTensorType indices = tensorOf(adaptor.getIndices());
+  int64_t batchDims = adaptor.getBatchDims();
+  FailureOr<int64_t> k = tupleLength(loc, "gather_nd", data, indices, batchDims);
+  if (failed(k))
+    return failure();
+  Shape result(indices.getShape().drop_back());
+  llvm::append_range(result, data.getShape().drop_front(batchDims + *k));
+  types.push_back(data.clone(result));
+  return success();
+}
+
 LogicalResult ExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType input = tensorOf(adaptor.getInput());

@@ -125,9 +125,55 @@ LogicalResult vjp(ScatterElementsOp op, OpBuilder &b, ValueRange dys, SmallVecto
   return success();
 }
 
+/// Zeros of `type` (a float tensor type), as a constant.
+static Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {
+  return b.create<ConstantOp>(
+      loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+}
+
+/// ScatterND: with reduction none, data's gradient is dy where no update
+/// landed and the updates' is dy gathered at their slices; with add, data's
+/// is all of dy. None for the indices, none on integers; mul (the product
+/// of the data and every update of a slice) has no gradient.
+LogicalResult vjp(ScatterNDOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  RankedTensorType updates = tensorOf(op.getUpdates());
+  if (!llvm::isa<FloatType>(updates.getElementType())) {
+    dxs.assign({Value(), Value(), Value()});
+    return success();
+  }
+  if (op.getReduction() == "mul")
+    return op.emitOpError("ScatterND with reduction mul is not differentiable in dtc");
+  Value dData = dys[0];
+  if (op.getReduction() == "none")
+    dData = b.create<ScatterNDOp>(loc, dys[0], op.getIndices(), zerosOf(b, loc, updates),
+                                  op.getReductionAttr());
+  Value dUpdates = b.create<GatherNDOp>(loc, dys[0], op.getIndices(), b.getI64IntegerAttr(0));
+  dxs.assign({dData, Value(), dUpdates});
+  return success();
+}
+
+/// GatherND: dy scatter-added into zeros of data's shape; none for the
+/// indices. Only without batch dimensions.
+LogicalResult vjp(GatherNDOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  RankedTensorType data = tensorOf(op.getData());
+  if (!llvm::isa<FloatType>(data.getElementType())) {
+    dxs.assign({Value(), Value()});
+    return success();
+  }
+  if (op.getBatchDims() != 0)
+    return op.emitOpError("GatherND with batch_dims is not differentiable in dtc");
+  Location loc = op.getLoc();
+  dxs.assign({b.create<ScatterNDOp>(loc, zerosOf(b, loc, data), op.getIndices(), dys[0],
+                                    b.getStringAttr("add")),
+              Value()});
+  return success();
+}
+
 void attachShapeVJPs(MLIRContext *context) {
   attachVJPs<FlattenOp, ReshapeOp, SqueezeOp, UnsqueezeOp, TransposeOp, ExpandOp, ConcatOp, SplitOp,
-             SliceOp, GatherOp, GatherElementsOp, ScatterElementsOp>(context);
+             SliceOp, GatherOp, GatherElementsOp, ScatterElementsOp, ScatterNDOp,
+             GatherNDOp>(context);
 }
 
 } // namespace dtc

@@ -368,10 +368,11 @@ FoldStatus Folder::floatBinary(const std::string &op) {
 /// ScatterND without reduction: a copy of the data with the slices that
 /// `indices` (its last axis indexes the data's leading axes) names replaced
 /// by `updates` (PyTorch's index assignment on a constant, e.g. Swin's mask).
+/// With a reduction it is a run-time dtc.scatter_nd.
 FoldStatus Folder::scatterND() {
   const HostTensor &data = *in[0], &indices = *in[1], &updates = *in[2];
   if (attrString(node, "reduction", "none") != "none")
-    return fail("only reduction 'none' is supported");
+    return FoldStatus::NotFoldable;
   if (indices.shape.empty() || updates.dtype != data.dtype)
     return fail("indices must have rank >= 1 and updates the data's type");
   const int64_t k = indices.shape.back();

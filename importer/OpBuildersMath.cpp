@@ -331,7 +331,7 @@ void populateMathBuilders(BuilderTable &table) {
   table["Xor"] = buildLogical<LogicalKind::xor_>;
   table["Not"] = buildNot;
   table["CumSum"] = buildCumSum;
-  for (const char *op : {"Shape", "Size", "Range", "ConstantOfShape", "ScatterND"})
+  for (const char *op : {"Shape", "Size", "Range", "ConstantOfShape"})
     table[op] = buildHostOnly;
 }
 

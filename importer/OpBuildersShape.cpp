@@ -1,7 +1,8 @@
 //===- OpBuildersShape.cpp - data-movement ONNX ops -> dtc -----------------===//
 //
 // Constant, Flatten, Reshape, Transpose, Concat, Slice, Gather,
-// GatherElements, ScatterElements, Squeeze, Unsqueeze, Split and Expand. Their shape operands
+// GatherElements, ScatterElements, ScatterND, GatherND, Squeeze, Unsqueeze, Split and
+// Expand. Their shape operands
 // (Reshape's shape, Slice's starts, the axes inputs of opset 13+) must be compile-time constants;
 // they become attributes of the dtc ops.
 //
@@ -219,6 +220,42 @@ static LogicalResult buildScatterElements(NodeContext &nc) {
                                                  nc.b.getBoolAttr(reduction == "add")));
 }
 
+/// Input `i` as int64 indices (int32 ones are cast).
+static Value int64Indices(NodeContext &nc, int i) {
+  Value indices = nc.input(i, nc.b.getI64Type());
+  if (!indices || typeOfValue(indices).getElementType().isInteger(64))
+    return indices;
+  auto cast = nc.create<CastOp>(1, indices, TypeAttr::get(nc.b.getI64Type()));
+  return cast ? cast.getResult() : Value();
+}
+
+/// ScatterND at run time (all-constant inputs without a reduction fold on
+/// the host first): reduction none, add or mul; max and min are refused.
+static LogicalResult buildScatterND(NodeContext &nc) {
+  Value data = nc.input(0);
+  Value indices = data ? int64Indices(nc, 1) : Value();
+  Value updates = indices ? nc.inputMatching(2, data) : Value();
+  if (!updates)
+    return failure();
+  std::string reduction = attrString(nc.node, "reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return nc.error() << "reduction '" << reduction
+                      << "' is not supported; dtc supports none, add and mul",
+           failure();
+  return finish(nc, nc.create<ScatterNDOp>(1, data, indices, updates,
+                                           nc.b.getStringAttr(reduction)));
+}
+
+/// GatherND, with batch_dims.
+static LogicalResult buildGatherND(NodeContext &nc) {
+  Value data = nc.input(0);
+  Value indices = data ? int64Indices(nc, 1) : Value();
+  if (!indices)
+    return failure();
+  IntegerAttr batchDims = nc.b.getI64IntegerAttr(attrInt(nc.node, "batch_dims", 0));
+  return finish(nc, nc.create<GatherNDOp>(1, data, indices, batchDims));
+}
+
 static LogicalResult buildSqueeze(NodeContext &nc) {
   Value x = nc.input(0);
   if (!x)
@@ -315,6 +352,8 @@ void populateShapeBuilders(BuilderTable &table) {
   table["Gather"] = buildGather;
   table["GatherElements"] = buildGatherElements;
   table["ScatterElements"] = buildScatterElements;
+  table["ScatterND"] = buildScatterND;
+  table["GatherND"] = buildGatherND;
   table["Squeeze"] = buildSqueeze;
   table["Unsqueeze"] = buildUnsqueeze;
   table["Split"] = buildSplit;

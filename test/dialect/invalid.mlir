@@ -379,3 +379,21 @@ func.func @conv_transpose_group(%x: tensor<1x3x4x4xf32>, %w: tensor<3x2x3x3xf32>
   %0 = dtc.conv_transpose %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, group = 2 : i64} : (tensor<1x3x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x4x6x6xf32>
   return
 }
+
+// -----
+
+func.func @scatter_nd_updates(%d: tensor<4x4x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) {
+  // expected-error@+2 {{dtc.scatter_nd: updates must be 2x4x4 of data's element type, got 2x4}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.scatter_nd %d, %i, %u : (tensor<4x4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_nd_tuple(%d: tensor<4x4xf32>, %i: tensor<2x3xi64>) {
+  // expected-error@+2 {{dtc.gather_nd: the last axis of indices 2x3 must be between 1 and the rank of data 4x4}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.gather_nd %d, %i : (tensor<4x4xf32>, tensor<2x3xi64>) -> tensor<2xf32>
+  return
+}

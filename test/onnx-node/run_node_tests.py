@@ -58,11 +58,11 @@ SUPPORTED_OPS = {
     "SoftmaxCrossEntropyLoss", "InstanceNormalization", "Tile", "ReduceSumSquare", "ReduceL2",
     "ReduceL1", "Trilu", "ArgMax", "ArgMin", "GatherElements",
     "ReduceMax", "ReduceMin", "NegativeLogLikelihoodLoss", "CumSum", "ScatterElements", "LRN", "Einsum",
-    "ReduceLogSum",
+    "ReduceLogSum", "ScatterND", "GatherND",
     "Pad", "Resize", "ConvTranspose",
     "LSTM", "GRU", "RNN",
     # folded at compile time (shapes are static)
-    "Shape", "Size", "Range", "ConstantOfShape", "Mod", "ScatterND",
+    "Shape", "Size", "Range", "ConstantOfShape", "Mod",
 }
 
 # Float tolerance. dtc's kernels compute in float32 with vectorized
