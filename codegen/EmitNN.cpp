@@ -81,6 +81,17 @@ LogicalResult emitMatMul(Operation *op, FunctionEmitter &fn) {
           fn.ptr(b) + ", " + fn.shape(bShape) + ", " + named("bRank", num(bShape.size())) +
           ", " + named("transB", "false") + ", " + fn.ptr(y) + ", " + fn.shape(yShape) +
           ", " + named("cRank", num(yShape.size()));
+  if (cppElementType(a.getType()) == "double") {
+    // Inference programs' float64 products (MatMul, Einsum): CPU only.
+    if (fn.cuda())
+      return codegenError(op) << "the CUDA kernels have no float64 matrix product";
+    fn.kernel("batched_matmul", operands);
+    return success();
+  }
+  if (cppElementType(a.getType()) != "float" && !isBf16(a))
+    return codegenError(op) << "the kernels multiply float32, bfloat16 (--precision=bf16) or "
+                               "float64 matrices, not "
+                            << a.getType();
   if (isBf16(a))
     fn.bf16Kernel("batched_matmul_bf16", operands,
                   "batched_matmul_bf16_workspace(" + fn.shape(aShape) + ", " +
@@ -604,8 +615,13 @@ template <typename OpT>
 LogicalResult emitReduce(Operation *op, FunctionEmitter &fn) {
   auto reduce = cast<OpT>(op);
   Value x = reduce.getInput(), y = reduce.getOutput();
-  if (cppElementType(x.getType()) != "float")
-    return codegenError(op) << "the CPU kernels support only float32 reductions, got "
+  StringRef type = cppElementType(x.getType());
+  // ReduceSum also sums float64, int64 and int32 values on the CPU.
+  bool otherSum = std::is_same_v<OpT, ReduceSumOp> && !fn.cuda() &&
+                  (type == "double" || type == "int64_t" || type == "int32_t");
+  if (type != "float" && !otherSum)
+    return codegenError(op) << "the kernels support float32 reductions (and float64, int64 "
+                               "and int32 sums on the CPU), got "
                             << x.getType();
   Shape kept(fn.dims(x));
   if (reduce.getAxes().empty())

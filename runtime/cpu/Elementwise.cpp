@@ -284,31 +284,53 @@ void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, fl
 // ---------------------------------------------------------------------------
 // reduce_to_shape, where
 // ---------------------------------------------------------------------------
-void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, float* dx,
-                     const int64_t* inShape, int inRank) {
+namespace {
+
+template <typename T>
+void reduceToShape(const T* dy, const int64_t* outShape, int outRank, T* dx,
+                   const int64_t* inShape, int inRank) {
   const int64_t nIn = numElements(inShape, inRank);
   const int64_t nOut = numElements(outShape, outRank);
   if (nIn == nOut) {  // nothing was broadcast (shapes may differ by 1s)
-    copy(dy, dx, nIn);
+    std::copy_n(dy, nIn, dx);
     return;
   }
-  fill(dx, nIn, 0.0f);
+  std::fill_n(dx, nIn, T(0));
   const int64_t* shapes[1] = {inShape};
   int ranks[1] = {inRank};
   BroadcastPlan plan;
   if (!makeBroadcastPlan("reduce_to_shape", outShape, outRank, 1, shapes, ranks, plan)) return;
   const int64_t s = plan.strides[0][plan.rank - 1];
   forEachRun(plan, 1, [&](const int64_t* off, int64_t out, int64_t len) {
-    const float* src = dy + out;
-    float* dst = dx + off[0];
+    const T* src = dy + out;
+    T* dst = dx + off[0];
     if (s != 0) {
       DTCRT_SIMD for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
     } else {
-      float acc = 0.0f;
+      T acc = 0;
       DTCRT_SIMD_SUM(acc) for (int64_t i = 0; i < len; ++i) acc += src[i];
       *dst += acc;
     }
   });
+}
+
+}  // namespace
+
+void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, float* dx,
+                     const int64_t* inShape, int inRank) {
+  reduceToShape(dy, outShape, outRank, dx, inShape, inRank);
+}
+void reduce_to_shape(const double* dy, const int64_t* outShape, int outRank, double* dx,
+                     const int64_t* inShape, int inRank) {
+  reduceToShape(dy, outShape, outRank, dx, inShape, inRank);
+}
+void reduce_to_shape(const int64_t* dy, const int64_t* outShape, int outRank, int64_t* dx,
+                     const int64_t* inShape, int inRank) {
+  reduceToShape(dy, outShape, outRank, dx, inShape, inRank);
+}
+void reduce_to_shape(const int32_t* dy, const int64_t* outShape, int outRank, int32_t* dx,
+                     const int64_t* inShape, int inRank) {
+  reduceToShape(dy, outShape, outRank, dx, inShape, inRank);
 }
 
 template <typename T>

@@ -1,6 +1,7 @@
-// GEMM family: sgemm wrapper over OpenBLAS, batched matmul with numpy batch
-// broadcasting (and summing into a broadcast output for backward), bias add
-// and bias gradient, and the OpenBLAS thread-count wrapper.
+// GEMM family: sgemm (and dgemm) wrappers over OpenBLAS, batched matmul
+// (float32 and float64) with numpy batch broadcasting (and summing into a
+// broadcast output for backward), bias add and bias gradient, and the
+// OpenBLAS thread-count wrapper.
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
 
@@ -40,9 +41,27 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
               (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 }
 
-void batched_matmul(const float* A, const int64_t* aShape, int aRank, bool transA,
-                    const float* B, const int64_t* bShape, int bRank, bool transB, float* C,
-                    const int64_t* cShape, int cRank, float alpha, float beta) {
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
+          const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
+          int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // empty product: C = beta*C (beta = 0 must not read C)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0 ? 0.0 : beta * C[i * ldc + j];
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
+              (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
+
+namespace {
+
+// batched_matmul for T = float (sgemm) and double (dgemm).
+template <typename T>
+void batchedMatmul(const T* A, const int64_t* aShape, int aRank, bool transA, const T* B,
+                   const int64_t* bShape, int bRank, bool transB, T* C, const int64_t* cShape,
+                   int cRank, T alpha, T beta) {
   if (aRank < 2 || bRank < 2 || cRank < 2)
     fail("batched_matmul", "operands need rank >= 2 (got %d, %d, %d)", aRank, bRank, cRank);
   const int64_t aRows = aShape[aRank - 2], aCols = aShape[aRank - 1];
@@ -105,7 +124,7 @@ void batched_matmul(const float* A, const int64_t* aShape, int aRank, bool trans
   for (int64_t i = 0; i < batch; ++i) {
     bool first = true;
     for (int d = 0; d < batchRank; ++d) first &= sc[d] != 0 || idx[d] == 0;
-    gemm(transA, transB, M, N, K, alpha, A + oa, lda, B + ob, ldb, first ? beta : 1.0f, C + oc,
+    gemm(transA, transB, M, N, K, alpha, A + oa, lda, B + ob, ldb, first ? beta : T(1), C + oc,
          ldc);
     for (int d = batchRank - 1; d >= 0; --d) {
       if (++idx[d] < bs[d]) {
@@ -116,6 +135,21 @@ void batched_matmul(const float* A, const int64_t* aShape, int aRank, bool trans
       oa -= sa[d] * (bs[d] - 1); ob -= sb[d] * (bs[d] - 1); oc -= sc[d] * (bs[d] - 1);
     }
   }
+}
+
+}  // namespace
+
+void batched_matmul(const float* A, const int64_t* aShape, int aRank, bool transA,
+                    const float* B, const int64_t* bShape, int bRank, bool transB, float* C,
+                    const int64_t* cShape, int cRank, float alpha, float beta) {
+  batchedMatmul(A, aShape, aRank, transA, B, bShape, bRank, transB, C, cShape, cRank, alpha,
+                beta);
+}
+void batched_matmul(const double* A, const int64_t* aShape, int aRank, bool transA,
+                    const double* B, const int64_t* bShape, int bRank, bool transB, double* C,
+                    const int64_t* cShape, int cRank, double alpha, double beta) {
+  batchedMatmul(A, aShape, aRank, transA, B, bShape, bRank, transB, C, cShape, cRank, alpha,
+                beta);
 }
 
 void add_bias_rows(float* Y, const float* bias, int64_t M, int64_t N) {

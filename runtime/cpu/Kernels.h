@@ -158,6 +158,14 @@ void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, fl
 // elements that operand element j was broadcast to. dx is overwritten.
 void reduce_to_shape(const float* dy, const int64_t* outShape, int outRank, float* dx,
                      const int64_t* inShape, int inRank);
+// The same on float64 and on int64/int32 (integer sums wrap), for ReduceSum
+// in inference programs.
+void reduce_to_shape(const double* dy, const int64_t* outShape, int outRank, double* dx,
+                     const int64_t* inShape, int inRank);
+void reduce_to_shape(const int64_t* dy, const int64_t* outShape, int outRank, int64_t* dx,
+                     const int64_t* inShape, int inRank);
+void reduce_to_shape(const int32_t* dy, const int64_t* outShape, int outRank, int32_t* dx,
+                     const int64_t* inShape, int inRank);
 
 // y = cond != 0 ? x : z, all three broadcast to yShape. cond is uint8/bool.
 // (T = every element type: float, double, Float16, the integers, bools.)
@@ -233,6 +241,13 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
 void batched_matmul(const float* A, const int64_t* aShape, int aRank, bool transA,
                     const float* B, const int64_t* bShape, int bRank, bool transB, float* C,
                     const int64_t* cShape, int cRank, float alpha = 1.0f, float beta = 0.0f);
+// The same in float64 (dgemm), for MatMul and Einsum in inference programs.
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
+          const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
+          int64_t ldc);
+void batched_matmul(const double* A, const int64_t* aShape, int aRank, bool transA,
+                    const double* B, const int64_t* bShape, int bRank, bool transB, double* C,
+                    const int64_t* cShape, int cRank, double alpha = 1.0, double beta = 0.0);
 
 // Y[i, j] += bias[j] for an MxN row-major Y.
 void add_bias_rows(float* Y, const float* bias, int64_t M, int64_t N);

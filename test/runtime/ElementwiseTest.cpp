@@ -325,6 +325,24 @@ TEST(Dropout, EdgeRatios) {
   EXPECT_EQ(m, (std::vector<uint8_t>{0, 0, 0}));
 }
 
+// Sums of float64, int64 and int32 values (ReduceSum in inference programs).
+TEST(ReduceToShape, OtherElementTypes) {
+  const Shape y = {2, 3}, rows = {2, 1};
+  const std::vector<double> d = {1e16, 2, 2, 2, 3, 4};  // float32 would lose the 4
+  std::vector<double> dr(2);
+  k::reduce_to_shape(d.data(), y.data(), 2, dr.data(), rows.data(), 2);
+  EXPECT_EQ(dr, (std::vector<double>{1e16 + 4, 9}));
+  const std::vector<int64_t> i = {int64_t(1) << 40, 1, 1, 2, 3, 4};
+  std::vector<int64_t> ir(2);
+  k::reduce_to_shape(i.data(), y.data(), 2, ir.data(), rows.data(), 2);
+  EXPECT_EQ(ir, (std::vector<int64_t>{(int64_t(1) << 40) + 2, 9}));
+  const std::vector<int32_t> j = {1, 2, 3, 4, 5, 6};
+  std::vector<int32_t> jr(3);
+  const Shape cols = {1, 3};
+  k::reduce_to_shape(j.data(), y.data(), 2, jr.data(), cols.data(), 2);
+  EXPECT_EQ(jr, (std::vector<int32_t>{5, 7, 9}));
+}
+
 // ---------------------------------------------------------------------------
 // reduce_to_shape, where
 // ---------------------------------------------------------------------------

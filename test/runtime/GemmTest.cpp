@@ -127,6 +127,31 @@ TEST(BatchedMatmul, Cases) {
   }
 }
 
+// The float64 version (MatMul and Einsum in inference programs) against
+// the float32 one on values both represent exactly, and its precision.
+TEST(BatchedMatmul, Float64) {
+  for (const auto& c : kBmmCases) {
+    Rng rng(23);
+    const int ra = (int)c.a.size(), rb = (int)c.b.size(), rc = (int)c.c.size();
+    Vec a = rng.vec(numel(c.a)), b = rng.vec(numel(c.b));
+    for (float& v : a) v = std::round(v * 8.0f) / 8.0f;  // exact products and sums
+    for (float& v : b) v = std::round(v * 8.0f) / 8.0f;
+    Vec c32((size_t)numel(c.c));
+    k::batched_matmul(a.data(), c.a.data(), ra, c.ta, b.data(), c.b.data(), rb, c.tb, c32.data(),
+                      c.c.data(), rc);
+    std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end()), c64(c32.size(), 7.0);
+    k::batched_matmul(a64.data(), c.a.data(), ra, c.ta, b64.data(), c.b.data(), rb, c.tb,
+                      c64.data(), c.c.data(), rc);
+    for (size_t i = 0; i < c64.size(); ++i) EXPECT_EQ(c64[i], (double)c32[i]) << c.what;
+  }
+  // 1 + 1e-12 survives in float64.
+  const std::vector<double> a = {1.0, 1e-12}, b = {1.0, 1.0};
+  const Shape sa = {1, 2}, sb = {2, 1}, sc = {1, 1};
+  double y = 0;
+  k::batched_matmul(a.data(), sa.data(), 2, false, b.data(), sb.data(), 2, false, &y, sc.data(), 2);
+  EXPECT_EQ(y, 1.0 + 1e-12);
+}
+
 TEST(BatchedMatmul, BackwardByFiniteDifferences) {
   // y = Q K^T with Q [2,3,5,4], K [3,7,4] (broadcast over dim 0).
   Rng rng(22);
