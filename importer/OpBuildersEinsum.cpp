@@ -1,8 +1,10 @@
 //===- OpBuildersEinsum.cpp - Einsum -> transpose, reduce_sum, matmul ----===//
 //
-// Einsum with one or two operands whose letters each appear at most once per
-// operand (no diagonals, no ellipsis): the forms models use ('bij,bjk->bik',
-// 'bhqd,bhkd->bhqk', 'ij,jk', 'ij->ji', 'i,i'). Letters only one operand has
+// Einsum with one or two operands: the forms models use ('bij,bjk->bik',
+// 'bhqd,bhkd->bhqk', 'ij,jk', 'ij->ji', 'i,i'). An ellipsis stands for
+// letters the equation leaves free (of one size in every operand: no
+// broadcasting); a letter an operand repeats takes that operand's diagonal
+// first (a transpose, a reshape and a strided slice). Letters only one operand has
 // and the output lacks are summed out first (reduce_sum); the two operands
 // are then transposed and reshaped to [batch, M, K] and [batch, K, N] (batch:
 // letters of both operands and the output; K: of both, not the output) for
@@ -78,6 +80,88 @@ Term lettersIn(const Term &term, const std::string &other, bool in = true) {
   return out;
 }
 
+/// Replaces each operand's "..." by letters the equation does not use, the
+/// same ones for the same (right-aligned) dimensions of every operand, and
+/// the output's by all of them; an implicit output gets them first. Returns
+/// the letters (empty without an ellipsis), or an error message in `why`.
+std::string expandEllipsis(SmallVectorImpl<Term> &inputs, Term &output, bool implicitOutput,
+                           ArrayRef<int64_t> ranks, const std::string &equation,
+                           std::string &why) {
+  int64_t widest = 0;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (size_t at = inputs[k].find("..."); at != std::string::npos)
+      widest = std::max<int64_t>(widest, ranks[k] - int64_t(inputs[k].size() - 3));
+  std::string fresh;
+  for (char c : std::string("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"))
+    if (int64_t(fresh.size()) < widest && equation.find(c) == std::string::npos)
+      fresh.push_back(c);
+  if (int64_t(fresh.size()) < widest) {
+    why = "the ellipsis needs more letters than the equation leaves";
+    return "";
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    size_t at = inputs[k].find("...");
+    if (at == std::string::npos)
+      continue;
+    int64_t covered = ranks[k] - int64_t(inputs[k].size() - 3);
+    if (covered < 0) {
+      why = "operand " + std::to_string(k) + " has fewer dimensions than letters";
+      return "";
+    }
+    inputs[k].replace(at, 3, fresh.substr(fresh.size() - covered));
+  }
+  if (!implicitOutput) {
+    if (size_t at = output.find("..."); at != std::string::npos)
+      output.replace(at, 3, fresh);
+  } else {
+    output = fresh + output;
+  }
+  return fresh;
+}
+
+/// Takes the diagonal of every letter `term` repeats: `x`'s two dimensions
+/// of that letter (of one size) are moved last, flattened, and sliced with a
+/// step of size + 1, leaving the letter once, last. Updates term.
+Value takeDiagonals(NodeContext &nc, Value x, Term &term) {
+  for (size_t i = 0; x && i < term.size(); ++i) {
+    size_t j = term.find(term[i], i + 1);
+    if (j == std::string::npos)
+      continue;
+    ArrayRef<int64_t> dims = typeOf(x).getShape();
+    if (dims[i] != dims[j]) {
+      nc.error() << "letter '" << term[i] << "' repeats in an operand over dimensions of sizes "
+                 << dims[i] << " and " << dims[j];
+      return Value();
+    }
+    int64_t n = dims[i];
+    Term rest;
+    SmallVector<int64_t> shape;
+    for (size_t d = 0; d < term.size(); ++d)
+      if (d != i && d != j) {
+        rest.push_back(term[d]);
+        shape.push_back(dims[d]);
+      }
+    SmallVector<int64_t> perm;
+    for (size_t d = 0; d < term.size(); ++d)
+      if (d != i && d != j)
+        perm.push_back(int64_t(d));
+    perm.append({int64_t(i), int64_t(j)});
+    if (!llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+      x = make<TransposeOp>(nc, x, nc.b.getDenseI64ArrayAttr(perm));
+    shape.push_back(n * n);
+    x = reshape(nc, x, shape);
+    int64_t last = int64_t(shape.size()) - 1;
+    x = x ? make<SliceOp>(nc, x, nc.b.getDenseI64ArrayAttr({0}),
+                          nc.b.getDenseI64ArrayAttr({n * n}),
+                          nc.b.getDenseI64ArrayAttr({last}),
+                          nc.b.getDenseI64ArrayAttr({n + 1}))
+          : Value();
+    term = rest + term[i];
+    i = size_t(-1);  // start over: the letters moved
+  }
+  return x;
+}
+
 } // namespace
 
 static LogicalResult buildEinsum(NodeContext &nc) {
@@ -92,36 +176,19 @@ static LogicalResult buildEinsum(NodeContext &nc) {
     inputs.push_back(part.str());
   auto refuse = [&](StringRef why) {
     nc.error() << "equation '" << equation << "': " << why
-               << "; dtc supports one or two operands, each letter at most once per operand";
+               << "; dtc supports one or two operands";
     return failure();
   };
   if (inputs.size() != size_t(nc.node.input_size()) || inputs.size() > 2)
     return refuse("not one or two operands matching the node's inputs");
-  // Each letter's size, checked across operands.
-  llvm::StringMap<int64_t> sizes;
   SmallVector<Value> values;
+  SmallVector<int64_t> ranks;
   for (int k = 0; k < int(inputs.size()); ++k) {
     Value v = nc.input(k);
     if (!v)
       return failure();
     values.push_back(v);
-    ArrayRef<int64_t> dims = typeOf(v).getShape();
-    const Term &term = inputs[k];
-    for (char c : term)
-      if (!std::isalpha(static_cast<unsigned char>(c)))
-        return refuse("'" + std::string(1, c) + "' is not a letter (no ellipsis)");
-    if (term.size() != dims.size())
-      return refuse("operand " + std::to_string(k) + " has rank " + std::to_string(dims.size()) +
-                    ", not " + std::to_string(term.size()));
-    for (size_t i = 0; i < term.size(); ++i) {
-      char c = term[i];
-      if (term.find(c, i + 1) != std::string::npos)
-        return refuse("letter '" + std::string(1, c) + "' repeats in an operand (a diagonal)");
-      auto [it, fresh] = sizes.try_emplace(StringRef(&c, 1), dims[i]);
-      if (!fresh && it->second != dims[i])
-        return refuse("letter '" + std::string(1, c) + "' has sizes " + std::to_string(it->second) +
-                      " and " + std::to_string(dims[i]));
-    }
+    ranks.push_back(typeOf(v).getRank());
   }
   Term output;
   if (arrow != std::string::npos) {
@@ -129,8 +196,40 @@ static LogicalResult buildEinsum(NodeContext &nc) {
   } else { // implicit: the letters that appear once, alphabetically
     std::string all = llvm::join(inputs, "");
     for (char c = 'A'; c <= 'z'; ++c)
-      if (llvm::count(all, c) == 1)
+      if (std::isalpha(static_cast<unsigned char>(c)) && llvm::count(all, c) == 1)
         output.push_back(c);
+  }
+  std::string why;
+  std::string ellipsis =
+      expandEllipsis(inputs, output, arrow == std::string::npos, ranks, equation, why);
+  if (!why.empty())
+    return refuse(why);
+  // Repeated letters within an operand: its diagonals.
+  for (int k = 0; k < int(inputs.size()); ++k) {
+    for (char c : inputs[k])
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        return refuse("'" + std::string(1, c) + "' is not a letter or an ellipsis");
+    if (inputs[k].size() != size_t(ranks[k]))
+      return refuse("operand " + std::to_string(k) + " has rank " + std::to_string(ranks[k]) +
+                    ", not " + std::to_string(inputs[k].size()));
+    if (!(values[k] = takeDiagonals(nc, values[k], inputs[k])))
+      return failure();
+  }
+  // Each letter's size, checked across operands.
+  llvm::StringMap<int64_t> sizes;
+  for (int k = 0; k < int(inputs.size()); ++k) {
+    ArrayRef<int64_t> dims = typeOf(values[k]).getShape();
+    const Term &term = inputs[k];
+    for (size_t i = 0; i < term.size(); ++i) {
+      char c = term[i];
+      auto [it, fresh] = sizes.try_emplace(StringRef(&c, 1), dims[i]);
+      if (!fresh && it->second != dims[i])
+        return refuse((ellipsis.find(c) != std::string::npos
+                           ? std::string("an ellipsis dimension")
+                           : "letter '" + std::string(1, c) + "'") +
+                      " has sizes " + std::to_string(it->second) + " and " +
+                      std::to_string(dims[i]) + " (no broadcasting)");
+    }
   }
   for (size_t i = 0; i < output.size(); ++i)
     if (!sizes.count(StringRef(&output[i], 1)) ||
