@@ -34,11 +34,15 @@ LogicalResult requireFloat32(Operation *op, Value v) {
 LogicalResult emitPad(Operation *op, FunctionEmitter &fn) {
   auto pad = cast<PadOp>(op);
   Value x = pad.getInput();
-  if (failed(requireFloat32(op, x)))
+  double value = pad.getValue().convertToDouble();
+  // The CPU kernel pads every element type (inference programs); CUDA's float32.
+  if (fn.cuda() && failed(requireFloat32(op, x)))
     return failure();
+  if (tensorOf(x).getElementType().isBF16() && value != 0.0)
+    return codegenError(op) << "bfloat16 tensors are padded with 0 only, not " << value;
   fn.kernel("pad", fn.ptr(x) + ", " + fn.shape(x) + ", " + num(fn.rank(x)) + ", " +
                        fn.shape(pad.getPads()) + ", " + padMode(pad.getMode()) + ", " +
-                       floatLiteral(pad.getValue().convertToDouble()) + ", " +
+                       (fn.cuda() ? floatLiteral(value) : float64Literal(value)) + ", " +
                        fn.ptr(pad.getOutput()));
   return success();
 }

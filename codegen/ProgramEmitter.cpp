@@ -149,12 +149,12 @@ const OpEmitterTable &emitterTable() {
 
 /// Whether `op`'s emitter takes tensors of every element type: the CPU's
 /// templated kernels (arithmetic, comparisons, Where, data movement, CumSum,
-/// ScatterND/GatherND, the float64 MatMul and ReduceSum, which check the
-/// types themselves) and its cast kernel.
+/// ScatterND/GatherND, Pad, the float64 MatMul and ReduceSum, which check
+/// the types themselves) and its cast kernel.
 bool takesEveryElementType(Operation *op) {
   return isa<CastOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, ModOp, CompareOp,
              WhereOp, TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, GatherOp, CumSumOp,
-             ScatterNDOp, GatherNDOp, MatMulOp, ReduceSumOp>(op);
+             ScatterNDOp, GatherNDOp, MatMulOp, ReduceSumOp, PadOp>(op);
 }
 
 /// The element types the other kernels take: float32, int64, int32, bool,

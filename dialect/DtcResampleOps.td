@@ -18,13 +18,15 @@ def Dtc_PadOp : Dtc_InferredOp<"pad"> {
   let description = [{
     `pads` is ONNX's [x1_begin, x2_begin, ..., x1_end, x2_end, ...], all
     non-negative (the importer refuses cropping). `constant` fills with
-    `value`; `reflect` mirrors without repeating the border (a pad must be
-    smaller than its dimension); `edge` repeats the border.
+    `value` (converted to the element type); `reflect` mirrors without
+    repeating the border (a pad must be smaller than its dimension); `edge`
+    repeats the border. Tensors of every type; only float ones have a
+    gradient.
   }];
-  let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$pads,
+  let arguments = (ins Dtc_Tensor:$input, DenseI64ArrayAttr:$pads,
                        DefaultValuedStrAttr<StrAttr, "constant">:$mode,
-                       DefaultValuedAttr<F32Attr, "0.0f">:$value);
-  let results = (outs Dtc_FloatTensor:$output);
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Dtc_Tensor:$output);
 }
 
 def Dtc_PadGradOp : Dtc_InferredOp<"pad_grad"> {

@@ -7,6 +7,10 @@ using namespace mlir;
 namespace dtc {
 
 LogicalResult vjp(PadOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  if (!llvm::isa<FloatType>(tensorOf(op.getInput()).getElementType())) {
+    dxs.assign({Value()});
+    return success();
+  }
   dxs.assign({b.create<PadGradOp>(op.getLoc(), dys[0],
                                   b.getDenseI64ArrayAttr(tensorOf(op.getInput()).getShape()),
                                   op.getPadsAttr(), op.getModeAttr())});

@@ -28,23 +28,21 @@ static RankedTensorType typeOfValue(Value v) {
 //===----------------------------------------------------------------------===//
 
 /// Pad's constant value (input 2; 0 when absent).
-static FailureOr<float> padValue(NodeContext &nc) {
+static FailureOr<double> padValue(NodeContext &nc) {
   if (!nc.hasInput(2))
-    return 0.0f;
+    return 0.0;
   const HostTensor *t = nc.host(2);
   if (!t || t->size() != 1)
     return nc.error() << "constant_value (input '" << nc.inputName(2)
                       << "') is not a compile-time scalar",
            failure();
-  return float(t->floatAt(0));
+  return t->floatAt(0);
 }
 
 static LogicalResult buildPad(NodeContext &nc) {
   Value x = nc.input(0);
   if (!x)
     return failure();
-  if (!llvm::isa<FloatType>(typeOfValue(x).getElementType()))
-    return nc.error() << "only float tensors can be padded, got " << x.getType(), failure();
   int64_t rank = typeOfValue(x).getRank();
   std::string mode = attrString(nc.node, "mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge")
@@ -77,7 +75,7 @@ static LogicalResult buildPad(NodeContext &nc) {
   }
   if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
     return nc.error() << "negative pads (cropping) are not supported", failure();
-  FailureOr<float> value = padValue(nc);
+  FailureOr<double> value = padValue(nc);
   if (failed(value))
     return failure();
   if (llvm::all_of(pads, [](int64_t p) { return p == 0; })) {
@@ -86,7 +84,7 @@ static LogicalResult buildPad(NodeContext &nc) {
   }
   auto &b = nc.b;
   auto op = nc.create<PadOp>(1, x, b.getDenseI64ArrayAttr(pads), b.getStringAttr(mode),
-                             b.getF32FloatAttr(*value));
+                             b.getF64FloatAttr(*value));
   if (!op)
     return failure();
   nc.setOutput(0, op);

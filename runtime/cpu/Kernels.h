@@ -663,10 +663,13 @@ void fused_elementwise(const FusedInput* inputs, int numInputs, const FusedStep*
 enum class PadMode : int { Constant = 0, Reflect = 1, Edge = 2 };
 // y (yShape = xShape + begin + end per dim) = x padded: pads are ONNX's
 // [begin_0..begin_{rank-1}, end_0..end_{rank-1}], non-negative. Constant fills
-// with `value`; Reflect mirrors without repeating the border (pads < dim);
-// Edge repeats the border.
-void pad(const float* x, const int64_t* xShape, int rank, const int64_t* pads, PadMode mode,
-         float value, float* y);
+// with `value` (converted to T: float16 rounded, integers and bools
+// truncated; bf16 bits take it as their bits, so only 0 is meaningful);
+// Reflect mirrors without repeating the border (pads < dim); Edge repeats
+// the border. T = every element type.
+template <typename T>
+void pad(const T* x, const int64_t* xShape, int rank, const int64_t* pads, PadMode mode,
+         double value, T* y);
 // dx (overwritten) = gradient of sum(dy * pad(x)) w.r.t. x: dy's interior for
 // Constant; for Reflect and Edge every dy element is added to the x element
 // it was copied from (in a fixed order: the same bits for any thread count).

@@ -1,9 +1,10 @@
-// Padding and resizing: pad (constant, reflect, edge) and its backward, and
-// nearest/bilinear/bicubic resize of the last two dimensions and its backward. The
+// Padding and resizing: pad (constant, reflect, edge; every element type)
+// and its backward, and nearest/bilinear/bicubic resize of the last two
+// dimensions and its backward. The
 // backward passes scatter-add each dy element into the x element(s) it was
 // read from, in a fixed order per slab (an independent range of leading
 // dimensions), so results do not depend on the thread count.
-#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
 
 #include <algorithm>
@@ -75,20 +76,30 @@ void forEachPadded(const PadView& v, const int64_t* xShape, const int64_t* pads,
 
 }  // namespace
 
-void pad(const float* x, const int64_t* xShape, int rank, const int64_t* pads, PadMode mode,
-         float value, float* y) {
+template <typename T>
+void pad(const T* x, const int64_t* xShape, int rank, const int64_t* pads, PadMode mode,
+         double value, T* y) {
   if (rank == 0) {
     y[0] = x[0];
     return;
   }
+  T fill;
+  if constexpr (std::is_same_v<T, Float16>)
+    fill = fromArithmeticValue<T>(static_cast<float>(value));
+  else
+    fill = static_cast<T>(value);
   PadView v = padView(xShape, rank, pads);
   parallelFor(v.slabs, [&](int64_t s) {
-    const float* xs = x + s * v.xSlab;
-    float* ys = y + s * v.ySlab;
+    const T* xs = x + s * v.xSlab;
+    T* ys = y + s * v.ySlab;
     forEachPadded(v, xShape, pads, mode,
-                  [&](int64_t e, int64_t src) { ys[e] = src < 0 ? value : xs[src]; });
+                  [&](int64_t e, int64_t src) { ys[e] = src < 0 ? fill : xs[src]; });
   });
 }
+#define DTCRT_PAD(T)                                                                      \
+  template void pad(const T*, const int64_t*, int, const int64_t*, PadMode, double, T*);
+DTCRT_FOR_EACH_ELEMENT(DTCRT_PAD)
+#undef DTCRT_PAD
 
 void pad_backward(const float* dy, const int64_t* xShape, int rank, const int64_t* pads,
                   PadMode mode, float* dx) {

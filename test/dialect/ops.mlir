@@ -169,8 +169,8 @@ func.func @resample(%x: tensor<2x3x4x5xf32>, %w: tensor<3x2x3x3xf32>) {
   %0 = dtc.pad %x {pads = array<i64: 0, 0, 1, 2, 0, 0, 3, 4>, mode = "reflect"} : (tensor<2x3x4x5xf32>) -> tensor<2x3x8x11xf32>
   // CHECK: dtc.pad_grad %{{.*}} {input_shape = array<i64: 2, 3, 4, 5>, mode = "reflect", pads = array<i64: 0, 0, 1, 2, 0, 0, 3, 4>} : (tensor<2x3x8x11xf32>) -> tensor<2x3x4x5xf32>
   %1 = dtc.pad_grad %0 {input_shape = array<i64: 2, 3, 4, 5>, pads = array<i64: 0, 0, 1, 2, 0, 0, 3, 4>, mode = "reflect"} : (tensor<2x3x8x11xf32>) -> tensor<2x3x4x5xf32>
-  // CHECK: dtc.pad %{{.*}} {pads = array<i64: 0, 0, 0, 1, 0, 0, 0, 0>, value = 5.000000e-01 : f32} : (tensor<2x3x4x5xf32>) -> tensor<2x3x4x6xf32>
-  %2 = dtc.pad %1 {pads = array<i64: 0, 0, 0, 1, 0, 0, 0, 0>, value = 0.5 : f32} : (tensor<2x3x4x5xf32>) -> tensor<2x3x4x6xf32>
+  // CHECK: dtc.pad %{{.*}} {pads = array<i64: 0, 0, 0, 1, 0, 0, 0, 0>, value = 5.000000e-01 : f64} : (tensor<2x3x4x5xf32>) -> tensor<2x3x4x6xf32>
+  %2 = dtc.pad %1 {pads = array<i64: 0, 0, 0, 1, 0, 0, 0, 0>, value = 0.5 : f64} : (tensor<2x3x4x5xf32>) -> tensor<2x3x4x6xf32>
   // CHECK: dtc.resize %{{.*}} {coordinate_mode = "asymmetric", nearest_mode = "floor", scales = array<f32: 1.000000e+00, 1.000000e+00, 2.000000e+00, 2.000000e+00>, sizes = array<i64: 2, 3, 8, 10>} : (tensor<2x3x4x5xf32>) -> tensor<2x3x8x10xf32>
   %3 = dtc.resize %x {sizes = array<i64: 2, 3, 8, 10>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, coordinate_mode = "asymmetric", nearest_mode = "floor"} : (tensor<2x3x4x5xf32>) -> tensor<2x3x8x10xf32>
   // CHECK: dtc.resize_grad %{{.*}} {coordinate_mode = "align_corners", input_shape = array<i64: 2, 3, 4, 5>, mode = "linear", scales = array<f32: 1.000000e+00, 1.000000e+00, 2.000000e+00, 2.000000e+00>} : (tensor<2x3x8x10xf32>) -> tensor<2x3x4x5xf32>

@@ -65,6 +65,29 @@ TEST(Pad, MatchesPyTorch) {
   expectClose(y, Vec{1, 1, 1, 2, 3, 3, 3}, 0, 0, "edge (F.pad mode=replicate)");
 }
 
+// Inference programs pad tensors of every type: data movement, and the
+// constant converted to the element type.
+TEST(Pad, IntegerAndFloat16Tensors) {
+  const std::vector<int32_t> x = {1, 2, 3, 4, 5, 6};
+  const Shape xs = {2, 3}, pads = {1, 1, 0, 2};  // one row above, 1 left, 2 right
+  std::vector<int32_t> y(3 * 6);
+  k::pad(x.data(), xs.data(), 2, pads.data(), PadMode::Edge, 0, y.data());
+  EXPECT_EQ(y, (std::vector<int32_t>{1, 1, 2, 3, 3, 3, 1, 1, 2, 3, 3, 3, 4, 4, 5, 6, 6, 6}));
+  k::pad(x.data(), xs.data(), 2, pads.data(), PadMode::Reflect, 0, y.data());
+  EXPECT_EQ(y, (std::vector<int32_t>{5, 4, 5, 6, 5, 4, 2, 1, 2, 3, 2, 1, 5, 4, 5, 6, 5, 4}));
+  // A constant float32 cannot hold (2^24 + 1) stays exact.
+  const std::vector<int64_t> big = {7};
+  const Shape one = {1}, twoOne = {1, 1};
+  std::vector<int64_t> yb(3);
+  k::pad(big.data(), one.data(), 1, twoOne.data(), PadMode::Constant, 16777217.0, yb.data());
+  EXPECT_EQ(yb, (std::vector<int64_t>{16777217, 7, 16777217}));
+  const std::vector<k::Float16> h = {{0x3c00}};  // 1.0
+  std::vector<k::Float16> yh(3);
+  k::pad(h.data(), one.data(), 1, twoOne.data(), PadMode::Constant, 0.5, yh.data());
+  EXPECT_EQ(yh[0].bits, 0x3800);  // 0.5
+  EXPECT_EQ(yh[1].bits, 0x3c00);
+}
+
 TEST(Pad, BackwardIsTheAdjoint) {
   Rng rng(8);
   for (const PadCase& c : kPadCases)
