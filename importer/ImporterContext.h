@@ -54,6 +54,12 @@ void populateRecurrentBuilders(BuilderTable &table);
 /// 2-D builder `build2D` on [N, C, 1, L] (OpBuildersWindow1D.cpp).
 mlir::LogicalResult buildAsUnitHeight2D(NodeContext &nc, NodeBuilderFn build2D);
 
+/// ONNX MaxPool's int64 Indices output from dtc.max_pool's in-plane int32
+/// indices `local`, for an input of `inputShape`; row-major, or
+/// column-major in each plane for storage_order 1 (MaxPoolIndices.cpp).
+mlir::Value onnxMaxPoolIndices(NodeContext &nc, mlir::Value local,
+                               llvm::ArrayRef<int64_t> inputShape, bool columnMajor);
+
 class Importer {
 public:
   Importer(mlir::MLIRContext &ctx, const std::string &path, const ImportOptions &options);

@@ -70,15 +70,10 @@ LogicalResult Importer::checkSupport() {
     const onnx::NodeProto &node = nodes[i];
     std::string at = "node \"" + nodeName(node, i) + "\"";
     const std::string &op = node.op_type();
-    auto outputUsed = [&](int k) {
-      return k < node.output_size() && used.contains(node.output(k));
-    };
     if (!isDefaultDomain(node.domain()))
       note(node.domain() + "." + op, at + ", domain \"" + node.domain() + "\"");
     else if (!table.count(op))
       note(op, at);
-    else if (op == "MaxPool" && outputUsed(1))
-      note("MaxPool with its Indices output", at);
   }
   if (problems.empty())
     return success();

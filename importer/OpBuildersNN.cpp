@@ -128,14 +128,29 @@ static LogicalResult buildConv(NodeContext &nc) {
   return success();
 }
 
+/// MaxPool pools these element types in float32, where every value is exact,
+/// and casts the result back: narrow integers and float16 (inference).
+static bool poolsInFloat32(Type element) {
+  if (element.isF16())
+    return true;
+  auto integer = llvm::dyn_cast<IntegerType>(element);
+  return integer && (integer.getWidth() == 8 || integer.getWidth() == 16);
+}
+
 static LogicalResult buildPool(NodeContext &nc) {
   if (RankedTensorType in = nc.inputType(0); in && in.getRank() == 3)
     return buildAsUnitHeight2D(nc, buildPool);
   Value x = nc.input(0);
   if (!x)
     return failure();
-  if (!llvm::isa<FloatType>(typeOfValue(x).getElementType()))
-    return nc.error() << "pools float tensors only, got " << x.getType(), failure();
+  bool isMax = nc.node.op_type() == "MaxPool";
+  Type element = typeOfValue(x).getElementType();
+  bool widen = isMax && poolsInFloat32(element);
+  if (!llvm::isa<FloatType>(element) && !widen)
+    return nc.error() << (isMax ? "pools float tensors and 8- and 16-bit integers only, got "
+                                : "pools float tensors only, got ")
+                      << x.getType(),
+           failure();
   std::optional<SmallVector<int64_t>> kernel = attrInts(nc.node, "kernel_shape");
   if (!kernel)
     return nc.error() << "kernel_shape is missing", failure();
@@ -144,25 +159,48 @@ static LogicalResult buildPool(NodeContext &nc) {
     return failure();
   auto &b = nc.b;
   bool ceil = attrInt(nc.node, "ceil_mode", 0) != 0;
-  Operation *op;
-  if (nc.node.op_type() == "MaxPool") {
-    if (attrInt(nc.node, "storage_order", 0) != 0)
-      return nc.error() << "storage_order=1 is not supported", failure();
-    op = nc.create<MaxPoolOp>(2, x, b.getDenseI64ArrayAttr(win.kernel),
-                              b.getDenseI64ArrayAttr(win.strides),
-                              b.getDenseI64ArrayAttr(win.pads),
-                              b.getDenseI64ArrayAttr(win.dilations), b.getBoolAttr(ceil));
-  } else {
+  if (!isMax) {
     if (llvm::any_of(win.dilations, [](int64_t d) { return d != 1; }))
       return nc.error() << "dilated average pooling is not supported", failure();
-    op = nc.create<AveragePoolOp>(
+    auto op = nc.create<AveragePoolOp>(
         1, x, b.getDenseI64ArrayAttr(win.kernel), b.getDenseI64ArrayAttr(win.strides),
         b.getDenseI64ArrayAttr(win.pads),
         b.getBoolAttr(attrInt(nc.node, "count_include_pad", 0) != 0), b.getBoolAttr(ceil));
+    if (!op)
+      return failure();
+    nc.setOutput(0, op.getResult());
+    return success();
   }
+  Value input = x;
+  if (widen) {
+    auto cast = nc.create<CastOp>(1, x, TypeAttr::get(b.getF32Type()));
+    if (!cast)
+      return failure();
+    input = cast;
+  }
+  auto op = nc.create<MaxPoolOp>(2, input, b.getDenseI64ArrayAttr(win.kernel),
+                                 b.getDenseI64ArrayAttr(win.strides),
+                                 b.getDenseI64ArrayAttr(win.pads),
+                                 b.getDenseI64ArrayAttr(win.dilations), b.getBoolAttr(ceil));
   if (!op)
     return failure();
-  nc.setOutput(0, op->getResult(0));
+  Value y = op.getOutput();
+  if (widen) {
+    auto cast = nc.create<CastOp>(1, y, TypeAttr::get(element));
+    if (!cast)
+      return failure();
+    y = cast;
+  }
+  nc.setOutput(0, y);
+  // ONNX's Indices: flat in the whole input, in each plane row-major or,
+  // with storage_order 1, column-major.
+  if (nc.outputUsed(1)) {
+    Value indices = onnxMaxPoolIndices(nc, op.getIndices(), typeOfValue(x).getShape(),
+                                       attrInt(nc.node, "storage_order", 0) != 0);
+    if (!indices)
+      return failure();
+    nc.setOutput(1, indices);
+  }
   return success();
 }
 

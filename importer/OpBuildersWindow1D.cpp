@@ -97,25 +97,36 @@ LogicalResult buildAsUnitHeight2D(NodeContext &nc, NodeBuilderFn build2D) {
   if (failed(liftAttr(nc, lifted, "pads", 0, 2)))
     return failure();
 
-  std::string out = liftedName(nc, "output");
-  lifted.set_output(0, out);
-  for (int i = 1; i < lifted.output_size(); ++i)
-    lifted.set_output(i, ""); // MaxPool's Indices: refused earlier when used
-  temporaries.push_back(out);
+  // The outputs: Y, and MaxPool's Indices when read (the same flat indices
+  // in [N, C, 1, L] as in [N, C, L]).
+  SmallVector<std::string, 2> outs = {liftedName(nc, "output")};
+  if (nc.node.op_type() == "MaxPool" && nc.outputUsed(1)) {
+    outs.push_back(liftedName(nc, "indices"));
+    imp.used.insert(outs.back());
+  }
+  for (int i = 0; i < lifted.output_size(); ++i)
+    lifted.set_output(i, i < int(outs.size()) ? outs[i] : "");
+  llvm::append_range(temporaries, outs);
   NodeContext inner(imp, lifted, nc.name);
   LogicalResult built = build2D(inner);
-  Value y2d = built.succeeded() ? imp.slots.lookup(out).value : Value();
+  SmallVector<Value, 2> results;
+  for (const std::string &out : outs)
+    results.push_back(built.succeeded() ? imp.slots.lookup(out).value : Value());
   for (const std::string &name : temporaries)
     imp.slots.erase(name);
-  if (!y2d)
-    return failure();
-  RankedTensorType yType = typeOfValue(y2d);
-  auto y = nc.create<ReshapeOp>(
-      1, y2d,
-      b.getDenseI64ArrayAttr({yType.getDimSize(0), yType.getDimSize(1), yType.getDimSize(3)}));
-  if (!y)
-    return failure();
-  nc.setOutput(0, y);
+  if (outs.size() > 1)
+    imp.used.erase(outs.back());
+  for (auto [i, r] : llvm::enumerate(results)) {
+    if (!r)
+      return failure();
+    RankedTensorType type = typeOfValue(r);
+    auto y = nc.create<ReshapeOp>(
+        1, r,
+        b.getDenseI64ArrayAttr({type.getDimSize(0), type.getDimSize(1), type.getDimSize(3)}));
+    if (!y)
+      return failure();
+    nc.setOutput(i, y);
+  }
   return success();
 }
 
