@@ -1,7 +1,7 @@
 //===- OpBuildersNN.cpp - linear algebra, conv, pooling, norms -> dtc ------===//
 //
 // Gemm, MatMul, Conv, MaxPool, AveragePool (2-D and 3-D; 1-D ones through
-// OpBuildersWindow1D.cpp), GlobalAveragePool,
+// OpBuildersWindow1D.cpp), GlobalAveragePool, GlobalMaxPool,
 // BatchNormalization (training and inference), LayerNormalization,
 // Softmax/LogSoftmax (with the coerce-to-2-D semantics before opset 13),
 // ReduceMean, ReduceSum, ReduceMax, ReduceMin, ArgMax and ArgMin. ONNX
@@ -215,6 +215,24 @@ static LogicalResult buildGlobalAveragePool(NodeContext &nc) {
   return success();
 }
 
+/// GlobalMaxPool: the maximum over every spatial dimension, kept as size 1
+/// (dtc.reduce_extremum: CPU only; its gradient goes to the maxima).
+static LogicalResult buildGlobalMaxPool(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  int64_t rank = typeOfValue(x).getRank();
+  if (rank < 3)
+    return nc.error() << "expects an input [N, C, spatial...], got " << x.getType(), failure();
+  SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(2, rank));
+  auto op = nc.create<ReduceExtremumOp>(1, x, nc.b.getDenseI64ArrayAttr(axes),
+                                        nc.b.getBoolAttr(true), nc.b.getBoolAttr(true));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
 /// Training mode: opset 14+ says so with training_mode; before, a training
 /// node is one that returns the running statistics.
 static LogicalResult buildBatchNorm(NodeContext &nc) {
@@ -391,6 +409,7 @@ void populateNNBuilders(BuilderTable &table) {
   table["MaxPool"] = buildPool;
   table["AveragePool"] = buildPool;
   table["GlobalAveragePool"] = buildGlobalAveragePool;
+  table["GlobalMaxPool"] = buildGlobalMaxPool;
   table["BatchNormalization"] = buildBatchNorm;
   table["LayerNormalization"] = buildLayerNorm;
   table["Softmax"] = buildSoftmax<SoftmaxOp>;

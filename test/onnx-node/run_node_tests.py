@@ -47,7 +47,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SUPPORTED_OPS = {
     "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Exp",
     "Log", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "Softmax", "LogSoftmax",
-    "Conv", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool",
+    "Conv", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
     "Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice", "Gather",
     "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "LayerNormalization",
     "Dropout", "Where", "Cast", "Identity", "Expand", "Constant",
