@@ -44,17 +44,26 @@ def Dtc_ResizeOp : Dtc_InferredOp<"resize"> {
     leading ones are batch and channels). `scales` (one per dimension) are
     the factors the coordinate transformation divides by: ONNX's scales, or
     output / input sizes when the model gave sizes. `coordinate_mode` is
-    half_pixel, pytorch_half_pixel, align_corners or asymmetric;
+    half_pixel, pytorch_half_pixel, align_corners, asymmetric,
+    tf_half_pixel_for_nn or tf_crop_and_resize (the crop `roi`: [start_H,
+    start_W, end_H, end_W], as fractions of the input; outputs whose source
+    lies outside the input are `extrapolation_value`);
     `nearest_mode` (nearest only) is round_prefer_floor, round_prefer_ceil,
     floor or ceil. Linear resizing clamps source coordinates to the input
     (ONNX's and PyTorch's border rule); `mode` "cubic" is bicubic (Keys,
-    A = -0.75) with the input's edge values repeated beyond it.
+    A = `cubic_coeff_a`, PyTorch's -0.75) with the input's edge values
+    repeated beyond it, or, with `exclude_outside`, the taps outside the
+    input weighing nothing and the others renormalized.
   }];
   let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$sizes,
                        DenseF32ArrayAttr:$scales,
                        DefaultValuedStrAttr<StrAttr, "nearest">:$mode,
                        DefaultValuedStrAttr<StrAttr, "half_pixel">:$coordinate_mode,
-                       DefaultValuedStrAttr<StrAttr, "round_prefer_floor">:$nearest_mode);
+                       DefaultValuedStrAttr<StrAttr, "round_prefer_floor">:$nearest_mode,
+                       DefaultValuedAttr<F32Attr, "-0.75f">:$cubic_coeff_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclude_outside,
+                       OptionalAttr<DenseF32ArrayAttr>:$roi,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$extrapolation_value);
   let results = (outs Dtc_FloatTensor:$output);
 }
 
@@ -64,7 +73,10 @@ def Dtc_ResizeGradOp : Dtc_InferredOp<"resize_grad"> {
                        DenseF32ArrayAttr:$scales,
                        DefaultValuedStrAttr<StrAttr, "nearest">:$mode,
                        DefaultValuedStrAttr<StrAttr, "half_pixel">:$coordinate_mode,
-                       DefaultValuedStrAttr<StrAttr, "round_prefer_floor">:$nearest_mode);
+                       DefaultValuedStrAttr<StrAttr, "round_prefer_floor">:$nearest_mode,
+                       DefaultValuedAttr<F32Attr, "-0.75f">:$cubic_coeff_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclude_outside,
+                       OptionalAttr<DenseF32ArrayAttr>:$roi);
   let results = (outs Dtc_FloatTensor:$output);
 }
 

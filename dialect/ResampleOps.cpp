@@ -84,7 +84,7 @@ static LogicalResult checkResize(std::optional<Location> loc, StringRef op,
     return inferenceError(loc, Twine(prefix) + "mode must be nearest, linear or cubic, got \"" + mode +
                                    "\"");
   if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
-                           "asymmetric"},
+                           "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"},
                           coordinateMode))
     return inferenceError(loc, Twine(prefix) + "unsupported coordinate_mode \"" +
                                    coordinateMode + "\"");
@@ -105,12 +105,23 @@ static LogicalResult checkResize(std::optional<Location> loc, StringRef op,
   return success();
 }
 
+/// tf_crop_and_resize needs its crop: [start_H, start_W, end_H, end_W].
+static LogicalResult checkRoi(std::optional<Location> loc, StringRef op,
+                              StringRef coordinateMode, std::optional<ArrayRef<float>> roi) {
+  if (coordinateMode == "tf_crop_and_resize" && (!roi || roi->size() != 4))
+    return inferenceError(loc, "dtc." + op +
+                                   ": tf_crop_and_resize needs a roi of 4 values (the start "
+                                   "and end of the last two dimensions)");
+  return success();
+}
+
 LogicalResult ResizeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType input = tensorOf(adaptor.getInput());
   if (failed(checkResize(loc, "resize", input.getShape(), adaptor.getSizes(),
                          adaptor.getScales(), adaptor.getMode(),
-                         adaptor.getCoordinateMode(), adaptor.getNearestMode())))
+                         adaptor.getCoordinateMode(), adaptor.getNearestMode())) ||
+      failed(checkRoi(loc, "resize", adaptor.getCoordinateMode(), adaptor.getRoi())))
     return failure();
   types.push_back(input.clone(adaptor.getSizes()));
   return success();
@@ -121,7 +132,8 @@ LogicalResult ResizeGradOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   RankedTensorType grad = tensorOf(adaptor.getGrad());
   if (failed(checkResize(loc, "resize_grad", adaptor.getInputShape(), grad.getShape(),
                          adaptor.getScales(), adaptor.getMode(),
-                         adaptor.getCoordinateMode(), adaptor.getNearestMode())))
+                         adaptor.getCoordinateMode(), adaptor.getNearestMode())) ||
+      failed(checkRoi(loc, "resize_grad", adaptor.getCoordinateMode(), adaptor.getRoi())))
     return failure();
   types.push_back(grad.clone(adaptor.getInputShape()));
   return success();

@@ -21,7 +21,8 @@ LogicalResult vjp(ResizeOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Val
   dxs.assign({b.create<ResizeGradOp>(
       op.getLoc(), dys[0], b.getDenseI64ArrayAttr(tensorOf(op.getInput()).getShape()),
       op.getScalesAttr(), op.getModeAttr(), op.getCoordinateModeAttr(),
-      op.getNearestModeAttr())});
+      op.getNearestModeAttr(), op.getCubicCoeffAAttr(), op.getExcludeOutsideAttr(),
+      op.getRoiAttr())});
   return success();
 }
 

@@ -4,14 +4,13 @@
 // compile-time constants; an all-zero Pad (PyTorch exports one before every
 // nn.AvgPool2d from opset 11 on) imports as nothing. Refused, with one line
 // naming the node: negative pads (cropping), Pad's wrap mode, antialiased
-// resizing, cubic with another A than -0.75, tf_crop_and_resize, and
-// resizing anything but the last two dimensions.
+// resizing, half_pixel_symmetric, a crop (tf_crop_and_resize's roi) given
+// at run time, and resizing anything but the last two dimensions.
 // ConvTranspose is 2-D or 3-D (1-D runs as 2-D with a unit height); its bias
 // is a broadcast dtc.add.
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
-#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -110,10 +109,20 @@ static FailureOr<SmallVector<float>> constFloats(NodeContext &nc, int i, StringR
   return values;
 }
 
+/// What a Resize node says besides its scales or sizes.
+struct ResizeSpec {
+  std::string mode, coordinate, nearest;
+  float cubicA = -0.75f;
+  bool excludeOutside = false;
+  SmallVector<float> roi;  // tf_crop_and_resize: ONNX's [starts..., ends...]
+  float extrapolation = 0.0f;
+};
+
 /// Builds dtc.resize of `x` from scales or sizes (exactly one non-empty).
 static LogicalResult buildResizeOp(NodeContext &nc, Value x, SmallVector<float> scales,
-                                   SmallVector<int64_t> sizes, StringRef mode,
-                                   StringRef coordinate, StringRef nearest) {
+                                   SmallVector<int64_t> sizes, const ResizeSpec &spec) {
+  StringRef mode = spec.mode;
+  bool crop = spec.coordinate == "tf_crop_and_resize";
   ArrayRef<int64_t> in = typeOfValue(x).getShape();
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return nc.error() << "mode \"" << mode << "\" is not supported (nearest, linear, cubic)",
@@ -126,8 +135,12 @@ static LogicalResult buildResizeOp(NodeContext &nc, Value x, SmallVector<float> 
   if (!scales.empty()) {
     if (scales.size() != rank)
       return nc.error() << "expects " << rank << " scales, got " << scales.size(), failure();
-    for (size_t d = 0; d < rank; ++d)
-      sizes.push_back(int64_t(std::floor(double(in[d]) * double(scales[d]))));
+    // A crop resizes its part of the input: ONNX's output is
+    // floor(input * (end - start) * scale).
+    for (size_t d = 0; d < rank; ++d) {
+      double part = crop ? double(spec.roi[d + rank]) - double(spec.roi[d]) : 1.0;
+      sizes.push_back(int64_t(std::floor(double(in[d]) * part * double(scales[d]))));
+    }
   } else {
     if (sizes.size() != rank)
       return nc.error() << "expects " << rank << " sizes, got " << sizes.size(), failure();
@@ -135,9 +148,15 @@ static LogicalResult buildResizeOp(NodeContext &nc, Value x, SmallVector<float> 
       scales.push_back(in[d] ? float(double(sizes[d]) / double(in[d])) : 1.0f);
   }
   auto &b = nc.b;
-  auto op = nc.create<ResizeOp>(1, x, b.getDenseI64ArrayAttr(sizes),
-                                b.getDenseF32ArrayAttr(scales), b.getStringAttr(mode),
-                                b.getStringAttr(coordinate), b.getStringAttr(nearest));
+  DenseF32ArrayAttr roi;
+  if (crop)
+    roi = b.getDenseF32ArrayAttr(
+        {spec.roi[rank - 2], spec.roi[rank - 1], spec.roi[2 * rank - 2], spec.roi[2 * rank - 1]});
+  auto op = nc.create<ResizeOp>(
+      1, x, b.getDenseI64ArrayAttr(sizes), b.getDenseF32ArrayAttr(scales),
+      b.getStringAttr(mode), b.getStringAttr(spec.coordinate), b.getStringAttr(spec.nearest),
+      b.getF32FloatAttr(spec.cubicA), b.getBoolAttr(spec.excludeOutside), roi,
+      b.getF32FloatAttr(spec.extrapolation));
   if (!op)
     return failure();
   nc.setOutput(0, op);
@@ -150,24 +169,33 @@ static LogicalResult buildResize(NodeContext &nc) {
     return failure();
   if (!llvm::isa<FloatType>(typeOfValue(x).getElementType()))
     return nc.error() << "only float tensors can be resized, got " << x.getType(), failure();
-  std::string mode = attrString(nc.node, "mode", "nearest");
-  std::string coordinate =
-      attrString(nc.node, "coordinate_transformation_mode", "half_pixel");
-  std::string nearest = attrString(nc.node, "nearest_mode", "round_prefer_floor");
-  if (coordinate == "tf_crop_and_resize" || coordinate == "tf_half_pixel_for_nn" ||
-      coordinate == "half_pixel_symmetric")
-    return nc.error() << "coordinate_transformation_mode \"" << coordinate
+  ResizeSpec spec;
+  spec.mode = attrString(nc.node, "mode", "nearest");
+  spec.coordinate = attrString(nc.node, "coordinate_transformation_mode", "half_pixel");
+  spec.nearest = attrString(nc.node, "nearest_mode", "round_prefer_floor");
+  spec.cubicA = attrFloat(nc.node, "cubic_coeff_a", -0.75f);
+  spec.excludeOutside = attrInt(nc.node, "exclude_outside", 0) != 0;
+  spec.extrapolation = attrFloat(nc.node, "extrapolation_value", 0.0f);
+  if (spec.coordinate == "half_pixel_symmetric")
+    return nc.error() << "coordinate_transformation_mode \"" << spec.coordinate
                       << "\" is not supported",
            failure();
   if (attrInt(nc.node, "antialias", 0) != 0)
     return nc.error() << "antialias=1 is not supported", failure();
-  if (attrInt(nc.node, "exclude_outside", 0) != 0)
-    return nc.error() << "exclude_outside=1 is not supported", failure();
-  float cubicA = attrFloat(nc.node, "cubic_coeff_a", -0.75f);
-  if (mode == "cubic" && cubicA != -0.75f)
-    return nc.error() << "cubic_coeff_a " << llvm::formatv("{0}", cubicA).str()
-                      << " is not supported (only -0.75, PyTorch's)",
-           failure();
+  if (spec.coordinate == "tf_crop_and_resize") {
+    FailureOr<SmallVector<float>> roi = constFloats(nc, 1, "roi");
+    if (failed(roi))
+      return failure();
+    size_t rank = typeOfValue(x).getRank();
+    if (roi->size() != 2 * rank)
+      return nc.error() << "tf_crop_and_resize needs a roi of " << 2 * rank << " values, got "
+                        << roi->size(),
+             failure();
+    for (size_t d = 0; d + 2 < rank; ++d)
+      if ((*roi)[d] != 0.0f || (*roi)[d + rank] != 1.0f)
+        return nc.error() << "tf_crop_and_resize crops only the last two dimensions", failure();
+    spec.roi = *roi;
+  }
   if (attrInts(nc.node, "axes"))
     return nc.error() << "the axes attribute is not supported", failure();
   std::string policy = attrString(nc.node, "keep_aspect_ratio_policy", "stretch");
@@ -184,7 +212,7 @@ static LogicalResult buildResize(NodeContext &nc) {
       return failure();
     sizes = *s;
   }
-  return buildResizeOp(nc, x, *scales, sizes, mode, coordinate, nearest);
+  return buildResizeOp(nc, x, *scales, sizes, spec);
 }
 
 //===----------------------------------------------------------------------===//

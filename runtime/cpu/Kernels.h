@@ -676,8 +676,9 @@ void pad(const T* x, const int64_t* xShape, int rank, const int64_t* pads, PadMo
 void pad_backward(const float* dy, const int64_t* xShape, int rank, const int64_t* pads,
                   PadMode mode, float* dx);
 
-// Cubic: Keys' bicubic with A = -0.75 over 4 x 4 taps, the source coordinate
-// unclamped and the input's edge values repeated beyond it (CPU only).
+// Cubic: Keys' bicubic (A = cubicA, PyTorch's -0.75 by default) over 4 x 4
+// taps, the source coordinate unclamped and the input's edge values repeated
+// beyond it (CPU only).
 enum class ResizeMode : int { Nearest = 0, Linear = 1, Cubic = 2 };
 // How an output coordinate maps to an input one (ONNX coordinate_transformation_mode).
 enum class ResizeCoordinate : int {
@@ -685,6 +686,12 @@ enum class ResizeCoordinate : int {
   PytorchHalfPixel = 1,  // as HalfPixel, but 0 when the output length is 1
   AlignCorners = 2,      // x * (in - 1) / (out - 1)
   Asymmetric = 3,        // x / scale
+  // CPU only:
+  TfHalfPixelForNn = 4,  // (x + 0.5) / scale
+  // start * (in - 1) + x * (end - start) * (in - 1) / (out - 1) over the
+  // crop [start, end] (roiH, roiW; fractions of the input); an output whose
+  // source lies outside [0, in - 1] is `extrapolation`.
+  TfCropAndResize = 5,
 };
 // How nearest mode rounds the input coordinate (ONNX nearest_mode).
 enum class ResizeRounding : int { RoundPreferFloor = 0, RoundPreferCeil = 1, Floor = 2, Ceil = 3 };
@@ -695,6 +702,11 @@ struct Resize2dParams {
   ResizeMode mode;
   ResizeCoordinate coordinate;
   ResizeRounding rounding;
+  // CPU only (the CUDA kernels take the defaults):
+  float cubicA = -0.75f;        // Keys' A of cubic mode
+  bool excludeOutside = false;  // cubic: taps outside the input weigh 0, the rest renormalized
+  float roiH[2] = {0.0f, 1.0f}, roiW[2] = {0.0f, 1.0f};  // TfCropAndResize's crop
+  float extrapolation = 0.0f;                             // TfCropAndResize's outside value
 };
 // y = x resized over its last two dimensions: nearest (the rounded source
 // coordinate, clamped to the input), bilinear (source coordinates clamped

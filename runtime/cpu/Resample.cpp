@@ -124,9 +124,16 @@ namespace {
 // rounding (nearest) or clamping (linear). Ratios are formed as PyTorch's
 // upsampling kernels form them (1/scale, or (in-1)/(out-1) rounded to float).
 inline float resizeSource(int64_t o, int64_t in, int64_t out, float scale,
-                          ResizeCoordinate c) {
+                          ResizeCoordinate c, const float* roi) {
   float ratio = float(1.0 / double(scale));
   switch (c) {
+    case ResizeCoordinate::TfHalfPixelForNn: return ratio * (float(o) + 0.5f);
+    case ResizeCoordinate::TfCropAndResize: {
+      // ONNX's formula, in double (the reference's precision), then float.
+      const double span = double(in - 1), start = roi[0], end = roi[1];
+      return out > 1 ? float(start * span + double(o) * (end - start) * span / double(out - 1))
+                     : float(0.5 * (start + end) * span);
+    }
     case ResizeCoordinate::HalfPixel: return ratio * (float(o) + 0.5f) - 0.5f;
     case ResizeCoordinate::PytorchHalfPixel:
       return out > 1 ? ratio * (float(o) + 0.5f) - 0.5f : 0.0f;
@@ -137,7 +144,8 @@ inline float resizeSource(int64_t o, int64_t in, int64_t out, float scale,
   return 0.0f;
 }
 
-// Up to four input taps and their weights along one dimension.
+// Up to four input taps and their weights along one dimension; none (n = 0)
+// when the source lies outside a crop's input (the output extrapolates).
 struct Taps1d {
   int n;
   int64_t i[4];
@@ -145,9 +153,8 @@ struct Taps1d {
 };
 
 // Keys' cubic convolution weight of a tap at distance s (ONNX's and
-// PyTorch's bicubic, A = -0.75).
-inline float cubicWeight(float s) {
-  constexpr float A = -0.75f;
+// PyTorch's bicubic; PyTorch's A is -0.75).
+inline float cubicWeight(float s, float A) {
   s = std::fabs(s);
   if (s <= 1.0f) return ((A + 2.0f) * s - (A + 3.0f)) * s * s + 1.0f;
   if (s < 2.0f) return ((A * s - 5.0f * A) * s + 8.0f * A) * s - 4.0f * A;
@@ -155,8 +162,11 @@ inline float cubicWeight(float s) {
 }
 
 inline Taps1d resizeTaps(const Resize2dParams& p, int64_t o, int64_t in, int64_t out,
-                         float scale) {
-  float src = resizeSource(o, in, out, scale, p.coordinate);
+                         float scale, const float* roi) {
+  float src = resizeSource(o, in, out, scale, p.coordinate, roi);
+  if (p.coordinate == ResizeCoordinate::TfCropAndResize &&
+      (src < 0.0f || src > float(in - 1)))
+    return {0, {}, {}};
   auto clampIndex = [in](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
   if (p.mode == ResizeMode::Nearest) {
     float r;
@@ -174,10 +184,16 @@ inline Taps1d resizeTaps(const Resize2dParams& p, int64_t o, int64_t in, int64_t
     float f = std::floor(src), t = src - f;
     int64_t base = int64_t(f) - 1;
     Taps1d taps{4, {}, {}};
+    float sum = 0.0f;
     for (int k = 0; k < 4; ++k) {
       taps.i[k] = clampIndex(base + k);
-      taps.w[k] = cubicWeight(t + 1.0f - float(k));
+      taps.w[k] = cubicWeight(t + 1.0f - float(k), p.cubicA);
+      // exclude_outside: taps beyond the input weigh nothing.
+      if (p.excludeOutside && (base + k < 0 || base + k >= in)) taps.w[k] = 0.0f;
+      sum += taps.w[k];
     }
+    if (p.excludeOutside)
+      for (float& w : taps.w) w /= sum;
     return taps;
   }
   src = std::max(src, 0.0f);
@@ -194,9 +210,13 @@ void resize2d(const Resize2dParams& p, const float* x, float* y) {
     const float* xp = x + plane * p.H * p.W;
     float* yp = y + plane * p.OH * p.OW;
     for (int64_t oh = 0; oh < p.OH; ++oh) {
-      Taps1d h = resizeTaps(p, oh, p.H, p.OH, p.scaleH);
+      Taps1d h = resizeTaps(p, oh, p.H, p.OH, p.scaleH, p.roiH);
       for (int64_t ow = 0; ow < p.OW; ++ow) {
-        Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW);
+        Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW, p.roiW);
+        if (h.n == 0 || w.n == 0) {
+          yp[oh * p.OW + ow] = p.extrapolation;
+          continue;
+        }
         float sum = 0.0f;
         for (int a = 0; a < h.n; ++a) {
           const float* row = xp + h.i[a] * p.W;
@@ -216,9 +236,9 @@ void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx) {
     const float* dyp = dy + plane * p.OH * p.OW;
     std::memset(dxp, 0, sizeof(float) * p.H * p.W);
     for (int64_t oh = 0; oh < p.OH; ++oh) {
-      Taps1d h = resizeTaps(p, oh, p.H, p.OH, p.scaleH);
+      Taps1d h = resizeTaps(p, oh, p.H, p.OH, p.scaleH, p.roiH);
       for (int64_t ow = 0; ow < p.OW; ++ow) {
-        Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW);
+        Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW, p.roiW);
         float g = dyp[oh * p.OW + ow];
         for (int a = 0; a < h.n; ++a)
           for (int b = 0; b < w.n; ++b) dxp[h.i[a] * p.W + w.i[b]] += h.w[a] * w.w[b] * g;

@@ -2,7 +2,7 @@
 // and their gradients (what a U-Net decoder's backward pass calls).
 // RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cpp | FileCheck %s
 // RUN: dtc-opt %s --dtc-plan-memory --dtc-layout-state | dtc-translate --mlir-to-cuda | FileCheck %s --check-prefix=CUDA
-// CHECK: const dtcrt::cpu::Resize2dParams [[RS:kResize[0-9]+]] = {2, 6, 6, 12, 12, 2.f, 2.f, dtcrt::cpu::ResizeMode::Linear, dtcrt::cpu::ResizeCoordinate::HalfPixel,
+// CHECK: const dtcrt::cpu::Resize2dParams [[RS:kResize[0-9]+]] = {.planes = 2, .H = 6, .W = 6, .OH = 12, .OW = 12, .scaleH = 2.f, .scaleW = 2.f, .mode = dtcrt::cpu::ResizeMode::Linear, .coordinate = dtcrt::cpu::ResizeCoordinate::HalfPixel,
 // CHECK-LABEL: void forward(
 // CHECK: cpu::pad(in0, kDims_1x2x4x4, 4, [[PADS:kDims_0x0x1x1x0x0x1x1]], dtcrt::cpu::PadMode::Reflect, 0.0, [[P:t[0-9]+]]);
 // CHECK: cpu::resize2d([[RS]], [[P]], [[R:t[0-9]+]]);

@@ -347,7 +347,16 @@ func.func @resize_mode(%x: tensor<1x3x4x4xf32>) {
 // -----
 
 func.func @resize_coordinate(%x: tensor<1x3x4x4xf32>) {
-  // expected-error@+2 {{dtc.resize: unsupported coordinate_mode "tf_crop_and_resize"}}
+  // expected-error@+2 {{dtc.resize: unsupported coordinate_mode "half_pixel_symmetric"}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = dtc.resize %x {sizes = array<i64: 1, 3, 8, 8>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, coordinate_mode = "half_pixel_symmetric"} : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_crop_without_roi(%x: tensor<1x3x4x4xf32>) {
+  // expected-error@+2 {{dtc.resize: tf_crop_and_resize needs a roi of 4 values (the start and end of the last two dimensions)}}
   // expected-error@+1 {{failed to infer returned types}}
   %0 = dtc.resize %x {sizes = array<i64: 1, 3, 8, 8>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, coordinate_mode = "tf_crop_and_resize"} : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
   return

@@ -208,15 +208,69 @@ TEST(Resize, BicubicMatchesPyTorch) {
               "bicubic downsample");
 }
 
+// ONNX's Resize beyond PyTorch's, against ONNX 1.12's reference
+// (onnx.backend.test.case.node.resize.interpolate_nd) on the 3 x 4 input
+// arange(12) * 0.5 - 1: cubic with A = -0.5, with and without
+// exclude_outside, and tf_crop_and_resize inside and beyond the input.
+TEST(Resize, OnnxModesMatchTheReference) {
+  Vec x(12);
+  for (int i = 0; i < 12; ++i) x[(size_t)i] = 0.5f * float(i) - 1.0f;
+  k::Resize2dParams p = resizeParams(1, 3, 4, 2, 6, k::ResizeMode::Cubic,
+                                     k::ResizeCoordinate::HalfPixel);
+  p.scaleH = 0.8f, p.scaleW = 1.5f, p.cubicA = -0.5f, p.excludeOutside = true;
+  Vec y(12);
+  k::resize2d(p, x.data(), y.data());
+  expectClose(y,
+              Vec{-0.885644f, -0.6468669f, -0.269416f, 0.06391737f, 0.4413683f, 0.6801454f,
+                  1.853915f, 2.092692f, 2.470143f, 2.803477f, 3.180928f, 3.419705f},
+              2e-6, 2e-6, "cubic A -0.5 exclude_outside");
+  p = resizeParams(1, 3, 4, 5, 2, k::ResizeMode::Cubic, k::ResizeCoordinate::HalfPixel);
+  p.scaleH = 1.7f, p.scaleW = 0.6f, p.cubicA = -0.5f;
+  Vec yc(10);
+  k::resize2d(p, x.data(), yc.data());
+  expectClose(yc,
+              Vec{-1.000204f, -0.1298341f, -0.2515275f, 0.6188429f, 1.069966f, 1.940337f,
+                  2.385049f, 3.255419f, 3.236616f, 4.106987f},
+              2e-6, 2e-6, "cubic A -0.5");
+  p = resizeParams(1, 3, 4, 3, 3, k::ResizeMode::Linear, k::ResizeCoordinate::TfCropAndResize);
+  p.roiH[0] = 0.4f, p.roiH[1] = 0.6f, p.roiW[0] = 0.6f, p.roiW[1] = 0.8f;
+  p.extrapolation = 10.0f;
+  Vec crop(9);
+  k::resize2d(p, x.data(), crop.data());
+  expectClose(crop, Vec{1.5f, 1.65f, 1.8f, 1.9f, 2.05f, 2.2f, 2.3f, 2.45f, 2.6f}, 2e-6, 2e-6,
+              "tf_crop_and_resize");
+  p.OH = 4;
+  p.roiH[0] = -0.5f, p.roiH[1] = 1.2f, p.roiW[0] = 0.1f, p.roiW[1] = 0.9f;
+  Vec beyond(12);
+  k::resize2d(p, x.data(), beyond.data());
+  expectClose(beyond,
+              Vec{10, 10, 10, -0.5833333f, 0.01666667f, 0.6166667f, 1.683333f, 2.283333f,
+                  2.883333f, 10, 10, 10},
+              2e-6, 2e-6, "tf_crop_and_resize beyond the input");
+  // tf_half_pixel_for_nn: (x + 0.5) / scale, rounded (ONNX 1.12's reference
+  // has no such mode; the node test checks it too): 3 -> 2 rows at scale 2/3
+  // read rows 0.75 -> 1 and 2.25 -> 2.
+  p = resizeParams(1, 3, 4, 2, 4, k::ResizeMode::Nearest, k::ResizeCoordinate::TfHalfPixelForNn,
+                   k::ResizeRounding::RoundPreferFloor);
+  Vec nn(8);
+  k::resize2d(p, x.data(), nn.data());
+  expectClose(nn, Vec{1, 1.5f, 2, 2.5f, 3, 3.5f, 4, 4.5f}, 0, 0, "tf_half_pixel_for_nn");
+}
+
 TEST(Resize, BackwardIsTheAdjoint) {
   Rng rng(9);
   using C = k::ResizeCoordinate;
-  const C coords[] = {C::HalfPixel, C::PytorchHalfPixel, C::AlignCorners, C::Asymmetric};
+  const C coords[] = {C::HalfPixel, C::PytorchHalfPixel, C::AlignCorners, C::Asymmetric,
+                      C::TfHalfPixelForNn, C::TfCropAndResize};
   for (k::ResizeMode mode : {k::ResizeMode::Nearest, k::ResizeMode::Linear, k::ResizeMode::Cubic})
     for (C c : coords)
       for (auto [oh, ow] : {std::pair<int64_t, int64_t>{7, 10}, {2, 3}}) {
-        const k::Resize2dParams p = resizeParams(2, 3, 5, oh, ow, mode, c,
-                                                 k::ResizeRounding::RoundPreferFloor);
+        k::Resize2dParams p = resizeParams(2, 3, 5, oh, ow, mode, c,
+                                           k::ResizeRounding::RoundPreferFloor);
+        // A crop that reaches beyond the input (extrapolated outputs have
+        // no gradient), and cubic with exclude_outside.
+        p.roiH[0] = -0.2f, p.roiH[1] = 0.9f, p.roiW[0] = 0.1f, p.roiW[1] = 1.3f;
+        p.excludeOutside = c == C::HalfPixel, p.cubicA = c == C::HalfPixel ? -0.5f : -0.75f;
         const Vec x = rng.vec(2 * 3 * 5);
         const Vec dy = rng.vec(2 * oh * ow);
         Vec dx(x.size(), 99.0f);  // overwritten
