@@ -538,8 +538,24 @@ FoldStatus Folder::concat() {
 
 FoldStatus Folder::range() {
   const HostTensor &start = *in[0], &limit = *in[1], &delta = *in[2];
-  if (start.isFloat() || limit.isFloat() || delta.isFloat())
-    return FoldStatus::NotFoldable;
+  if (start.isFloat() || limit.isFloat() || delta.isFloat()) {
+    if (start.dtype != limit.dtype || start.dtype != delta.dtype)
+      return fail("start, limit and delta must have one type");
+    // ONNX's count, ceil((limit - start) / delta), and start + i * delta,
+    // in double (rounded to the tensor's type when it is materialized).
+    double s = start.floats[0], l = limit.floats[0], d = delta.floats[0];
+    if (d == 0)
+      return fail("delta is 0");
+    double count = std::max(0.0, std::ceil((l - s) / d));
+    if (!(count <= double(1 << 24)))
+      return fail("the range would have more than 2^24 elements");
+    HostTensor out;
+    out.dtype = start.dtype;
+    out.shape = {int64_t(count)};
+    for (int64_t i = 0; i < int64_t(count); ++i)
+      out.floats.push_back(s + double(i) * d);
+    return done(std::move(out));
+  }
   int64_t s = start.intAt(0), l = limit.intAt(0), d = delta.intAt(0);
   if (d == 0)
     return fail("delta is 0");
