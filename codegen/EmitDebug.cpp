@@ -1,4 +1,4 @@
-//===- EmitDebug.cpp - C++ for the checks of dtc --debug-checks ---------===//
+//===- EmitDebug.cpp - C++ for run-time checks: --debug-checks, preconditions ===//
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
@@ -29,10 +29,24 @@ LogicalResult emitCheckFinite(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+LogicalResult emitCheckAllEqual(Operation *op, FunctionEmitter &fn) {
+  auto check = cast<CheckAllEqualOp>(op);
+  if (fn.cuda())
+    return codegenError(op) << "the run-time check of this value runs on the CPU only (it "
+                               "must equal "
+                            << check.getValue() << " everywhere)";
+  fn.kernel("check_all_equal", fn.ptr(check.getInput()) + ", " +
+                                   std::to_string(fn.numel(check.getInput())) + ", " +
+                                   named("value", std::to_string(check.getValue())) + ", " +
+                                   stringLiteral(check.getWhat()));
+  return success();
+}
+
 } // namespace
 
 void populateDebugEmitters(OpEmitterTable &table) {
   table["dtc.check_finite"] = emitCheckFinite;
+  table["dtc.check_all_equal"] = emitCheckAllEqual;
 }
 
 } // namespace dtc

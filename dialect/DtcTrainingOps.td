@@ -144,4 +144,21 @@ def Dtc_CheckFiniteOp : Dtc_Op<"check_finite", [MemoryEffects<[MemWrite]>]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Dtc_CheckAllEqualOp : Dtc_Op<"check_all_equal", [MemoryEffects<[MemWrite]>]> {
+  let summary = "stops the program unless every element of a tensor equals `value`";
+  let description = [{
+    A run-time precondition of what dtc compiled for a value the model
+    gives at run time: the importer adds one for an LSTM's, GRU's or RNN's
+    sequence_lens, every length of which must be the sequence length dtc
+    unrolls. Otherwise the run stops with one line, `what` and the first
+    element that differs. It writes nothing; MemWrite keeps it in place.
+
+    ```mlir
+    dtc.check_all_equal %lens {value = 12 : i64, what = "LSTM node ..."} : tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I64]>:$input, I64Attr:$value, StrAttr:$what);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 #endif // DTC_TRAINING_OPS_TD

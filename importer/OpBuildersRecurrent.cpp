@@ -13,9 +13,10 @@
 // Supported: directions forward, reverse and bidirectional; layout 0 and 1;
 // optional B, initial_h, initial_c and (LSTM) peepholes P; the activations
 // Sigmoid, Tanh and Relu in any position; GRU's linear_before_reset.
-// Refused with a one-line error: sequence_lens unless it is a compile-time
-// constant equal to T everywhere, clip, LSTM's input_forget, other
-// activations.
+// sequence_lens must equal T everywhere: a constant that does not is
+// refused, one given at run time is checked by the program
+// (dtc.check_all_equal), which stops with one line otherwise. Refused with a
+// one-line error: clip, LSTM's input_forget, other activations.
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -268,13 +269,24 @@ LogicalResult Unroller::build() {
   I = xType.getDimSize(2);
   if (nc.hasInput(4)) {
     const HostTensor *lens = nc.host(4);
-    if (!lens)
-      return nc.error() << "sequence_lens (input '" << nc.inputName(4)
-                        << "') must be a compile-time constant equal to the sequence "
-                           "length ("
-                        << T << ") everywhere; dtc unrolls every sequence to its full length",
-             failure();
-    for (int64_t k = 0; k < lens->size(); ++k)
+    if (!lens) {
+      // Known at run time: the program checks that every length is T.
+      Value v = nc.input(4, nc.b.getI64Type());
+      if (v && !llvm::cast<RankedTensorType>(v.getType()).getElementType().isInteger(64)) {
+        auto cast = nc.create<CastOp>(1, v, TypeAttr::get(nc.b.getI64Type()));
+        v = cast ? cast.getResult() : Value();
+      }
+      if (!v)
+        return failure();
+      std::string what;
+      llvm::raw_string_ostream(what)
+          << nc.node.op_type() << " node \"" << nc.name << "\": sequence_lens (input '"
+          << nc.inputName(4) << "') must equal the sequence length (" << T
+          << ") everywhere; dtc unrolls every sequence to its full length";
+      nc.b.create<CheckAllEqualOp>(nc.loc, v, nc.b.getI64IntegerAttr(T),
+                                   nc.b.getStringAttr(what));
+    }
+    for (int64_t k = 0; lens && k < lens->size(); ++k)
       if (lens->intAt(k) != T)
         return nc.error() << "sequence_lens holds " << lens->intAt(k)
                           << "; dtc unrolls every sequence to its full length (" << T

@@ -720,6 +720,10 @@ void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx);
 // ONNX node that wrote x), the first non-finite element's index and value,
 // and how many there are, if x[0, n) holds a NaN or an infinity.
 void check_finite(const float* x, int64_t n, const char* what);
+// A precondition of a compiled program on a value given at run time (an
+// LSTM's sequence_lens): throws std::runtime_error with `what`, the first
+// element of x[0, n) that is not `value`, its index and how many differ.
+void check_all_equal(const int64_t* x, int64_t n, int64_t value, const char* what);
 
 }  // namespace cpu
 }  // namespace dtcrt

@@ -1,7 +1,9 @@
 // Tests of check_finite (dtc --debug-checks): finite data passes (including
 // the extremes of float), and a NaN or an infinity anywhere — first, last,
 // several — throws a message naming the producer, the first bad element and
-// how many there are.
+// how many there are. check_all_equal (a compiled program's precondition on
+// a run-time value) passes when every element is the value and otherwise
+// names the first one that is not.
 #include "TestUtil.h"
 
 #include <cmath>
@@ -48,6 +50,20 @@ TEST(DebugChecks, InfinityAtEitherEnd) {
   x[4] = 2.f;
   x[0] = -std::numeric_limits<float>::infinity();
   EXPECT_NE(failure(x, "dtc.exp (/Exp)").find("element 0 of 5 is -inf"), std::string::npos);
+}
+
+TEST(DebugChecks, AllEqualNamesTheFirstDifferentElement) {
+  const std::vector<int64_t> same = {12, 12, 12};
+  EXPECT_NO_THROW(k::check_all_equal(same.data(), 3, 12, "sequence_lens"));
+  EXPECT_NO_THROW(k::check_all_equal(nullptr, 0, 12, "sequence_lens"));
+  const std::vector<int64_t> x = {12, 7, 12, 3};
+  try {
+    k::check_all_equal(x.data(), 4, 12, "LSTM node \"L\": sequence_lens must be 12");
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "LSTM node \"L\": sequence_lens must be 12 (element 1 of 4 is 7; 2 differ)");
+  }
 }
 
 }  // namespace
