@@ -265,6 +265,20 @@ LogicalResult emitDropout(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// Dropout with a run-time training_mode and ratio (CPU inference programs).
+LogicalResult emitDropoutIf(Operation *op, FunctionEmitter &fn) {
+  auto dropout = cast<DropoutIfOp>(op);
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no Dropout with a run-time "
+                               "training_mode or ratio";
+  fn.kernel("dropout_if", fn.ptr(dropout.getInput()) + ", " + fn.ptr(dropout.getOutput()) +
+                              ", " + fn.ptr(dropout.getMask()) + ", " +
+                              num(fn.numel(dropout.getOutput())) + ", " +
+                              fn.ptr(dropout.getRatio()) + ", " + fn.ptr(dropout.getTraining()) +
+                              ", ctx.seed + " + num(dropout.getSeed()) + "u, uint64_t(ctx.step)");
+  return success();
+}
+
 LogicalResult emitDropoutGrad(Operation *op, FunctionEmitter &fn) {
   auto grad = cast<DropoutGradOp>(op);
   fn.kernel("dropout_grad", fn.ptr(grad.getMask()) + ", " + fn.ptr(grad.getGrad()) + ", " +
@@ -331,6 +345,7 @@ void populateMathEmitters(OpEmitterTable &table) {
   table["dtc.logical_not"] = emitUnary;
   table["dtc.dropout"] = emitDropout;
   table["dtc.dropout_grad"] = emitDropoutGrad;
+  table["dtc.dropout_if"] = emitDropoutIf;
   table["dtc.reduce_to_shape"] = emitReduceToShape;
 }
 

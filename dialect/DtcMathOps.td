@@ -195,4 +195,19 @@ def Dtc_DropoutOp : Dtc_Op<"dropout", [InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
+def Dtc_DropoutIfOp : Dtc_Op<"dropout_if", [InferTypeOpAdaptor]> {
+  let summary = "dtc.dropout when `training` holds, with `ratio` read at run time";
+  let description = [{
+    ONNX Dropout whose training_mode (a bool scalar) or ratio (a float32
+    scalar, in [0, 1)) is a run-time input: dtc.dropout's result and mask
+    where `training` is true, the input and an all-true mask where it is
+    false. CPU inference programs only: it has no gradient.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, F32Tensor:$ratio, Dtc_BoolTensor:$training,
+                       DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs Dtc_FloatTensor:$output, Dtc_BoolTensor:$mask);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif // DTC_MATH_OPS_TD

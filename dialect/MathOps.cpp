@@ -111,6 +111,21 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locati
   return success();
 }
 
+LogicalResult DropoutIfOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  types.push_back(input);
+  types.push_back(input.clone(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult DropoutIfOp::verify() {
+  if (tensorOf(getRatio()).getNumElements() != 1 ||
+      tensorOf(getTraining()).getNumElements() != 1)
+    return emitOpError("ratio and training must be scalars (one element each)");
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   float ratio = getRatio().convertToFloat();
   if (!(ratio >= 0.0f && ratio < 1.0f))

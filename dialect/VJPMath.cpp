@@ -188,6 +188,11 @@ LogicalResult vjp(WhereOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Valu
   return success();
 }
 
+LogicalResult vjp(DropoutIfOp op, OpBuilder &, ValueRange, SmallVectorImpl<Value> &) {
+  return op.emitOpError("a Dropout whose training_mode or ratio is given at run time cannot be "
+                        "trained; make them constants (the model's initializers)");
+}
+
 LogicalResult vjp(DropoutOp op, OpBuilder &b, ValueRange dys,
                   SmallVectorImpl<Value> &dxs) {
   dxs.assign({b.create<DropoutGradOp>(op.getLoc(), dys[0], op.getMask(), op.getRatioAttr())});
@@ -231,7 +236,7 @@ LogicalResult vjp(CumSumOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Val
 void attachMathVJPs(MLIRContext *context) {
   attachVJPs<AddOp, SubOp, MulOp, DivOp, PowOp, SqrtOp, NegOp, ExpOp, LogOp, ReluOp, SigmoidOp,
              TanhOp, ErfOp, GeluOp, ActivationOp, MaximumOp, MinimumOp, IdentityOp, CastOp, WhereOp,
-             DropoutOp, SoftmaxCrossEntropyOp, MseLossOp, CumSumOp>(context);
+             DropoutOp, DropoutIfOp, SoftmaxCrossEntropyOp, MseLossOp, CumSumOp>(context);
 }
 
 } // namespace dtc

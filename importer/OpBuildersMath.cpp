@@ -169,10 +169,41 @@ static LogicalResult buildIdentity(NodeContext &nc) {
   return success();
 }
 
-/// Dropout-12+ takes ratio and training_mode as inputs; training_mode, and
-/// the ratio of a training-mode Dropout, must be known at compile time.
-/// Before opset 12 Dropout is the inference-mode identity. An inference-mode
-/// (or ratio 0) Dropout is the identity and its mask is all true.
+/// Dropout-12+ takes ratio and training_mode as inputs; when training_mode,
+/// or the ratio of a training-mode Dropout, is known only at run time, the
+/// program picks (dtc.dropout_if). Before opset 12 Dropout is the
+/// inference-mode identity. An inference-mode (or ratio 0) Dropout is the
+/// identity and its mask is all true.
+/// Dropout whose training_mode or ratio is known only at run time: the
+/// program decides (dtc.dropout_if; CPU inference programs).
+static LogicalResult buildDropoutIf(NodeContext &nc, Value x) {
+  auto &b = nc.b;
+  auto scalar = [&](int input, Type type, double fallback) -> Value {
+    if (!nc.hasInput(input)) {
+      auto shaped = RankedTensorType::get({}, type);
+      return b.create<ConstantOp>(nc.loc, type.isInteger(1)
+                                              ? DenseElementsAttr::get(shaped, fallback != 0.0)
+                                              : DenseElementsAttr::get(shaped, float(fallback)));
+    }
+    Value v = nc.input(input, type);
+    if (v && llvm::cast<RankedTensorType>(v.getType()).getElementType() != type) {
+      auto cast = nc.create<CastOp>(1, v, TypeAttr::get(type));
+      v = cast ? cast.getResult() : Value();
+    }
+    return v;
+  };
+  Value ratio = scalar(1, b.getF32Type(), 0.5);
+  Value training = ratio ? scalar(2, b.getI1Type(), 0.0) : Value();
+  if (!training)
+    return failure();
+  auto op = nc.create<DropoutIfOp>(2, x, ratio, training, b.getI64IntegerAttr(0));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op.getOutput());
+  nc.setOutput(1, op.getMask());
+  return success();
+}
+
 static LogicalResult buildDropout(NodeContext &nc) {
   Value x = floatInput(nc, 0);
   if (!x)
@@ -181,19 +212,21 @@ static LogicalResult buildDropout(NodeContext &nc) {
   bool training = false;
   if (nc.opset >= 12) {
     ratio = 0.5;
-    if (nc.hasInput(2)) {
-      const HostTensor *t = nc.host(2);
-      if (!t || t->size() != 1)
+    const HostTensor *t = nc.hasInput(2) ? nc.host(2) : nullptr;
+    const HostTensor *r = nc.hasInput(1) ? nc.host(1) : nullptr;
+    bool trainingAtRunTime = nc.hasInput(2) && !t;
+    if (trainingAtRunTime || (nc.hasInput(1) && !r && t && t->intAt(0) != 0))
+      return buildDropoutIf(nc, x);
+    if (t) {
+      if (t->size() != 1)
         return nc.error() << "training_mode (input '" << nc.inputName(2)
-                          << "') is not a compile-time scalar",
+                          << "') is not a scalar",
                failure();
       training = t->intAt(0) != 0;
     }
-    if (training && nc.hasInput(1)) {
-      const HostTensor *r = nc.host(1);
-      if (!r || r->size() != 1)
-        return nc.error() << "ratio (input '" << nc.inputName(1)
-                          << "') is not a compile-time scalar",
+    if (training && r) {
+      if (r->size() != 1)
+        return nc.error() << "ratio (input '" << nc.inputName(1) << "') is not a scalar",
                failure();
       ratio = r->floatAt(0);
     }

@@ -272,6 +272,18 @@ void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio, ui
   }
 }
 
+void dropout_if(const float* x, float* y, uint8_t* mask, int64_t n, const float* ratio,
+                const uint8_t* training, uint64_t seed, uint64_t step) {
+  if (!*training) {
+    copy(x, y, n);
+    std::memset(mask, 1, (size_t)n);
+    return;
+  }
+  if (!(*ratio >= 0.0f && *ratio < 1.0f))
+    fail("dropout_if", "ratio %g is not in [0, 1)", (double)*ratio);
+  dropout(x, y, mask, n, *ratio, seed, step);
+}
+
 void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, float ratio) {
   if (ratio >= 1.0f) { fill(dx, n, 0.0f); return; }
   const float keepScale = ratio > 0.0f ? 1.0f / (1.0f - ratio) : 1.0f;

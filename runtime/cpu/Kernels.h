@@ -150,6 +150,11 @@ void extremum_grad(const float* a, const int64_t* aShape, int aRank, const float
 // ratio = 0 keeps everything; ratio >= 1 drops everything (y = 0).
 void dropout(const float* x, float* y, uint8_t* mask, int64_t n, float ratio,
              uint64_t seed, uint64_t step, uint64_t offset = 0);
+// ONNX Dropout with its training_mode and ratio given at run time (each a
+// one-element tensor): dropout() with *ratio (which must be in [0, 1)) when
+// *training is nonzero, else y = x and every mask element 1.
+void dropout_if(const float* x, float* y, uint8_t* mask, int64_t n, const float* ratio,
+                const uint8_t* training, uint64_t seed, uint64_t step);
 // dx = mask ? dy/(1-ratio) : 0 (0 everywhere if ratio >= 1).
 void dropout_grad(const uint8_t* mask, const float* dy, float* dx, int64_t n, float ratio);
 

@@ -325,6 +325,25 @@ TEST(Dropout, EdgeRatios) {
   EXPECT_EQ(m, (std::vector<uint8_t>{0, 0, 0}));
 }
 
+// A run-time training_mode: off, the input and an all-true mask; on, the
+// same mask and values as dropout() with the run-time ratio.
+TEST(Dropout, RunTimeTrainingModeAndRatio) {
+  Rng rng(10);
+  const Vec x = rng.vec(64);
+  Vec y(64), want(64);
+  std::vector<uint8_t> m(64), wantMask(64);
+  const float ratio = 0.4f;
+  const uint8_t off = 0, on = 1;
+  k::dropout_if(x.data(), y.data(), m.data(), 64, &ratio, &off, 3, 5);
+  EXPECT_EQ(y, x);
+  EXPECT_EQ(m, std::vector<uint8_t>(64, 1));
+  k::dropout_if(x.data(), y.data(), m.data(), 64, &ratio, &on, 3, 5);
+  k::dropout(x.data(), want.data(), wantMask.data(), 64, ratio, 3, 5);
+  EXPECT_EQ(y, want);
+  EXPECT_EQ(m, wantMask);
+  EXPECT_NE(m, std::vector<uint8_t>(64, 1));
+}
+
 // Sums of float64, int64 and int32 values (ReduceSum in inference programs).
 TEST(ReduceToShape, OtherElementTypes) {
   const Shape y = {2, 3}, rows = {2, 1};
