@@ -72,6 +72,10 @@ public:
   mlir::OpBuilder builder;      // at the node being imported
   mlir::OpBuilder paramBuilder; // after the last dtc.param_ref of @forward
   int64_t opset = 0;
+  /// The default-domain opset the model declares: older than `opset` when
+  /// its ops mean there what they mean at kMinOpset (ModelLoader.cpp), but
+  /// for what their builders handle (ConvTranspose-1's pads).
+  int64_t declaredOpset = 0;
   llvm::StringMap<ValueSlot> slots;
   BuilderTable table;
   llvm::StringSet<> used; // value names read by nodes or graph outputs

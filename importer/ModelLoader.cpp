@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ModelLoader.h"
+#include "importer/OnnxAttributes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "onnx/checker.h"
@@ -148,6 +149,22 @@ static LogicalResult loadExternalData(Location loc, const std::string &dir,
   return success();
 }
 
+/// True when `node`, of an op whose definition at `old` is older than the
+/// one at kMinOpset, means the same under both: the reductions of opset 1
+/// (opset 11 only allows negative axes too), and ConvTranspose-1 without
+/// auto_pad SAME_* (whose output size 11 changed; the builder splits an odd
+/// output_shape padding as ConvTranspose-1 does, at the end).
+static bool meansTheSameAtMinOpset(const onnx::NodeProto &node, const onnx::OpSchema &old) {
+  llvm::StringRef op = node.op_type();
+  if (old.SinceVersion() == 1 && op.starts_with("Reduce"))
+    return true;
+  if (op == "ConvTranspose" && old.SinceVersion() == 1) {
+    std::string autoPad = attrString(node, "auto_pad", "NOTSET");
+    return autoPad == "NOTSET" || autoPad == "VALID";
+  }
+  return false;
+}
+
 /// The first default-domain op of `graph` (subgraphs included) whose
 /// definition at `opset` differs from the one at kMinOpset, or "" if none.
 static std::string opChangedSince(const onnx::GraphProto &graph, int64_t opset) {
@@ -156,7 +173,8 @@ static std::string opChangedSince(const onnx::GraphProto &graph, int64_t opset) 
       continue;
     const onnx::OpSchema *old = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
     const onnx::OpSchema *current = onnx::OpSchemaRegistry::Schema(node.op_type(), kMinOpset);
-    if (!old || !current || old->SinceVersion() != current->SinceVersion())
+    if (!old || !current ||
+        (old->SinceVersion() != current->SinceVersion() && !meansTheSameAtMinOpset(node, *old)))
       return node.op_type();
     for (const auto &attr : node.attribute()) {
       std::string changed = attr.has_g() ? opChangedSince(attr.g(), opset) : "";

@@ -263,6 +263,10 @@ OwningOpRef<ModuleOp> Importer::run() {
   ctx.loadDialect<DtcDialect, func::FuncDialect>();
   if (failed(loadModel(fileLoc, path, options, model, opset)))
     return nullptr;
+  declaredOpset = opset;
+  for (const auto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      declaredOpset = entry.version();
   const onnx::GraphProto &graph = model.graph();
   for (const auto &node : graph.node())
     for (const auto &input : node.input())

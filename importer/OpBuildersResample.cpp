@@ -309,9 +309,10 @@ static LogicalResult buildConvTranspose(NodeContext &nc) {
         total = 0;
       }
       int64_t half = total / 2;
-      bool upper = autoPad == "SAME_UPPER";
+      // ConvTranspose-1 puts the odd padding of an output_shape at the end.
+      bool upper = autoPad == "SAME_UPPER" || nc.imp.declaredOpset < 11;
       (*pads)[i] = upper ? half : total - half;
-      (*pads)[i + 2] = upper ? total - half : half;
+      (*pads)[i + dims] = upper ? total - half : half;
     }
   }
   Value x2 = reshapeTo(nc, x, x4), w2 = x2 ? reshapeTo(nc, w, w4) : Value();
