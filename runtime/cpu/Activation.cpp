@@ -1,7 +1,7 @@
 // The elementwise activation family: one forward and one backward kernel for
 // every activation that is a function of x and two constants (alpha, beta),
 // selected by Activation, with PyTorch's formulas and its gradients at the
-// kinks; and the gradient of maximum/minimum (ties split half and half).
+// kinks (the trigonometric and hyperbolic functions too); and the gradient of maximum/minimum (ties split half and half).
 #include "runtime/cpu/Internal.h"
 
 #include <cmath>
@@ -70,6 +70,28 @@ void activation(const float* x, float* y, int64_t n, Activation kind, float alph
       return map(x, y, n, [](float v) { return std::nearbyint(v); });
     case Activation::Reciprocal:
       return map(x, y, n, [](float v) { return 1.0f / v; });
+    case Activation::Sin:
+      return map(x, y, n, [](float v) { return std::sin(v); });
+    case Activation::Cos:
+      return map(x, y, n, [](float v) { return std::cos(v); });
+    case Activation::Tan:
+      return map(x, y, n, [](float v) { return std::tan(v); });
+    case Activation::Asin:
+      return map(x, y, n, [](float v) { return std::asin(v); });
+    case Activation::Acos:
+      return map(x, y, n, [](float v) { return std::acos(v); });
+    case Activation::Atan:
+      return map(x, y, n, [](float v) { return std::atan(v); });
+    case Activation::Sinh:
+      return map(x, y, n, [](float v) { return std::sinh(v); });
+    case Activation::Cosh:
+      return map(x, y, n, [](float v) { return std::cosh(v); });
+    case Activation::Asinh:
+      return map(x, y, n, [](float v) { return std::asinh(v); });
+    case Activation::Acosh:
+      return map(x, y, n, [](float v) { return std::acosh(v); });
+    case Activation::Atanh:
+      return map(x, y, n, [](float v) { return std::atanh(v); });
   }
   fail("activation", "unknown kind %d", (int)kind);
 }
@@ -133,6 +155,36 @@ void activation_grad(const float* x, const float* dy, float* dx, int64_t n, Acti
         const float y = 1.0f / v;
         return -g * (y * y);
       });
+    // The trigonometric family: PyTorch's derivative formulas.
+    case Activation::Sin:
+      return mapGrad(x, dy, dx, n, [](float v, float g) { return g * std::cos(v); });
+    case Activation::Cos:
+      return mapGrad(x, dy, dx, n, [](float v, float g) { return -g * std::sin(v); });
+    case Activation::Tan:
+      return mapGrad(x, dy, dx, n, [](float v, float g) {
+        const float t = std::tan(v);
+        return g * (1.0f + t * t);
+      });
+    case Activation::Asin:
+      return mapGrad(x, dy, dx, n,
+                     [](float v, float g) { return g / std::sqrt(1.0f - v * v); });
+    case Activation::Acos:
+      return mapGrad(x, dy, dx, n,
+                     [](float v, float g) { return -g / std::sqrt(1.0f - v * v); });
+    case Activation::Atan:
+      return mapGrad(x, dy, dx, n, [](float v, float g) { return g / (1.0f + v * v); });
+    case Activation::Sinh:
+      return mapGrad(x, dy, dx, n, [](float v, float g) { return g * std::cosh(v); });
+    case Activation::Cosh:
+      return mapGrad(x, dy, dx, n, [](float v, float g) { return g * std::sinh(v); });
+    case Activation::Asinh:
+      return mapGrad(x, dy, dx, n,
+                     [](float v, float g) { return g / std::sqrt(v * v + 1.0f); });
+    case Activation::Acosh:
+      return mapGrad(x, dy, dx, n,
+                     [](float v, float g) { return g / std::sqrt(v * v - 1.0f); });
+    case Activation::Atanh:
+      return mapGrad(x, dy, dx, n, [](float v, float g) { return g / (1.0f - v * v); });
   }
   fail("activation_grad", "unknown kind %d", (int)kind);
 }

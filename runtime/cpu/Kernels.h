@@ -105,14 +105,29 @@ enum class Activation : int {
   Ceil = 14,
   Round = 15,           // to nearest, ties to even
   Reciprocal = 16,      // 1 / x
+  // Trigonometric and hyperbolic functions and their inverses (libm's, in
+  // float); outside an inverse's domain (|x| > 1 for asin/acos/atanh, x < 1
+  // for acosh) the result is NaN.
+  Sin = 17,
+  Cos = 18,
+  Tan = 19,
+  Asin = 20,
+  Acos = 21,
+  Atan = 22,
+  Sinh = 23,
+  Cosh = 24,
+  Asinh = 25,
+  Acosh = 26,
+  Atanh = 27,
 };
 // y = f(x) over n elements; y may alias x.
 void activation(const float* x, float* y, int64_t n, Activation kind, float alpha, float beta);
 // dx = dy * f'(x), with PyTorch's value at every kink: leaky_relu/elu/selu
 // take the negative side at 0; clip (hardtanh) and hard_sigmoid pass dy only
 // strictly inside the bounds; hard_swish is 0 below -3, dy (x/3 + 1/2) on
-// [-3, 3], dy above; abs is 0 at 0; sign/floor/ceil/round are 0. dx may
-// alias dy.
+// [-3, 3], dy above; abs is 0 at 0; sign/floor/ceil/round are 0; the
+// inverse trigonometric functions' derivatives are +-inf at the ends of
+// their domains (x = +-1; acosh at 1), as PyTorch's. dx may alias dy.
 void activation_grad(const float* x, const float* dy, float* dx, int64_t n, Activation kind,
                      float alpha, float beta);
 

@@ -35,6 +35,17 @@ __device__ __forceinline__ float forward(Activation kind, float v, float alpha, 
     case Activation::Ceil: return ceilf(v);
     case Activation::Round: return rintf(v);
     case Activation::Reciprocal: return __fdiv_rn(1.0f, v);
+    case Activation::Sin: return sinf(v);
+    case Activation::Cos: return cosf(v);
+    case Activation::Tan: return tanf(v);
+    case Activation::Asin: return asinf(v);
+    case Activation::Acos: return acosf(v);
+    case Activation::Atan: return atanf(v);
+    case Activation::Sinh: return sinhf(v);
+    case Activation::Cosh: return coshf(v);
+    case Activation::Asinh: return asinhf(v);
+    case Activation::Acosh: return acoshf(v);
+    case Activation::Atanh: return atanhf(v);
   }
   return v;
 }
@@ -76,6 +87,20 @@ __device__ __forceinline__ float backward(Activation kind, float v, float g, flo
       const float y = __fdiv_rn(1.0f, v);
       return -g * (y * y);
     }
+    case Activation::Sin: return g * cosf(v);
+    case Activation::Cos: return -g * sinf(v);
+    case Activation::Tan: {
+      const float t = tanf(v);
+      return g * (1.0f + t * t);
+    }
+    case Activation::Asin: return __fdiv_rn(g, sqrtf(1.0f - v * v));
+    case Activation::Acos: return -__fdiv_rn(g, sqrtf(1.0f - v * v));
+    case Activation::Atan: return __fdiv_rn(g, 1.0f + v * v);
+    case Activation::Sinh: return g * coshf(v);
+    case Activation::Cosh: return g * sinhf(v);
+    case Activation::Asinh: return __fdiv_rn(g, sqrtf(v * v + 1.0f));
+    case Activation::Acosh: return __fdiv_rn(g, sqrtf(v * v - 1.0f));
+    case Activation::Atanh: return __fdiv_rn(g, 1.0f - v * v);
   }
   return 0.0f;
 }
