@@ -3,6 +3,7 @@
 // run-time inputs, and ONNX models on narrow integers), every kind on double
 // and float16, and Mod on float32. Broadcasting as the other binary kernels
 // do. Integer results wrap on overflow; a division or remainder by 0 gives 0.
+// The bit shifts of ONNX BitShift are here too (integers only).
 #include "runtime/cpu/Internal.h"
 
 #include <cmath>
@@ -43,9 +44,25 @@ T integerPow(T a, T b) {
   return result;
 }
 
+// a << b or a >> b on the bits of a (ONNX BitShift, unsigned types); a shift
+// by the width or more gives 0 (C++ leaves it undefined).
+template <typename T>
+T shift(Arith kind, T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  const U bits = static_cast<U>(a), by = static_cast<U>(b);
+  if (by >= sizeof(T) * 8) return 0;
+  // Shift in unsigned arithmetic at least as wide as unsigned int (as
+  // `wrapping`), then keep the type's width.
+  using W = std::common_type_t<U, unsigned>;
+  const W w = static_cast<W>(bits);
+  return static_cast<T>(static_cast<U>(kind == Arith::ShiftLeft ? w << by : w >> by));
+}
+
 template <typename T>
 T integerArith(Arith kind, T a, T b) {
   switch (kind) {
+    case Arith::ShiftLeft:
+    case Arith::ShiftRight: return shift(kind, a, b);
     case Arith::Add:
     case Arith::Sub:
     case Arith::Mul: return wrapping(kind, a, b);
@@ -77,6 +94,8 @@ F floatArith(Arith kind, F a, F b) {
     case Arith::Min: return std::isnan(a) || a < b ? a : b;
     case Arith::Pow: return std::pow(a, b);
     case Arith::Fmod: return std::fmod(a, b);
+    case Arith::ShiftLeft:
+    case Arith::ShiftRight: return std::numeric_limits<F>::quiet_NaN();  // integers only
     case Arith::Mod: break;
   }
   F r = std::fmod(a, b);

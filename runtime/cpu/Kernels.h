@@ -199,9 +199,11 @@ void where(const uint8_t* cond, const int64_t* cShape, int cRank, const T* x,
 // 0, a division or remainder by 0 gives 0, a negative Pow exponent gives 0
 // unless a = +-1) and float, double and Float16 (float: used for Mod and
 // Fmod; Float16 computes in float and rounds each result). Mod takes the
-// divisor's sign (Python's %), Fmod the dividend's (C's fmod).
+// divisor's sign (Python's %), Fmod the dividend's (C's fmod). ShiftLeft and
+// ShiftRight (ONNX BitShift) are for the unsigned integers only: a << b and
+// a >> b, 0 when b is at least the type's width.
 enum class Arith : int { Add = 0, Sub = 1, Mul = 2, Div = 3, Max = 4, Min = 5, Pow = 6,
-                         Mod = 7, Fmod = 8 };
+                         Mod = 7, Fmod = 8, ShiftLeft = 9, ShiftRight = 10 };
 template <typename T>
 void arith(const T* a, const int64_t* aShape, int aRank, const T* b, const int64_t* bShape,
            int bRank, T* y, const int64_t* yShape, int yRank, Arith kind);

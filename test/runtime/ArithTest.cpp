@@ -1,6 +1,6 @@
 // Tests of the arith kernel: int64 and int32 arithmetic (wrapping, division
 // and remainder toward 0 or the divisor's sign, by 0, powers) and float Mod,
-// broadcasting a row and a column; arg_extremum (ArgMax/ArgMin) at ties;
+// broadcasting a row and a column; the unsigned bit shifts; arg_extremum (ArgMax/ArgMin) at ties;
 // reduce_extremum (ReduceMax/ReduceMin) against a double loop.
 // Exact against values worked out by hand.
 #include "TestUtil.h"
@@ -48,6 +48,24 @@ TEST(Arith, Int32SignsOverflowAndNegativePowers) {
   EXPECT_EQ(rowOp(a, b, Arith::Div), (V{2, -7, lowest, 0, 1, -2}));
   EXPECT_EQ(rowOp(a, b, Arith::Pow), (V{0, 0, 0, 1, -1, 0}));
   EXPECT_EQ(rowOp(a, b, Arith::Sub), (V{-4, 8, lowest + 1, 4, 0, 3}));
+}
+
+// BitShift on the unsigned types: bits shifted out are lost, a shift by the
+// width or more gives 0.
+TEST(Arith, UnsignedShifts) {
+  using V8 = std::vector<uint8_t>;
+  const V8 a8 = {1, 0x81, 0xff, 16, 3, 200}, b8 = {3, 1, 8};
+  EXPECT_EQ(rowOp(a8, b8, Arith::ShiftLeft), (V8{8, 0x02, 0, 128, 6, 0}));
+  EXPECT_EQ(rowOp(a8, b8, Arith::ShiftRight), (V8{0, 0x40, 0, 2, 1, 0}));
+  using V16 = std::vector<uint16_t>;
+  EXPECT_EQ(rowOp(V16{0x8001, 2, 3, 4, 5, 6}, V16{1, 15, 16}, Arith::ShiftLeft),
+            (V16{2, 0, 0, 8, 0x8000, 0}));
+  using V64 = std::vector<uint64_t>;
+  const uint64_t top = uint64_t(1) << 63;
+  EXPECT_EQ(rowOp(V64{1, top, 5, 2, 3, 4}, V64{63, 63, 64}, Arith::ShiftLeft),
+            (V64{top, 0, 0, 0, top, 0}));
+  EXPECT_EQ(rowOp(V64{1, top, 5, 2, 3, 4}, V64{63, 63, 64}, Arith::ShiftRight),
+            (V64{0, 1, 0, 0, 0, 0}));
 }
 
 TEST(Arith, ColumnBroadcastAndFloatMod) {
