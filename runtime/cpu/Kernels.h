@@ -226,6 +226,38 @@ void cumsum(const T* x, const int64_t* shape, int rank, int64_t axis, bool exclu
 // NaN propagates; an empty reduction gives -inf (max) or +inf (min).
 void reduce_extremum(const float* x, const int64_t* xShape, int rank, float* y,
                      const int64_t* yShape, bool isMax);
+// ReduceProd (Reduce.cpp): y (yShape: xShape with the reduced
+// dimensions 1, same rank) = the product of x over the reduced dimensions
+// (1 for an empty reduction). reduce_prod_grad: dx = dy times the product of
+// the other elements of each element's group, from prefix and suffix
+// products (no division: exact where x has zeros).
+void reduce_prod(const float* x, const int64_t* xShape, int rank, float* y,
+                 const int64_t* yShape);
+void reduce_prod_grad(const float* x, const int64_t* xShape, int rank, const float* dy,
+                      const int64_t* yShape, float* dx);
+// ReduceLogSumExp (Reduce.cpp): y = log(sum(exp(x))) over the reduced
+// dimensions (yShape as reduce_prod's), as m + log(sum(exp(x - m))) with m
+// the group's maximum, in T's precision: no overflow; -inf for an empty
+// group or one of only -inf, +inf if one is +inf, NaN if one is NaN.
+// T = float, double.
+template <typename T>
+void reduce_log_sum_exp(const T* x, const int64_t* xShape, int rank, T* y,
+                        const int64_t* yShape);
+// TopK of x viewed as [outer, n, inner] along n (TopK.cpp): the k largest
+// (or smallest) values [outer, k, inner] and their indices, in order (largest
+// first, or smallest first), a tie to the lower index; NaN counts as larger
+// than every number. T = float, double, int64_t, int32_t.
+template <typename T>
+void topk(const T* x, int64_t outer, int64_t n, int64_t inner, int64_t k, bool largest,
+          T* values, int64_t* indices);
+// Det (Det.cpp): y[b] = the determinant of the n x n matrix x[b] (LU with
+// partial pivoting). det_grad: dx[b] = dy[b] times the cofactor matrix of
+// x[b] (the adjugate's transpose; exact for singular matrices too), each
+// cofactor the determinant of a minor. Both take det_workspace(n) floats.
+int64_t det_workspace(int64_t n);
+void det(const float* x, int64_t batch, int64_t n, float* y, float* workspace);
+void det_grad(const float* x, const float* dy, int64_t batch, int64_t n, float* dx,
+              float* workspace);
 
 void fill(float* y, int64_t n, float value);                // y[i] = value
 void copy(const float* x, float* y, int64_t n);             // y[i] = x[i] (no overlap)
