@@ -59,6 +59,17 @@ LogicalResult emitBroadcastBinary(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// BitShift (CPU only): the arith kernel's ShiftLeft or ShiftRight.
+LogicalResult emitBitShift(Operation *op, FunctionEmitter &fn) {
+  auto shift = cast<BitShiftOp>(op);
+  if (fn.cuda())
+    return codegenError(op) << "the CUDA kernels have no BitShift";
+  fn.kernel("arith", broadcastArgs(fn, shift.getLhs(), shift.getRhs(), shift.getOutput()) +
+                         ", dtcrt::cpu::Arith::" +
+                         (shift.getLeft() ? "ShiftLeft" : "ShiftRight"));
+  return success();
+}
+
 /// y = KERNEL(x, y, n)
 LogicalResult emitUnary(Operation *op, FunctionEmitter &fn) {
   Value x = op->getOperand(0), y = op->getResult(0);
@@ -325,6 +336,7 @@ void populateMathEmitters(OpEmitterTable &table) {
   table["dtc.maximum"] = emitBroadcastBinary<MaximumOp>;
   table["dtc.minimum"] = emitBroadcastBinary<MinimumOp>;
   table["dtc.mod"] = emitBroadcastBinary<ModOp>;
+  table["dtc.bit_shift"] = emitBitShift;
   table["dtc.activation"] = emitActivation;
   table["dtc.activation_grad"] = emitActivationGrad;
   table["dtc.extremum_grad"] = emitExtremumGrad;

@@ -137,6 +137,7 @@ void populateTrainingEmitters(OpEmitterTable &table);
 void populateCollectiveEmitters(OpEmitterTable &table);
 void populatePipelineEmitters(OpEmitterTable &table);
 void populateDebugEmitters(OpEmitterTable &table);
+void populateReductionEmitters(OpEmitterTable &table);
 
 /// CUDA: the run of optimizer updates starting at `first` that one
 /// multi-tensor kernel can do (consecutive, same kind and hyperparameters).

@@ -142,6 +142,7 @@ const OpEmitterTable &emitterTable() {
     populateCollectiveEmitters(t);
     populatePipelineEmitters(t);
     populateDebugEmitters(t);
+    populateReductionEmitters(t);
     return t;
   }();
   return table;
@@ -149,12 +150,14 @@ const OpEmitterTable &emitterTable() {
 
 /// Whether `op`'s emitter takes tensors of every element type: the CPU's
 /// templated kernels (arithmetic, comparisons, Where, data movement, CumSum,
-/// ScatterND/GatherND, Pad, the float64 MatMul and ReduceSum, which check
-/// the types themselves) and its cast kernel.
+/// ScatterND/GatherND, Pad, the float64 MatMul and ReduceSum, BitShift,
+/// TopK, ReduceLogSumExp, which check the types themselves) and its cast
+/// kernel.
 bool takesEveryElementType(Operation *op) {
   return isa<CastOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, ModOp, CompareOp,
              WhereOp, TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, GatherOp, CumSumOp,
-             ScatterNDOp, GatherNDOp, MatMulOp, ReduceSumOp, PadOp>(op);
+             ScatterNDOp, GatherNDOp, MatMulOp, ReduceSumOp, PadOp, BitShiftOp, TopKOp,
+             ReduceLogSumExpOp>(op);
 }
 
 /// The element types the other kernels take: float32, int64, int32, bool,

@@ -55,6 +55,23 @@ def Dtc_ExtremumGradOp : Dtc_InferredOp<"extremum_grad"> {
   let results = (outs Dtc_FloatTensor:$lhs_grad, Dtc_FloatTensor:$rhs_grad);
 }
 
+def Dtc_ReduceProdGradOp : Dtc_InferredOp<"reduce_prod_grad"> {
+  let summary = "gradient of dtc.reduce_prod: dy times the product of the others";
+  let description = [{
+    `grad` is dy with the reduced dimensions kept as 1 (rank of `input`);
+    the result has the input's type. Prefix and suffix products, no
+    division, so zeros in the input are exact.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$grad, DenseI64ArrayAttr:$axes);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_DetGradOp : Dtc_InferredOp<"det_grad"> {
+  let summary = "gradient of dtc.det: dy times the cofactor matrix of the input";
+  let arguments = (ins Dtc_FloatTensor:$input, Dtc_FloatTensor:$grad);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
 def Dtc_SoftmaxGradOp : Dtc_SameTypeOp<"softmax_grad"> {
   let summary = "y * (dy - sum(dy * y)) along `axis`, from the output y";
   let arguments = (ins Dtc_FloatTensor:$value, Dtc_FloatTensor:$grad,

@@ -53,7 +53,12 @@ def Dtc_ActivationKind : I32EnumAttr<"ActivationKind",
     I32EnumAttrCase<"clip", 10>, I32EnumAttrCase<"abs", 11>,
     I32EnumAttrCase<"sign", 12>, I32EnumAttrCase<"floor", 13>,
     I32EnumAttrCase<"ceil", 14>, I32EnumAttrCase<"round", 15>,
-    I32EnumAttrCase<"reciprocal", 16>
+    I32EnumAttrCase<"reciprocal", 16>, I32EnumAttrCase<"sin", 17>,
+    I32EnumAttrCase<"cos", 18>, I32EnumAttrCase<"tan", 19>,
+    I32EnumAttrCase<"asin", 20>, I32EnumAttrCase<"acos", 21>,
+    I32EnumAttrCase<"atan", 22>, I32EnumAttrCase<"sinh", 23>,
+    I32EnumAttrCase<"cosh", 24>, I32EnumAttrCase<"asinh", 25>,
+    I32EnumAttrCase<"acosh", 26>, I32EnumAttrCase<"atanh", 27>
   ]> {
   let cppNamespace = "::dtc";
 }
@@ -76,6 +81,17 @@ def Dtc_ActivationOp : Dtc_SameTypeOp<"activation"> {
 
 def Dtc_MaximumOp : Dtc_BroadcastBinaryOp<"maximum", "elementwise max, broadcasting">;
 def Dtc_MinimumOp : Dtc_BroadcastBinaryOp<"minimum", "elementwise min, broadcasting">;
+
+def Dtc_BitShiftOp : Dtc_InferredOp<"bit_shift"> {
+  let summary = "elementwise bit shift of unsigned integers, broadcasting (ONNX BitShift)";
+  let description = [{
+    lhs << rhs (`left`) or lhs >> rhs, both operands of one unsigned integer
+    type; a shift by the type's width or more gives 0. Not differentiable.
+  }];
+  let arguments = (ins RankedTensorOf<[UI64, UI32, UI16, UI8]>:$lhs,
+                       RankedTensorOf<[UI64, UI32, UI16, UI8]>:$rhs, BoolAttr:$left);
+  let results = (outs RankedTensorOf<[UI64, UI32, UI16, UI8]>:$output);
+}
 
 def Dtc_CumSumOp : Dtc_InferredOp<"cumsum"> {
   let summary = "cumulative sum along one axis (ONNX CumSum)";

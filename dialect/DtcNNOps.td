@@ -149,6 +149,52 @@ def Dtc_ReduceExtremumOp : Dtc_InferredOp<"reduce_extremum"> {
   let results = (outs Dtc_FloatTensor:$output);
 }
 
+def Dtc_ReduceProdOp : Dtc_InferredOp<"reduce_prod"> {
+  let summary = "product over `axes` (all axes when empty; ONNX ReduceProd)";
+  let description = [{
+    The gradient of each element is dy times the product of the other
+    elements of its group (dtc.reduce_prod_grad), exact where some are 0.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_ReduceLogSumExpOp : Dtc_InferredOp<"reduce_log_sum_exp"> {
+  let summary = "log(sum(exp(x))) over `axes` (all axes when empty; ONNX ReduceLogSumExp)";
+  let description = [{
+    Computed as m + log(sum(exp(x - m))), m the maximum of the group, in the
+    input's precision (float32 or float64), so no exp overflows. The
+    gradient is dy * exp(x - y), the softmax over each group.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
+def Dtc_TopKOp : Dtc_InferredOp<"topk"> {
+  let summary = "the k largest or smallest elements along one axis (ONNX TopK)";
+  let description = [{
+    `values` holds the k largest (`largest`) or smallest elements of each
+    slice along `axis`, in that order, `indices` (int64) their positions; of
+    equal elements the lower index comes first. The gradient of `input` is
+    dy scattered back to the picked positions (GatherElements' backward).
+  }];
+  let arguments = (ins Dtc_NumericTensor:$input, I64Attr:$axis, I64Attr:$k, BoolAttr:$largest);
+  let results = (outs Dtc_NumericTensor:$values, Dtc_IndexTensor:$indices);
+}
+
+def Dtc_DetOp : Dtc_InferredOp<"det"> {
+  let summary = "determinants of square matrices [..., n, n] -> [...] (ONNX Det)";
+  let description = [{
+    LU factorization with partial pivoting. The gradient is dy times the
+    cofactor matrix (dtc.det_grad), which is exact for singular matrices
+    too.
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input);
+  let results = (outs Dtc_FloatTensor:$output);
+}
+
 def Dtc_ArgExtremumOp : Dtc_InferredOp<"arg_extremum"> {
   let summary = "int64 index of the max or min along one axis (ONNX ArgMax/ArgMin)";
   let description = [{

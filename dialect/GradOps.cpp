@@ -31,6 +31,41 @@ LogicalResult ExtremumGradOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   return success();
 }
 
+/// dx of ReduceProd: the input's type; dy keeps the reduced dimensions as 1.
+LogicalResult ReduceProdGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  RankedTensorType grad = tensorOf(adaptor.getGrad());
+  Shape kept(input.getShape());
+  if (adaptor.getAxes().empty())
+    kept.assign(kept.size(), 1);
+  for (int64_t axis : adaptor.getAxes()) {
+    std::optional<int64_t> a = normalizeAxis(axis, input.getRank());
+    if (!a)
+      return inferenceError(loc, "dtc.reduce_prod_grad: axis " + std::to_string(axis) +
+                                     " out of range");
+    kept[*a] = 1;
+  }
+  if (grad.getShape() != ArrayRef<int64_t>(kept))
+    return inferenceError(loc, "dtc.reduce_prod_grad: the gradient " +
+                                   formatShape(grad.getShape()) + " is not shaped " +
+                                   formatShape(kept));
+  types.push_back(input);
+  return success();
+}
+
+/// dx of Det: the input's type, dy one value per matrix.
+LogicalResult DetGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorOf(adaptor.getInput());
+  if (input.getRank() < 2 ||
+      tensorOf(adaptor.getGrad()).getShape() != input.getShape().drop_back(2))
+    return inferenceError(loc, "dtc.det_grad: the gradient's shape is not the input's "
+                               "without its last two dimensions");
+  types.push_back(input);
+  return success();
+}
+
 LogicalResult DropoutGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {

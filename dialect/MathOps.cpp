@@ -46,6 +46,12 @@ DTC_BROADCAST_BINARY(MinimumOp, "minimum")
 DTC_BROADCAST_BINARY(ModOp, "mod")
 #undef DTC_BROADCAST_BINARY
 
+LogicalResult BitShiftOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferBroadcast(loc, "bit_shift", {adaptor.getLhs(), adaptor.getRhs()},
+                        /*sameElementType=*/true, types);
+}
+
 LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
   if (failed(inferBroadcast(loc, "compare", {adaptor.getLhs(), adaptor.getRhs()},

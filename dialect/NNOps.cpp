@@ -322,6 +322,50 @@ LogicalResult ReduceExtremumOp::inferReturnTypes(MLIRContext *, std::optional<Lo
                      adaptor.getKeepdims(), types);
 }
 
+LogicalResult ReduceProdOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferReduce(loc, "reduce_prod", adaptor.getInput(), adaptor.getAxes(),
+                     adaptor.getKeepdims(), types);
+}
+
+LogicalResult ReduceLogSumExpOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &types) {
+  return inferReduce(loc, "reduce_log_sum_exp", adaptor.getInput(), adaptor.getAxes(),
+                     adaptor.getKeepdims(), types);
+}
+
+/// TopK: values [..., k, ...] of the input's type, int64 indices.
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType type = tensorOf(adaptor.getInput());
+  std::optional<int64_t> axis = normalizeAxis(adaptor.getAxis(), type.getRank());
+  if (!axis)
+    return inferenceError(loc, "dtc.topk: axis " + std::to_string(adaptor.getAxis()) +
+                                   " out of range for rank " + std::to_string(type.getRank()));
+  int64_t k = adaptor.getK();
+  if (k < 0 || k > type.getDimSize(*axis))
+    return inferenceError(loc, "dtc.topk: k = " + std::to_string(k) + " is not within [0, " +
+                                   std::to_string(type.getDimSize(*axis)) + "]");
+  Shape shape(type.getShape());
+  shape[*axis] = k;
+  types.push_back(type.clone(shape));
+  types.push_back(type.clone(shape, IntegerType::get(ctx, 64)));
+  return success();
+}
+
+/// Det: [..., n, n] -> [...].
+LogicalResult DetOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType type = tensorOf(adaptor.getInput());
+  ArrayRef<int64_t> dims = type.getShape();
+  if (dims.size() < 2 || dims[dims.size() - 1] != dims[dims.size() - 2])
+    return inferenceError(loc, "dtc.det: the input " + formatShape(dims) +
+                                   " is not a batch of square matrices [..., n, n]");
+  types.push_back(type.clone(dims.drop_back(2)));
+  return success();
+}
+
 LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {

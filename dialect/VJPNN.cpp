@@ -232,10 +232,69 @@ LogicalResult vjp(ReduceExtremumOp op, OpBuilder &b, ValueRange dys, SmallVector
   return success();
 }
 
+/// ReduceProd: dx = dy times the product of the other elements of each
+/// element's group (prefix and suffix products in the kernel: exact with
+/// zeros).
+LogicalResult vjp(ReduceProdOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  Value x = op.getInput();
+  RankedTensorType type = tensorOf(x);
+  SmallVector<int64_t> kept(type.getShape());
+  if (op.getAxes().empty())
+    kept.assign(kept.size(), 1);
+  for (int64_t axis : op.getAxes())
+    kept[*normalizeAxis(axis, type.getRank())] = 1;
+  dxs.assign({b.create<ReduceProdGradOp>(loc, x, reshapeTo(b, loc, dys[0], kept),
+                                         op.getAxesAttr())});
+  return success();
+}
+
+/// ReduceLogSumExp: dx = dy * exp(x - y), the softmax of each group.
+LogicalResult vjp(ReduceLogSumExpOp op, OpBuilder &b, ValueRange dys,
+                  SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  Value x = op.getInput();
+  RankedTensorType type = tensorOf(x);
+  SmallVector<int64_t> kept(type.getShape());
+  if (op.getAxes().empty())
+    kept.assign(kept.size(), 1);
+  for (int64_t axis : op.getAxes())
+    kept[*normalizeAxis(axis, type.getRank())] = 1;
+  Value shifted = b.create<SubOp>(loc, x, reshapeTo(b, loc, op.getOutput(), kept));
+  Value softmax = b.create<ExpOp>(loc, shifted);
+  dxs.assign({b.create<MulOp>(loc, softmax, reshapeTo(b, loc, dys[0], kept))});
+  return success();
+}
+
+/// TopK: the values are the input gathered at the indices, so dy goes back
+/// to those positions as GatherElements' does; none for equal-valued
+/// elements that were not picked.
+LogicalResult vjp(TopKOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  RankedTensorType type = tensorOf(op.getInput());
+  Value dy = dys[0];
+  if (!dy || !llvm::isa<FloatType>(type.getElementType())) {
+    dxs.assign({Value()});
+    return success();
+  }
+  int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
+  dxs.assign({b.create<GatherElementsGradOp>(loc, dy, op.getIndices(),
+                                             b.getDenseI64ArrayAttr(type.getShape()),
+                                             b.getI64IntegerAttr(axis))});
+  return success();
+}
+
+/// Det: d det(X) / dX = the cofactor matrix of X (det(X) X^-T where X is
+/// invertible), times dy.
+LogicalResult vjp(DetOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  dxs.assign({b.create<DetGradOp>(op.getLoc(), op.getInput(), dys[0])});
+  return success();
+}
+
 void attachNNVJPs(MLIRContext *context) {
   attachVJPs<GemmOp, MatMulOp, ConvOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, BatchNormOp,
              BatchNormInferenceOp, LayerNormOp, SoftmaxOp, LogSoftmaxOp, ReduceSumOp, ReduceMeanOp,
-             ReduceExtremumOp>(context);
+             ReduceExtremumOp, ReduceProdOp, ReduceLogSumExpOp, TopKOp, DetOp>(context);
 }
 
 } // namespace dtc
