@@ -3,7 +3,9 @@
 // Elementwise activations that are a function of x and up to two constants
 // (LeakyRelu, Elu, Selu, Celu, ThresholdedRelu, Softplus, Softsign,
 // HardSigmoid, HardSwish, Mish, Clip, Abs, Sign, Floor, Ceil, Round,
-// Reciprocal) become one dtc.activation each, with ONNX's default constants;
+// Reciprocal, and the trigonometric family Sin, Cos, Tan, Asin, Acos, Atan,
+// Sinh, Cosh, Asinh, Acosh, Atanh) become one dtc.activation each, with
+// ONNX's default constants;
 // PRelu is composed from relu/sub/mul/add (its slope broadcasts); the
 // variadic Max/Min/Sum/Mean become chains of binary ops.
 //
@@ -199,6 +201,17 @@ void populateActivationBuilders(BuilderTable &table) {
   table["Ceil"] = buildPlain<ActivationKind::ceil>;
   table["Round"] = buildPlain<ActivationKind::round>;
   table["Reciprocal"] = buildPlain<ActivationKind::reciprocal>;
+  table["Sin"] = buildPlain<ActivationKind::sin>;
+  table["Cos"] = buildPlain<ActivationKind::cos>;
+  table["Tan"] = buildPlain<ActivationKind::tan>;
+  table["Asin"] = buildPlain<ActivationKind::asin>;
+  table["Acos"] = buildPlain<ActivationKind::acos>;
+  table["Atan"] = buildPlain<ActivationKind::atan>;
+  table["Sinh"] = buildPlain<ActivationKind::sinh>;
+  table["Cosh"] = buildPlain<ActivationKind::cosh>;
+  table["Asinh"] = buildPlain<ActivationKind::asinh>;
+  table["Acosh"] = buildPlain<ActivationKind::acosh>;
+  table["Atanh"] = buildPlain<ActivationKind::atanh>;
   table["PRelu"] = buildPRelu;
   table["Max"] = buildVariadic<MaximumOp>;
   table["Min"] = buildVariadic<MinimumOp>;

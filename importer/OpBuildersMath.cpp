@@ -1,7 +1,7 @@
 //===- OpBuildersMath.cpp - elementwise ONNX ops -> dtc --------------------===//
 //
 // Binary arithmetic (a host-constant operand takes the other operand's
-// element type), unary activations, Gelu, Where, Cast, Identity, Dropout, and
+// element type), unary activations, Gelu, Where, Cast, CastLike, Identity, Dropout, and
 // comparisons and logic (on constants they fold), Mod, CumSum, the ops dtc
 // evaluates only at compile time (Shape, Range, ...).
 //
@@ -155,6 +155,26 @@ static LogicalResult buildCast(NodeContext &nc) {
     return success();
   }
   auto op = nc.create<CastOp>(1, x, TypeAttr::get(element));
+  if (!op)
+    return failure();
+  nc.setOutput(0, op);
+  return success();
+}
+
+/// CastLike (opset 15): Cast to the element type of the second input, whose
+/// values are not read.
+static LogicalResult buildCastLike(NodeContext &nc) {
+  RankedTensorType like = nc.inputType(1);
+  if (!like)
+    return nc.error() << "needs its second input (target_type)", failure();
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  if (elementOf(x) == like.getElementType()) {
+    nc.setOutput(0, x);
+    return success();
+  }
+  auto op = nc.create<CastOp>(1, x, TypeAttr::get(like.getElementType()));
   if (!op)
     return failure();
   nc.setOutput(0, op);
@@ -352,6 +372,7 @@ void populateMathBuilders(BuilderTable &table) {
   table["Gelu"] = buildGelu;
   table["Where"] = buildWhere;
   table["Cast"] = buildCast;
+  table["CastLike"] = buildCastLike;
   table["Identity"] = buildIdentity;
   table["Dropout"] = buildDropout;
   table["Equal"] = buildCompare<ComparePredicate::eq>;
