@@ -35,6 +35,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
   populateEinsumBuilders(table);
   populateResampleBuilders(table);
   populateRecurrentBuilders(table);
+  populatePointwiseBuilders(table);
 }
 
 std::string Importer::nodeName(const onnx::NodeProto &node, int index) {
