@@ -36,6 +36,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
   populateResampleBuilders(table);
   populateRecurrentBuilders(table);
   populatePointwiseBuilders(table);
+  populateReductionBuilders(table);
 }
 
 std::string Importer::nodeName(const onnx::NodeProto &node, int index) {
