@@ -51,6 +51,7 @@ void populateResampleBuilders(BuilderTable &table);
 void populateRecurrentBuilders(BuilderTable &table);
 void populatePointwiseBuilders(BuilderTable &table);
 void populateReductionBuilders(BuilderTable &table);
+void populateRearrangeBuilders(BuilderTable &table);
 
 /// Imports a 1-D Conv/MaxPool/AveragePool node (input [N, C, L]) with the
 /// 2-D builder `build2D` on [N, C, 1, L] (OpBuildersWindow1D.cpp).

@@ -37,6 +37,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
   populateRecurrentBuilders(table);
   populatePointwiseBuilders(table);
   populateReductionBuilders(table);
+  populateRearrangeBuilders(table);
 }
 
 std::string Importer::nodeName(const onnx::NodeProto &node, int index) {

@@ -37,6 +37,8 @@ bool isCompileTimeInput(llvm::StringRef op, int input) {
     return true;
   if (input == 0)
     return false;
+  if (op == "OneHot") // its depth; the on/off values may be trained
+    return input == 1;
   // Clip's bounds, Dropout's ratio and training mode, and the shapes, axes,
   // pads and repeats of shape ops.
   return llvm::is_contained({"Clip", "Dropout", "Pad", "Tile", "Resize", "Upsample", "Split",
