@@ -52,6 +52,7 @@ void populateRecurrentBuilders(BuilderTable &table);
 void populatePointwiseBuilders(BuilderTable &table);
 void populateReductionBuilders(BuilderTable &table);
 void populateRearrangeBuilders(BuilderTable &table);
+void populateQuantizeBuilders(BuilderTable &table);
 
 /// Imports a 1-D Conv/MaxPool/AveragePool node (input [N, C, L]) with the
 /// 2-D builder `build2D` on [N, C, 1, L] (OpBuildersWindow1D.cpp).

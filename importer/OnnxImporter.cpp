@@ -38,6 +38,7 @@ Importer::Importer(MLIRContext &ctx, const std::string &path,
   populatePointwiseBuilders(table);
   populateReductionBuilders(table);
   populateRearrangeBuilders(table);
+  populateQuantizeBuilders(table);
 }
 
 std::string Importer::nodeName(const onnx::NodeProto &node, int index) {
