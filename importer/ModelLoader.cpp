@@ -165,11 +165,17 @@ static bool meansTheSameAtMinOpset(const onnx::NodeProto &node, const onnx::OpSc
   return false;
 }
 
+/// Ops that exist only in opsets older than kMinOpset, which dtc imports
+/// with their own definitions (Upsample-7 and -9, as a Resize).
+static bool importedAtOldOpset(const std::string &op) { return op == "Upsample"; }
+
 /// The first default-domain op of `graph` (subgraphs included) whose
 /// definition at `opset` differs from the one at kMinOpset, or "" if none.
 static std::string opChangedSince(const onnx::GraphProto &graph, int64_t opset) {
   for (const auto &node : graph.node()) {
     if (!node.domain().empty() && node.domain() != "ai.onnx")
+      continue;
+    if (importedAtOldOpset(node.op_type()))
       continue;
     const onnx::OpSchema *old = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
     const onnx::OpSchema *current = onnx::OpSchemaRegistry::Schema(node.op_type(), kMinOpset);

@@ -1,13 +1,14 @@
-//===- OpBuildersResample.cpp - Pad, Resize, ConvTranspose -> dtc --------===//
+//===- OpBuildersResample.cpp - Pad, Resize, Upsample, ConvTranspose ===//
 //
 // The ops that change spatial extent. Pads, scales and sizes must be
 // compile-time constants; an all-zero Pad (PyTorch exports one before every
 // nn.AvgPool2d from opset 11 on) imports as nothing. Refused, with one line
 // naming the node: negative pads (cropping), Pad's wrap mode, antialiased
 // resizing, half_pixel_symmetric, a crop (tf_crop_and_resize's roi) given
-// at run time, and resizing anything but the last two dimensions.
-// ConvTranspose is 2-D or 3-D (1-D runs as 2-D with a unit height); its bias
-// is a broadcast dtc.add.
+// at run time, and resizing anything but the last two dimensions. Upsample
+// (opsets 7 to 9) is a Resize with asymmetric coordinates. ConvTranspose is
+// 2-D or 3-D (1-D runs as 2-D with a unit height); its bias is a broadcast
+// dtc.add.
 //
 //===----------------------------------------------------------------------===//
 #include "importer/ImporterContext.h"
@@ -215,6 +216,31 @@ static LogicalResult buildResize(NodeContext &nc) {
   return buildResizeOp(nc, x, *scales, sizes, spec);
 }
 
+/// Upsample (opsets 7 to 9; deprecated from 10): a Resize with asymmetric
+/// coordinates (nearest: the source index floor(x / scale)); the scales an
+/// attribute (Upsample-7) or a compile-time constant input (Upsample-9).
+static LogicalResult buildUpsample(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (!x)
+    return failure();
+  if (!llvm::isa<FloatType>(typeOfValue(x).getElementType()))
+    return nc.error() << "only float tensors can be resized, got " << x.getType(), failure();
+  std::string mode = attrString(nc.node, "mode", "nearest");
+  if (mode != "nearest" && mode != "linear")
+    return nc.error() << "mode \"" << mode << "\" is not supported (nearest, linear)",
+           failure();
+  SmallVector<float> scales;
+  if (const onnx::AttributeProto *attr = findAttr(nc.node, "scales")) {
+    scales.assign(attr->floats().begin(), attr->floats().end());
+  } else {
+    FailureOr<SmallVector<float>> input = constFloats(nc, 1, "scales");
+    if (failed(input))
+      return failure();
+    scales = *input;
+  }
+  return buildResizeOp(nc, x, scales, {}, mode, "asymmetric", "floor");
+}
+
 //===----------------------------------------------------------------------===//
 // ConvTranspose
 //===----------------------------------------------------------------------===//
@@ -345,6 +371,7 @@ static LogicalResult buildConvTranspose(NodeContext &nc) {
 void populateResampleBuilders(BuilderTable &table) {
   table["Pad"] = buildPad;
   table["Resize"] = buildResize;
+  table["Upsample"] = buildUpsample;
   table["ConvTranspose"] = buildConvTranspose;
 }
 
