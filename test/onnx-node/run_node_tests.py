@@ -61,6 +61,15 @@ SUPPORTED_OPS = {
     "ReduceLogSum", "ScatterND", "GatherND",
     "Pad", "Resize", "ConvTranspose",
     "LSTM", "GRU", "RNN",
+    "CastLike",
+    "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+    "IsNaN", "IsInf", "Shrink", "BitShift",
+    "ReduceProd", "ReduceLogSumExp", "GlobalMaxPool", "MeanVarianceNormalization", "Hardmax",
+    "TopK", "Det",
+    "DepthToSpace", "SpaceToDepth", "EyeLike", "OneHot", "GatherND", "ReverseSequence",
+    "MaxUnpool",
+    "QuantizeLinear", "DequantizeLinear",
+    "Upsample",
     # folded at compile time (shapes are static)
     "Shape", "Size", "Range", "ConstantOfShape", "Mod",
 }
