@@ -3,14 +3,12 @@
 //   DepthToSpace, SpaceToDepth  reshape, transpose, reshape (any element type)
 //   EyeLike                     a compile-time constant (shapes are static)
 //   OneHot                      compare(indices, iota) through where(on, off)
-//   GatherND                    one gather along the flattened indexed dims, at
-//                               linear indices (computed on the host when the
-//                               indices are constants, else int64 arithmetic)
 //   ReverseSequence             gather_elements along the time axis at
 //                               reversed positions (len - 1 - t for t < len)
 //   MaxUnpool                   scatter_elements of x into zeros at its flat
 //                               indices
-// Each differentiates through the ops it is made of.
+// Each differentiates through the ops it is made of. (GatherND is
+// dtc.gather_nd, OpBuildersShape.cpp.)
 //
 //===----------------------------------------------------------------------===//
 #include "importer/BuilderHelpers.h"
@@ -183,95 +181,6 @@ LogicalResult buildOneHot(NodeContext &nc) {
   return success();
 }
 
-/// GatherND: data [b..., indexed (k dims)..., rest...] viewed as
-/// [B * P, rest...] (B the batch, P the indexed elements), gathered at the
-/// linear index of each index tuple (plus its batch's offset).
-LogicalResult buildGatherND(NodeContext &nc) {
-  Value data = nc.input(0);
-  RankedTensorType indexType = nc.inputType(1);
-  if (!data || !indexType)
-    return failure();
-  ArrayRef<int64_t> d = tensorTypeOf(data).getShape();
-  ArrayRef<int64_t> q = indexType.getShape();
-  const int64_t batch = attrInt(nc.node, "batch_dims", 0);
-  const int64_t k = q.empty() ? 0 : q.back();
-  if (!llvm::isa<IntegerType>(indexType.getElementType()) || q.empty() || batch < 0 ||
-      batch >= int64_t(q.size()) || k < 1 || batch + k > int64_t(d.size()) ||
-      q.take_front(batch) != d.take_front(batch))
-    return nc.error() << "indices " << indexType << " with batch_dims " << batch
-                      << " do not index data " << data.getType(),
-           failure();
-  ArrayRef<int64_t> indexed = d.slice(batch, k), rest = d.drop_front(batch + k);
-  SmallVector<int64_t> strides(k, 1);
-  for (int64_t j = k - 2; j >= 0; --j)
-    strides[j] = strides[j + 1] * indexed[j + 1];
-  const int64_t perBatch = product(indexed);
-  SmallVector<int64_t> tuples(q.drop_back()); // the linear index's shape
-  // The flat batch index of each tuple, times P (0 without batch dims).
-  auto batchOffset = [&](int64_t tuple) {
-    int64_t perTuple = product(ArrayRef<int64_t>(tuples).drop_front(batch));
-    return (tuple / perTuple) * perBatch;
-  };
-  Value linear;
-  if (const HostTensor *host = nc.host(1)) {
-    SmallVector<int64_t> flat;
-    for (int64_t t = 0; t < product(tuples); ++t) {
-      int64_t at = batchOffset(t);
-      for (int64_t j = 0; j < k; ++j) {
-        int64_t i = host->intAt(t * k + j);
-        if (i < -indexed[j] || i >= indexed[j])
-          return nc.error() << "index " << i << " is out of range for dimension "
-                            << indexed[j],
-                 failure();
-        at += (i < 0 ? i + indexed[j] : i) * strides[j];
-      }
-      flat.push_back(at);
-    }
-    linear = int64Constant(nc, flat, tuples);
-  } else {
-    Type i64 = nc.b.getI64Type();
-    Value indices = nc.input(1, i64);
-    if (indices && elementTypeOf(indices) != i64)
-      indices = make<CastOp>(nc, indices, TypeAttr::get(i64));
-    const int64_t last = q.size() - 1;
-    for (int64_t j = 0; indices && j < k; ++j) {
-      Value column = make<SliceOp>(nc, indices, nc.b.getDenseI64ArrayAttr({j}),
-                                   nc.b.getDenseI64ArrayAttr({j + 1}),
-                                   nc.b.getDenseI64ArrayAttr({last}),
-                                   nc.b.getDenseI64ArrayAttr({1}));
-      Value negative = column ? make<CompareOp>(nc, column, scalarOf(nc, i64, 0.0),
-                                                ComparePredicateAttr::get(
-                                                    nc.b.getContext(), ComparePredicate::lt))
-                              : Value();
-      Value wrapped =
-          negative ? make<AddOp>(nc, column, scalarOf(nc, i64, double(indexed[j]))) : Value();
-      Value term = wrapped ? make<WhereOp>(nc, negative, wrapped, column) : Value();
-      if (term && strides[j] != 1)
-        term = make<MulOp>(nc, term, scalarOf(nc, i64, double(strides[j])));
-      linear = !term ? Value() : !linear ? term : make<AddOp>(nc, linear, term);
-      if (!linear)
-        return failure();
-    }
-    linear = reshapeTo(nc, linear, tuples);
-    if (linear && batch > 0) {
-      SmallVector<int64_t> offsets;
-      SmallVector<int64_t> batchShape(q.take_front(batch));
-      for (int64_t b = 0; b < product(batchShape); ++b)
-        offsets.push_back(b * perBatch);
-      batchShape.append(tuples.size() - batch, 1);
-      linear = make<AddOp>(nc, linear, int64Constant(nc, offsets, batchShape));
-    }
-  }
-  SmallVector<int64_t> viewed = {product(d.take_front(batch)) * perBatch};
-  viewed.append(rest.begin(), rest.end());
-  Value y = linear ? make<GatherOp>(nc, reshapeTo(nc, data, viewed), linear,
-                                    nc.b.getI64IntegerAttr(0))
-                   : Value();
-  if (!y)
-    return failure();
-  nc.setOutput(0, y);
-  return success();
-}
 
 /// ReverseSequence: along the time axis, the first len[b] elements of batch
 /// b in reverse order, the rest as they are; gather_elements at
@@ -397,7 +306,6 @@ void populateRearrangeBuilders(BuilderTable &table) {
   table["SpaceToDepth"] = buildSpaceToDepth;
   table["EyeLike"] = buildEyeLike;
   table["OneHot"] = buildOneHot;
-  table["GatherND"] = buildGatherND;
   table["ReverseSequence"] = buildReverseSequence;
   table["MaxUnpool"] = buildMaxUnpool;
 }

@@ -3,7 +3,6 @@
 //   ReduceProd                 dtc.reduce_prod (CPU; exact gradient with zeros)
 //   ReduceLogSumExp            dtc.reduce_log_sum_exp (CPU; float32 and float64;
 //                              each group's maximum subtracted: no overflow)
-//   GlobalMaxPool              ReduceMax over the spatial dims, kept as 1
 //   MeanVarianceNormalization  (x - mean) / (sqrt(mean((x - mean)^2)) + 1e-9)
 //                              over `axes`, as ONNX's function body
 //   Hardmax                    (argmax == iota) cast to x's type: one-hot of
@@ -71,24 +70,6 @@ LogicalResult buildReduceLogSumExp(NodeContext &nc) {
   }
   Value y = make<ReduceLogSumExpOp>(nc, x, nc.b.getDenseI64ArrayAttr(**axes),
                                     nc.b.getBoolAttr(attrInt(nc.node, "keepdims", 1) != 0));
-  if (!y)
-    return failure();
-  nc.setOutput(0, y);
-  return success();
-}
-
-LogicalResult buildGlobalMaxPool(NodeContext &nc) {
-  Value x = floatOperand(nc, 0);
-  if (!x)
-    return failure();
-  int64_t rank = tensorTypeOf(x).getRank();
-  if (rank < 3)
-    return nc.error() << "needs an input [N, C, spatial...], got " << x.getType(), failure();
-  SmallVector<int64_t> spatial;
-  for (int64_t i = 2; i < rank; ++i)
-    spatial.push_back(i);
-  Value y = make<ReduceExtremumOp>(nc, x, nc.b.getDenseI64ArrayAttr(spatial),
-                                   nc.b.getBoolAttr(true), nc.b.getBoolAttr(true));
   if (!y)
     return failure();
   nc.setOutput(0, y);
@@ -202,7 +183,6 @@ LogicalResult buildDet(NodeContext &nc) {
 void populateReductionBuilders(BuilderTable &table) {
   table["ReduceProd"] = buildReduceProd;
   table["ReduceLogSumExp"] = buildReduceLogSumExp;
-  table["GlobalMaxPool"] = buildGlobalMaxPool;
   table["MeanVarianceNormalization"] = buildMeanVarianceNormalization;
   table["Hardmax"] = buildHardmax;
   table["TopK"] = buildTopK;

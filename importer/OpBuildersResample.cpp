@@ -238,7 +238,9 @@ static LogicalResult buildUpsample(NodeContext &nc) {
       return failure();
     scales = *input;
   }
-  return buildResizeOp(nc, x, scales, {}, mode, "asymmetric", "floor");
+  ResizeSpec spec;
+  spec.mode = mode, spec.coordinate = "asymmetric", spec.nearest = "floor";
+  return buildResizeOp(nc, x, scales, {}, spec);
 }
 
 //===----------------------------------------------------------------------===//
