@@ -91,6 +91,14 @@ void Barrier::checkPeers(bool probe, int awaited, uint32_t g) {
       uint64_t start = 0;
       bool alive = procStat(segment_.peerPid(r), st, start) && st != 'Z' && st != 'X' &&
                    start == segment_.peerStart(r);
+      // It may have finished its part, left and exited between the state
+      // read above and the probe: that is no death.
+      if (!alive && l->state.load(std::memory_order_acquire) == kLeft) {
+        if (r == awaited && !reached(segment_.sync(r)->seq.load(std::memory_order_acquire), g))
+          throw CommError(std::string(operation_) + " failed: " + who +
+                          " left the job (its communicator was destroyed)");
+        continue;
+      }
       if (!alive) throw CommError(std::string(operation_) + " failed: " + who + " died");
     }
   }
@@ -120,6 +128,7 @@ void Barrier::waitFor(int q, uint32_t g) {
     auto now = Clock::now();
     bool probe = now >= nextProbe;
     if (probe) nextProbe = now + std::chrono::milliseconds(50);
+    if (reached(seq.load(std::memory_order_acquire), g)) return;
     checkPeers(probe, q, g);
     if (now >= deadline)
       throw CommError(std::string(operation_) + " timed out after " + formatDuration(timeout_) +
