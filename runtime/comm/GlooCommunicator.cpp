@@ -207,6 +207,21 @@ struct GlooCommunicator::Impl {
     return {};
   }
 
+  // Whether rank r's store connection ended (it exited) within `patience`.
+  bool hasGone(int r, bool& storeGone, std::chrono::milliseconds patience) {
+    auto deadline = Clock::now() + patience;
+    for (;;) {
+      try {
+        if (store->check({"dtc/gone/" + std::to_string(r)})) return true;
+      } catch (const CommError&) {
+        storeGone = true;
+        return false;
+      }
+      if (Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
   // A rank whose store connection ended (it exited), preferring one that
   // did not report a failure of its own (the root cause); -1 if none shows
   // up within `patience`.
@@ -235,14 +250,19 @@ struct GlooCommunicator::Impl {
   // to the store and closes this rank's connections.
   std::string fail(const char* name, const std::string& what, int peerHint) {
     std::string detail = stripLocation(what);
-    int peer = -1;
-    for (const auto& a : addressesIn(what))
-      if ((peer = rankOfAddress(a)) >= 0) break;
     bool timedOut = contains(detail, "Timed out") || contains(detail, "timeout") ||
                     contains(detail, "timed out");
     bool closed = contains(detail, "closed") || contains(detail, "reset") ||
                   contains(detail, "Broken pipe") || contains(detail, "Connection refused");
     bool storeGone = false;
+    int peer = -1;
+    // A send or receive waits on one peer: when that peer is gone it is the
+    // one to name, whichever closed connection Gloo reports (a rank that
+    // finished its work and left closes its connections too).
+    if (closed && peerHint >= 0 && hasGone(peerHint, storeGone, std::chrono::milliseconds(500)))
+      peer = peerHint;
+    for (const auto& a : addressesIn(what))
+      if (peer < 0 && (peer = rankOfAddress(a)) >= 0) break;
     // Gloo names only the listening address of the ranks we dialed; for the
     // others ask the store which rank's connection to it ended.
     if (peer < 0 && closed) peer = goneRank(storeGone, std::chrono::milliseconds(500));
