@@ -61,3 +61,39 @@ LogicalResult GatherParamsWaitOp::inferReturnTypes(MLIRContext *, std::optional<
   llvm::append_range(types, adaptor.getGathered().getTypes());
   return success();
 }
+
+LogicalResult TpVocabRangeOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                               Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto ids = cast<RankedTensorType>(adaptor.getIds().getType());
+  SmallVector<int64_t> maskShape(ids.getShape());
+  maskShape.push_back(1);
+  types.push_back(ids);
+  types.push_back(RankedTensorType::get(maskShape, Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult TpVocabRangeOp::verify() {
+  if (getRows() <= 0 || getVocab() % getRows())
+    return emitOpError("rows (") << getRows() << ") must divide vocab (" << getVocab() << ")";
+  return success();
+}
+
+/// `part` is one of K equal chunks of `whole`'s last axis.
+static LogicalResult verifyLastAxisChunk(Operation *op, RankedTensorType part,
+                                         RankedTensorType whole) {
+  const int64_t rank = part.getRank();
+  if (rank == 0 || whole.getRank() != rank || part.getElementType() != whole.getElementType() ||
+      part.getShape().drop_back() != whole.getShape().drop_back() || part.getShape().back() == 0 ||
+      whole.getShape().back() % part.getShape().back())
+    return op->emitOpError("the slice ")
+           << part << " must be a chunk of the last axis of " << whole;
+  return success();
+}
+
+LogicalResult TpGatherOp::verify() {
+  return verifyLastAxisChunk(*this, getInput().getType(), getOutput().getType());
+}
+
+LogicalResult TpSliceOp::verify() {
+  return verifyLastAxisChunk(*this, getOutput().getType(), getInput().getType());
+}

@@ -159,4 +159,70 @@ def Dtc_TpReduceOp : Dtc_SameTypeOp<"tp_reduce"> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+// A vocabulary-parallel embedding (Megatron-LM's VocabParallelEmbedding):
+// each rank of the group holds `rows` consecutive rows of the table, rank r
+// rows [r * rows, (r + 1) * rows). The lookup is this op, a dtc.gather of
+// the local rows, a product with the mask and a dtc.tp_reduce: every id is
+// in exactly one rank's range, so the sum over the group is the whole
+// table's row. Backward, dtc.gather's VJP scatter-adds each id's gradient
+// (zero where masked) into the local rows only.
+
+def Dtc_TpVocabRangeOp : Dtc_Op<"tp_vocab_range", [Pure, InferTypeOpAdaptor]> {
+  let summary = "this rank's row ids of a vocabulary-split table, and which ids it holds";
+  let description = [{
+    For each id (a negative one counts from the end of the whole table of
+    `vocab` rows): `local` = id - r * rows where the id is among the rows
+    rank r of the tensor-parallel group holds, else 0; `mask` (float32, the
+    ids' shape and a trailing 1) is 1 there, else 0.
+
+    ```mlir
+    %local, %mask = dtc.tp_vocab_range %ids {rows = 48 : i64, vocab = 96 : i64}
+        : tensor<4x16xi64> -> tensor<4x16xi64>, tensor<4x16x1xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_IndexTensor:$ids, I64Attr:$rows, I64Attr:$vocab);
+  let results = (outs Dtc_IndexTensor:$local, Dtc_FloatTensor:$mask);
+  let assemblyFormat = "$ids attr-dict `:` type($ids) `->` type(results)";
+  let hasVerifier = 1;
+}
+
+// A column-parallel output layer (a language model's logits, split by
+// vocabulary like its token embedding) computes a slice of the last axis on
+// each rank; the loss reads the whole logits, gathered by dtc.tp_gather.
+// The loss's gradient is the same on every rank, so the gather's gradient
+// is this rank's slice of it (dtc.tp_slice), with no communication.
+
+def Dtc_TpGatherOp : Dtc_Op<"tp_gather", [Pure]> {
+  let summary = "all-gathers the group's slices of the last axis";
+  let description = [{
+    Rank r holds chunk r of the last axis of the whole tensor (K chunks, the
+    group's size: the ratio of the result's last dimension to the input's);
+    every rank gets the whole tensor. Its gradient is a `dtc.tp_slice`.
+
+    ```mlir
+    %whole = dtc.tp_gather %part : tensor<4x16x48xf32> -> tensor<4x16x96xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Dtc_TpSliceOp : Dtc_Op<"tp_slice", [Pure]> {
+  let summary = "this rank's chunk of the last axis (dtc.tp_gather's gradient)";
+  let description = [{
+    The inverse of `dtc.tp_gather` on a value every rank of the group holds
+    whole: rank r keeps chunk r of K of the last axis.
+
+    ```mlir
+    %part = dtc.tp_slice %whole : tensor<4x16x96xf32> -> tensor<4x16x48xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_FloatTensor:$input);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
 #endif // DTC_COLLECTIVE_OPS_TD

@@ -3,7 +3,8 @@
 // Megatron-LM's f and g are each other's transpose: the gradient of entering
 // a tensor-parallel region (every rank reads the same value) is the sum of
 // the ranks' partial gradients, and the gradient of the forward sum is the
-// same on every rank.
+// same on every rank. Gathering an output layer's slices of the logits has
+// the slicing of the (replicated) gradient as its transpose.
 //
 //===----------------------------------------------------------------------===//
 #include "dialect/VJP.h"
@@ -22,8 +23,15 @@ LogicalResult vjp(TpReduceOp, OpBuilder &, ValueRange dys, SmallVectorImpl<Value
   return success();
 }
 
+/// The loss reads the gathered logits the same way on every rank: the
+/// gradient of this rank's slice is its chunk of the whole gradient.
+LogicalResult vjp(TpGatherOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<Value> &dxs) {
+  dxs.assign({b.create<TpSliceOp>(op.getLoc(), op.getInput().getType(), dys[0])});
+  return success();
+}
+
 void attachCollectiveVJPs(MLIRContext *context) {
-  attachVJPs<TpCopyOp, TpReduceOp>(context);
+  attachVJPs<TpCopyOp, TpReduceOp, TpGatherOp>(context);
 }
 
 } // namespace dtc
