@@ -185,6 +185,79 @@ LogicalResult emitTpReduce(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// --tp: a vocabulary-split table's local row ids and mask (rank r holds
+/// rows [r * rows, (r + 1) * rows) of the whole table).
+LogicalResult emitTpVocabRange(Operation *op, FunctionEmitter &fn) {
+  auto range = cast<TpVocabRangeOp>(op);
+  if (fn.cuda())
+    return op->emitOpError("codegen: tensor parallelism (--tp) is not available for "
+                           "--target=cuda yet");
+  if (cppElementType(range.getIds().getType()) != "int64_t")
+    return op->emitOpError("codegen: vocabulary ids must be int64");
+  const std::string rows = std::to_string(range.getRows());
+  fn.line("{  // this rank's rows of the vocabulary-split table");
+  fn.line("  const int64_t lo = static_cast<int64_t>(ctx.tp->rank()) * " + rows + ";");
+  fn.line("  for (int64_t i = 0; i < " + std::to_string(fn.numel(range.getIds())) + "; ++i) {");
+  fn.line("    int64_t id = " + fn.ptr(range.getIds()) + "[i];");
+  fn.line("    if (id < 0) id += " + std::to_string(range.getVocab()) + ";");
+  fn.line("    const bool mine = id >= lo && id < lo + " + rows + ";");
+  fn.line("    " + fn.ptr(range.getLocal()) + "[i] = mine ? id - lo : 0;");
+  fn.line("    " + fn.ptr(range.getMask()) + "[i] = mine ? 1.0f : 0.0f;");
+  fn.line("  }");
+  fn.line("}");
+  return success();
+}
+
+/// The rows (product of the leading dimensions), the chunk of the last axis
+/// each rank holds, and the group's size, of a tp_gather/tp_slice.
+struct LastAxisChunks {
+  int64_t rows, part, k;
+};
+
+LastAxisChunks lastAxisChunks(RankedTensorType part, RankedTensorType whole) {
+  const int64_t chunk = part.getShape().back();
+  return {part.getNumElements() / chunk, chunk, whole.getShape().back() / chunk};
+}
+
+/// --tp: the group's slices of the last axis, side by side in every rank's
+/// result (the all-gather gives them rank after rank).
+LogicalResult emitTpGather(Operation *op, FunctionEmitter &fn) {
+  auto gather = cast<TpGatherOp>(op);
+  if (fn.cuda())
+    return op->emitOpError("codegen: tensor parallelism (--tp) is not available for "
+                           "--target=cuda yet");
+  LastAxisChunks c = lastAxisChunks(gather.getInput().getType(), gather.getOutput().getType());
+  const std::string rows = std::to_string(c.rows), part = std::to_string(c.part),
+                    k = std::to_string(c.k), in = fn.ptr(gather.getInput()),
+                    out = fn.ptr(gather.getOutput());
+  fn.line("{  // the tensor-parallel group's slices of the last axis");
+  fn.line("  std::unique_ptr<float[]> all(new float[" + std::to_string(c.rows * c.part * c.k) +
+          "]);");
+  fn.line("  ctx.tp->allGather(" + in + ", all.get(), " + std::to_string(c.rows * c.part * 4) +
+          ")->wait();");
+  fn.line("  for (int64_t r = 0; r < " + k + "; ++r)");
+  fn.line("    for (int64_t i = 0; i < " + rows + "; ++i)");
+  fn.line("      std::memcpy(" + out + " + (i * " + k + " + r) * " + part + ", all.get() + (r * " +
+          rows + " + i) * " + part + ", " + std::to_string(c.part * 4) + ");");
+  fn.line("}");
+  return success();
+}
+
+/// --tp: this rank's chunk of the last axis of a replicated tensor.
+LogicalResult emitTpSlice(Operation *op, FunctionEmitter &fn) {
+  auto slice = cast<TpSliceOp>(op);
+  if (fn.cuda())
+    return op->emitOpError("codegen: tensor parallelism (--tp) is not available for "
+                           "--target=cuda yet");
+  LastAxisChunks c = lastAxisChunks(slice.getOutput().getType(), slice.getInput().getType());
+  const std::string part = std::to_string(c.part);
+  fn.line("for (int64_t i = 0; i < " + std::to_string(c.rows) + "; ++i)  // this rank's chunk");
+  fn.line("  std::memcpy(" + fn.ptr(slice.getOutput()) + " + i * " + part + ", " +
+          fn.ptr(slice.getInput()) + " + (i * " + std::to_string(c.k) + " + ctx.tp->rank()) * " +
+          part + ", " + std::to_string(c.part * 4) + ");");
+  return success();
+}
+
 } // namespace
 
 void populateCollectiveEmitters(OpEmitterTable &table) {
@@ -193,6 +266,9 @@ void populateCollectiveEmitters(OpEmitterTable &table) {
   table["dtc.copy"] = emitCopy;
   table["dtc.tp_copy"] = emitTpCopy;
   table["dtc.tp_reduce"] = emitTpReduce;
+  table["dtc.tp_vocab_range"] = emitTpVocabRange;
+  table["dtc.tp_gather"] = emitTpGather;
+  table["dtc.tp_slice"] = emitTpSlice;
   table["dtc.gather_weight_shards"] = emitGatherWeightShards;
   table["dtc.gather_params_start"] = emitGatherParamsStart;
   table["dtc.gather_params_wait"] = emitGatherParamsWait;

@@ -183,7 +183,8 @@ StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss) {
   StringRef name = op->getName().getStringRef();
   if (name.starts_with("dtc.all_reduce") || name.starts_with("dtc.send") ||
       name.starts_with("dtc.recv") || name.starts_with("dtc.broadcast") ||
-      isa<GatherWeightShardsOp, GatherParamsStartOp, GatherParamsWaitOp, TpReduceOp>(op))
+      isa<GatherWeightShardsOp, GatherParamsStartOp, GatherParamsWaitOp, TpReduceOp,
+          TpGatherOp>(op))
     return "communication";
   return kind == StepKind::Train && pastLoss ? "backward" : "forward";
 }
