@@ -66,6 +66,9 @@ inline constexpr char kFlatStateElements[] = "dtc.flat_state_elements";
 /// (DenseI64ArrayAttr).
 inline constexpr char kTensorParallel[] = "dtc.tensor_parallel";
 inline constexpr char kTpSplit[] = "dtc.tp_split";
+/// On a weight --tp could have split but keeps whole on every rank: why (a
+/// token embedding whose rows K does not divide) (StrAttr; --report).
+inline constexpr char kTpWhole[] = "dtc.tp_whole";
 
 /// dtc-choose-conv-algorithms (CPU target). On a float32 op of the
 /// convolution family: the algorithm its kernel runs, "gemm" (im2col +

@@ -305,8 +305,18 @@ def TensorParallel : Pass<"dtc-tensor-parallel", "mlir::ModuleOp"> {
     * a `dtc.gemm` contracting the split features with a weight of its own
       ends the region: its weight is split by rows, its product is a partial
       sum on each rank;
+    * a language model's output layer (as many output features as a split
+      token embedding has rows) ends the region at the function's result:
+      `dtc.tp_gather` makes its logits whole for the loss;
     * any other reader of a split value (a residual add, a softmax across
       heads, the function's result) means there is no region there.
+
+    A token embedding (`dtc.gather` of a [V, D] weight of its own by ids
+    read from the inputs) is split by rows when K divides V: rank r holds
+    rows [r V/K, (r+1) V/K), `dtc.tp_vocab_range` gives each id's local row
+    and a mask zeroing the other ranks' ids, and `dtc.tp_reduce` sums the
+    group's lookups. A table K does not divide stays whole and is marked
+    `dtc.tp_whole` with the reason.
 
     Each split weight's param type becomes this rank's slice and
     `dtc.tp_split = [dim, outer, inner]` says which one (the runtime loads

@@ -1,4 +1,4 @@
-//===- TensorParallel.cpp - Megatron-style split of layer pairs ---------===//
+//===- TensorParallel.cpp - Megatron-style split of layers and tables ----===//
 //
 // dtc --tp=K: finds in @forward each region that begins with column-parallel
 // linear layers and ends with row-parallel ones (a transformer's MLP, its
@@ -20,6 +20,13 @@
 // f into the backward all-reduce, the memory plan sizes the smaller
 // tensors, and the runtime loads each rank's slice of the split weights
 // (dtc.tp_split on the param).
+//
+// A token embedding (a dtc.gather of a [V, D] weight of its own by the
+// input's ids) is split by rows (vocabulary) when K divides V: rank r holds
+// rows [r V/K, (r+1) V/K), dtc.tp_vocab_range masks the ids outside them,
+// and a dtc.tp_reduce sums the group's lookups (one rank's row, zeros from
+// the others). A table K does not divide stays whole (dtc.tp_whole says
+// why, for --report).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -113,6 +120,7 @@ bool isColumnCandidate(GemmOp gemm, ModuleOp module) {
 struct Region {
   SmallVector<GemmOp> seeds;
   SmallVector<GemmOp> ends;
+  SmallVector<OpOperand *> gathers;  // results gathered whole (an LM's logits)
   llvm::MapVector<Value, Sharding> split;
   llvm::MapVector<Operation *, ParamSplit> params;  // ParamRefOp -> its split
   llvm::DenseSet<Operation *> accepted;
@@ -120,7 +128,10 @@ struct Region {
 
 class RegionBuilder {
 public:
-  RegionBuilder(ModuleOp module, int64_t k) : module(module), k(k) {}
+  /// `vocabs`: the vocabulary sizes of the split token embeddings; a layer
+  /// with as many output features may end a region at the function's result.
+  RegionBuilder(ModuleOp module, int64_t k, ArrayRef<int64_t> vocabs)
+      : module(module), k(k), vocabs(vocabs) {}
 
   /// The region the `seeds` (Gemms reading the same input) begin when each
   /// splits its output features into `outer` blocks, or nothing.
@@ -154,7 +165,7 @@ public:
       for (Operation *user : value.getUsers())
         if (!r.accepted.contains(user))
           return std::nullopt;
-    if (r.ends.empty())
+    if (r.ends.empty() && r.gathers.empty())
       return std::nullopt;
     return r;
   }
@@ -169,6 +180,8 @@ private:
     auto splitOf = [&](Value v) { return r.split.lookup(v); };
     if (auto gemm = dyn_cast<GemmOp>(op))
       return visitEnd(gemm, r);
+    if (isa<func::ReturnOp>(op))
+      return visitOutput(op, r);
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
       Sharding in = splitOf(reshape.getInput());
       const int64_t stride = in.inner * strideAfter(tensorOf(reshape.getInput()).getShape(), in.axis);
@@ -290,8 +303,28 @@ private:
     return true;
   }
 
+  /// A language model's output layer (column-parallel, split by
+  /// vocabulary like its token embedding) ends the region at the function's
+  /// result: its slices of the logits are gathered there, whole on every
+  /// rank, for the loss.
+  bool visitOutput(Operation *ret, Region &r) {
+    for (OpOperand &operand : ret->getOpOperands()) {
+      auto it = r.split.find(operand.get());
+      if (it == r.split.end())
+        continue;
+      RankedTensorType type = tensorOf(operand.get());
+      const Sharding s = it->second;
+      if (s.axis != type.getRank() - 1 || s.inner != 1 || s.size != type.getShape().back() ||
+          !llvm::is_contained(vocabs, s.size))
+        return false;
+      r.gathers.push_back(&operand);
+    }
+    return true;
+  }
+
   ModuleOp module;
   int64_t k;
+  ArrayRef<int64_t> vocabs;
 };
 
 /// `type` with dimension `dim` divided by `ways`.
@@ -351,6 +384,15 @@ void apply(Region &r, int64_t k, ModuleOp module) {
       }
     }
   }
+  // The gathered results keep their whole type in the function's signature.
+  for (OpOperand *operand : r.gathers) {
+    b.setInsertionPoint(operand->getOwner());
+    RankedTensorType part = tensorOf(operand->get());
+    SmallVector<int64_t> shape(part.getShape());
+    shape.back() *= k;
+    operand->set(
+        b.create<TpGatherOp>(operand->getOwner()->getLoc(), part.clone(shape), operand->get()));
+  }
   // g: each row-parallel layer's partial sums are summed over the group;
   // its bias is added once, after the sum.
   for (GemmOp end : r.ends) {
@@ -364,6 +406,81 @@ void apply(Region &r, int64_t k, ModuleOp module) {
     end.getOutput().replaceAllUsesWith(whole);
     end.erase();
   }
+}
+
+/// True when `v` is computed from the step's inputs (token ids), not from
+/// constants alone (a position embedding's indices).
+bool readsInputs(Value v) {
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    if (isa<BlockArgument>(x))
+      return true;
+    llvm::append_range(work, x.getDefiningOp()->getOperands());
+  }
+  return false;
+}
+
+/// A token embedding: a lookup of rows of a float32 [V, D] weight of its own
+/// by int64 ids read from the inputs.
+bool isEmbedding(GatherOp gather, ModuleOp module) {
+  RankedTensorType table = tensorOf(gather.getData());
+  return table.getRank() == 2 && table.getElementType().isF32() &&
+         normalizedAxis(gather.getAxis(), 2) == 0 &&
+         tensorOf(gather.getIndices()).getElementType().isInteger(64) &&
+         soleWeightRef(gather.getData(), module) && readsInputs(gather.getIndices());
+}
+
+/// Splits an embedding's table by rows (Megatron-LM's VocabParallelEmbedding):
+/// each rank looks up the ids among its rows, zeroes the others, and the
+/// group's sum is the whole lookup. Backward, the lookup's gradient reaches
+/// only the local rows; dtc.tp_reduce passes the (replicated) gradient
+/// through unchanged.
+void splitEmbedding(GatherOp gather, int64_t k, ModuleOp module) {
+  auto ref = gather.getData().getDefiningOp<ParamRefOp>();
+  auto param = module.lookupSymbol<ParamOp>(ref.getName());
+  const int64_t vocab = param.getTensorType().getDimSize(0);
+  RankedTensorType local = splitType(param.getTensorType(), 0, k);
+  param.setTypeAttr(TypeAttr::get(local));
+  param.removeInitialValueAttr();
+  param->setAttr(attr::kTpSplit, DenseI64ArrayAttr::get(module.getContext(), {0, 1, 1}));
+  ref.getValue().setType(local);
+  OpBuilder b(gather);
+  Location loc = gather.getLoc();
+  auto range = b.create<TpVocabRangeOp>(loc, gather.getIndices(), b.getI64IntegerAttr(vocab / k),
+                                        b.getI64IntegerAttr(vocab));
+  Value rows = b.create<GatherOp>(loc, ref.getValue(), range.getLocal(), gather.getAxisAttr());
+  Value masked = b.create<MulOp>(loc, rows, range.getMask());
+  gather.getOutput().replaceAllUsesWith(b.create<TpReduceOp>(loc, masked));
+  gather.erase();
+}
+
+/// Splits each token embedding of @forward whose rows K divides; marks the
+/// others dtc.tp_whole with the reason. Returns the split tables' rows.
+SmallVector<int64_t> splitEmbeddings(func::FuncOp forward, int64_t k, ModuleOp module) {
+  SmallVector<GatherOp> tables;
+  for (auto gather : forward.getOps<GatherOp>())
+    if (isEmbedding(gather, module))
+      tables.push_back(gather);
+  SmallVector<int64_t> vocabs;
+  for (GatherOp gather : tables) {
+    const int64_t vocab = tensorOf(gather.getData()).getDimSize(0);
+    if (vocab % k == 0) {
+      splitEmbedding(gather, k, module);
+      vocabs.push_back(vocab);
+      continue;
+    }
+    auto ref = gather.getData().getDefiningOp<ParamRefOp>();
+    module.lookupSymbol<ParamOp>(ref.getName())
+        ->setAttr(attr::kTpWhole,
+                  StringAttr::get(module.getContext(), std::to_string(vocab) +
+                                                           " rows, not divisible by " +
+                                                           std::to_string(k)));
+  }
+  return vocabs;
 }
 
 struct TensorParallelPass : dtc::impl::TensorParallelBase<TensorParallelPass> {
@@ -385,8 +502,11 @@ struct TensorParallelPass : dtc::impl::TensorParallelBase<TensorParallelPass> {
     for (auto gemm : forward.getOps<GemmOp>())
       if (isColumnCandidate(gemm, module))
         groups[gemm.getA()].push_back(gemm);
-    RegionBuilder builder(module, k);
-    SmallVector<Region> regions;
+    // Token embeddings first: an output layer of their vocabulary is split
+    // with them.
+    const SmallVector<int64_t> vocabs = splitEmbeddings(forward, k, module);
+    RegionBuilder builder(module, k, vocabs);
+    std::vector<Region> regions;
     llvm::DenseSet<Operation *> used;
     // The first layer that could not be split because K does not divide its
     // features: the likely reason when nothing is split.
@@ -421,13 +541,13 @@ struct TensorParallelPass : dtc::impl::TensorParallelBase<TensorParallelPass> {
         for (GemmOp seed : seeds)
           tryBuild({seed});
     }
-    if (regions.empty() && indivisible) {
+    if (regions.empty() && vocabs.empty() && indivisible) {
       indivisible.emitError("--tp=")
           << k << ": this layer has " << tensorOf(indivisible.getOutput()).getDimSize(1)
           << " output features, not divisible by " << k << ", and no other layers can be split";
       return signalPassFailure();
     }
-    if (regions.empty()) {
+    if (regions.empty() && vocabs.empty()) {
       module.emitError("--tp=")
           << k
           << ": found no layers to split (a Gemm/Linear, then reshapes, element-wise ops, "

@@ -1,0 +1,81 @@
+// dtc-tensor-parallel (--tp=K) splits a language model's token embedding by
+// vocabulary (Megatron-LM's VocabParallelEmbedding): rank r holds rows
+// [r V/K, (r+1) V/K) of the table; dtc.tp_vocab_range gives each id's local
+// row and a mask that zeroes the ids other ranks hold, and dtc.tp_reduce
+// sums the group's lookups. An output layer with the vocabulary's features
+// is split by columns; its logits are gathered whole (dtc.tp_gather) for
+// the loss. A table K does not divide stays whole (dtc.tp_whole says why);
+// so does one looked up by constant indices (a position embedding).
+// RUN: dtc-opt %s -dtc-tensor-parallel=ranks=2 | FileCheck %s
+// RUN: dtc-opt %s -dtc-tensor-parallel=ranks=2 -dtc-add-loss -dtc-differentiate | FileCheck %s --check-prefix=GRAD
+// RUN: dtc-opt %s -dtc-tensor-parallel=ranks=4 | FileCheck %s --check-prefix=FOUR
+
+// CHECK-LABEL: module attributes {dtc.tensor_parallel = 2 : i64}
+// CHECK-DAG: dtc.param weight @wte : tensor<3x4xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
+// CHECK-DAG: dtc.param weight @wpe : tensor<4x4xf32> = dense<1.000000e+00> : tensor<4x4xf32>{{$}}
+// CHECK-DAG: dtc.param weight @head : tensor<4x3xf32> {dtc.tp_split = array<i64: 1, 1, 1>}
+// CHECK: %[[LOCAL:.*]], %[[MASK:.*]] = dtc.tp_vocab_range %arg0 {rows = 3 : i64, vocab = 6 : i64} : tensor<2x3xi64> -> tensor<2x3xi64>, tensor<2x3x1xf32>
+// CHECK-NEXT: %[[ROWS:.*]] = dtc.gather %{{.*}}, %[[LOCAL]] : (tensor<3x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[MASKED:.*]] = dtc.mul %[[ROWS]], %[[MASK]] : (tensor<2x3x4xf32>, tensor<2x3x1xf32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[E:.*]] = dtc.tp_reduce %[[MASKED]] : tensor<2x3x4xf32>
+// CHECK: dtc.gather %{{.*}}, %{{.*}} : (tensor<4x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+// CHECK: dtc.add %[[E]]
+// CHECK: dtc.tp_reduce %{{.*}} : tensor<6x4xf32>
+// CHECK: %[[X:.*]] = dtc.tp_copy %{{.*}} : tensor<6x4xf32>
+// CHECK-NEXT: dtc.gemm %[[X]], %{{.*}} : (tensor<6x4xf32>, tensor<4x3xf32>) -> tensor<6x3xf32>
+// CHECK-NEXT: %[[L:.*]] = dtc.reshape %{{.*}} {shape = array<i64: 2, 3, 3>} : (tensor<6x3xf32>) -> tensor<2x3x3xf32>
+// CHECK-NEXT: %[[Y:.*]] = dtc.tp_gather %[[L]] : tensor<2x3x3xf32> -> tensor<2x3x6xf32>
+// CHECK-NEXT: return %[[Y]] : tensor<2x3x6xf32>
+
+// Backward: the loss's gradient of the whole logits is sliced back to this
+// rank's columns; the input's gradient (a partial sum over the vocabulary)
+// is summed over the group; the table's gradient goes to the local rows at
+// the local ids, zero where masked, and no gradient reaches the ids.
+// GRAD-LABEL: func.func @train_step
+// GRAD: %[[LOCAL:.*]], %[[MASK:.*]] = dtc.tp_vocab_range
+// GRAD: dtc.tp_gather
+// GRAD: dtc.softmax_cross_entropy
+// GRAD: %[[DL:.*]] = dtc.tp_slice %{{.*}} : tensor<2x3x6xf32> -> tensor<2x3x3xf32>
+// GRAD-NEXT: %[[DL2:.*]] = dtc.reshape %[[DL]] {shape = array<i64: 6, 3>}
+// GRAD-NEXT: %[[PX:.*]] = dtc.gemm %[[DL2]], %{{.*}} {transB = true} : (tensor<6x3xf32>, tensor<4x3xf32>) -> tensor<6x4xf32>
+// GRAD-NEXT: %[[DW:.*]] = dtc.gemm %{{.*}}, %[[DL2]] {transA = true} : (tensor<6x4xf32>, tensor<6x3xf32>) -> tensor<4x3xf32>
+// GRAD-NEXT: dtc.gradient @head, %[[DW]] : tensor<4x3xf32>
+// GRAD-NEXT: dtc.tp_reduce %[[PX]] : tensor<6x4xf32>
+// GRAD: %[[DM:.*]] = dtc.mul %{{.*}}, %[[MASK]] : (tensor<2x3x4xf32>, tensor<2x3x1xf32>) -> tensor<2x3x4xf32>
+// GRAD-NEXT: %[[DT:.*]] = dtc.gather_grad %[[DM]], %[[LOCAL]] {data_shape = array<i64: 3, 4>} : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<3x4xf32>
+// GRAD-NEXT: dtc.gradient @wte, %[[DT]] : tensor<3x4xf32>
+
+// Four ranks: 6 rows and 6 output features are not divisible by 4, so the
+// table and the output layer stay whole; the MLP pair splits.
+// FOUR-LABEL: module attributes {dtc.tensor_parallel = 4 : i64}
+// FOUR-DAG: dtc.param weight @wte : tensor<6x4xf32> {dtc.tp_whole = "6 rows, not divisible by 4"}
+// FOUR-DAG: dtc.param weight @head : tensor<4x6xf32> = dense
+// FOUR-DAG: dtc.param weight @fc.weight : tensor<4x2xf32> {dtc.tp_split = array<i64: 1, 1, 1>}
+// FOUR-NOT: tp_vocab_range
+// FOUR-NOT: tp_gather
+module {
+  dtc.param weight @wte : tensor<6x4xf32>
+  dtc.param weight @wpe : tensor<4x4xf32> = dense<1.0> : tensor<4x4xf32>
+  dtc.param weight @fc.weight : tensor<4x8xf32> = dense<1.0> : tensor<4x8xf32>
+  dtc.param weight @proj.weight : tensor<8x4xf32> = dense<1.0> : tensor<8x4xf32>
+  dtc.param weight @head : tensor<4x6xf32> = dense<1.0> : tensor<4x6xf32>
+  func.func @forward(%arg0: tensor<2x3xi64> {dtc.name = "tokens"}) -> (tensor<2x3x6xf32> {dtc.name = "logits"}) {
+    %t = dtc.param_ref @wte : tensor<6x4xf32>
+    %p = dtc.param_ref @wpe : tensor<4x4xf32>
+    %w1 = dtc.param_ref @fc.weight : tensor<4x8xf32>
+    %w2 = dtc.param_ref @proj.weight : tensor<8x4xf32>
+    %w = dtc.param_ref @head : tensor<4x6xf32>
+    %pos = dtc.constant dense<[0, 1, 2]> : tensor<3xi64>
+    %e = dtc.gather %t, %arg0 : (tensor<6x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    %q = dtc.gather %p, %pos : (tensor<4x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+    %x = dtc.add %e, %q : (tensor<2x3x4xf32>, tensor<3x4xf32>) -> tensor<2x3x4xf32>
+    %f = dtc.reshape %x {shape = array<i64: 6, 4>} : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+    %h = dtc.gemm %f, %w1 : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+    %a = dtc.relu %h : tensor<6x8xf32>
+    %m = dtc.gemm %a, %w2 : (tensor<6x8xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+    %s = dtc.add %f, %m : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+    %l = dtc.gemm %s, %w : (tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<6x6xf32>
+    %y = dtc.reshape %l {shape = array<i64: 2, 3, 6>} : (tensor<6x6xf32>) -> tensor<2x3x6xf32>
+    return %y : tensor<2x3x6xf32>
+  }
+}
