@@ -91,8 +91,13 @@ private:
       const double bytes = double(tensorBytes(reduce.getType()));
       prediction.communicatedBytes += bytes;
       streams.blocking(cluster.allReduceSeconds(bytes, groupSize));
-    } else if (isa<TpCopyOp>(op)) {
-      return;  // forward: the identity
+    } else if (auto gather = dyn_cast<TpGatherOp>(&op)) {
+      // The output layer's slices of the logits, whole for the loss.
+      const double bytes = double(tensorBytes(gather.getOutput().getType()));
+      prediction.communicatedBytes += bytes;
+      streams.blocking(cluster.allGatherSeconds(bytes, groupSize));
+    } else if (isa<TpCopyOp, TpVocabRangeOp, TpSliceOp>(op)) {
+      return;  // no communication
     } else if (auto start = dyn_cast<AllReduceStartOp>(&op)) {
       // ZeRO-2/3's buckets that only sharded updates read are reduce-scattered.
       const double bytes = bytesOf(start.getGrads());

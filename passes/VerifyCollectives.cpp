@@ -29,6 +29,11 @@ LogicalResult verifyFunction(func::FuncOp func, std::string &schedule) {
                   std::to_string(tensorOf(reduce.getOutput()).getNumElements());
       continue;
     }
+    if (auto gather = dyn_cast<TpGatherOp>(op)) {
+      schedule += (schedule.empty() ? "" : ",") + std::string("tp_all_gather:") +
+                  std::to_string(tensorOf(gather.getInput()).getNumElements());
+      continue;
+    }
     auto start = dyn_cast<AllReduceStartOp>(op);
     if (!start)
       continue;
@@ -57,7 +62,8 @@ LogicalResult verifyFunction(func::FuncOp func, std::string &schedule) {
   // Collectives nested in regions could run a different number of times on
   // different ranks.
   WalkResult nested = func.walk([&](Operation *op) {
-    if (isa<AllReduceStartOp, AllReduceWaitOp, TpReduceOp>(op) && op->getParentOp() != func) {
+    if (isa<AllReduceStartOp, AllReduceWaitOp, TpReduceOp, TpGatherOp>(op) &&
+        op->getParentOp() != func) {
       op->emitOpError("must not be inside a region: ranks could issue different "
                       "collectives");
       return WalkResult::interrupt();
