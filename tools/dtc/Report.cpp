@@ -219,6 +219,11 @@ static void printTensorParallel(ModuleOp module, llvm::raw_ostream &os) {
     auto split = param->getAttrOfType<DenseI64ArrayAttr>(attr::kTpSplit);
     local += n;
     whole += split ? n * k : n;
+    if (auto why = param->getAttrOfType<StringAttr>(attr::kTpWhole)) {
+      list << "  " << param.getSymName() << ": ";
+      llvm::interleave(param.getTensorType().getShape(), list, "x");
+      list << " kept whole (" << why.getValue() << ")\n";
+    }
     if (!split || split.size() != 3)
       continue;
     const int64_t dim = split[0], outer = split[1];
