@@ -406,3 +406,27 @@ func.func @gather_nd_tuple(%d: tensor<4x4xf32>, %i: tensor<2x3xi64>) {
   %0 = dtc.gather_nd %d, %i : (tensor<4x4xf32>, tensor<2x3xi64>) -> tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @tp_vocab_range_rows(%ids: tensor<2x3xi64>) {
+  // expected-error@+1 {{'dtc.tp_vocab_range' op rows (3) must divide vocab (8)}}
+  %local, %mask = dtc.tp_vocab_range %ids {rows = 3 : i64, vocab = 8 : i64} : tensor<2x3xi64> -> tensor<2x3xi64>, tensor<2x3x1xf32>
+  return
+}
+
+// -----
+
+func.func @tp_gather_chunk(%x: tensor<2x3x4xf32>) {
+  // expected-error@+1 {{'dtc.tp_gather' op the slice 'tensor<2x3x4xf32>' must be a chunk of the last axis of 'tensor<2x6x4xf32>'}}
+  %0 = dtc.tp_gather %x : tensor<2x3x4xf32> -> tensor<2x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @tp_slice_chunk(%x: tensor<2x8xf32>) {
+  // expected-error@+1 {{'dtc.tp_slice' op the slice 'tensor<2x3xf32>' must be a chunk of the last axis of 'tensor<2x8xf32>'}}
+  %0 = dtc.tp_slice %x : tensor<2x8xf32> -> tensor<2x3xf32>
+  return
+}

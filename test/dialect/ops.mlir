@@ -179,3 +179,14 @@ func.func @resample(%x: tensor<2x3x4x5xf32>, %w: tensor<3x2x3x3xf32>) {
   %5 = dtc.conv_transpose %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, output_padding = array<i64: 1, 0>} : (tensor<2x3x4x5xf32>, tensor<3x2x3x3xf32>) -> tensor<2x2x8x9xf32>
   return
 }
+
+// CHECK-LABEL: func @vocab_parallel
+func.func @vocab_parallel(%ids: tensor<2x3xi64>, %x: tensor<2x3x4xf32>) -> tensor<2x3x8xf32> {
+  // CHECK: %{{.*}}, %{{.*}} = dtc.tp_vocab_range %{{.*}} {rows = 4 : i64, vocab = 8 : i64} : tensor<2x3xi64> -> tensor<2x3xi64>, tensor<2x3x1xf32>
+  %local, %mask = dtc.tp_vocab_range %ids {rows = 4 : i64, vocab = 8 : i64} : tensor<2x3xi64> -> tensor<2x3xi64>, tensor<2x3x1xf32>
+  // CHECK: dtc.tp_gather %{{.*}} : tensor<2x3x4xf32> -> tensor<2x3x8xf32>
+  %0 = dtc.tp_gather %x : tensor<2x3x4xf32> -> tensor<2x3x8xf32>
+  // CHECK: dtc.tp_slice %{{.*}} : tensor<2x3x8xf32> -> tensor<2x3x4xf32>
+  %1 = dtc.tp_slice %0 : tensor<2x3x8xf32> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x8xf32>
+}
