@@ -6,9 +6,9 @@
 // is split by columns; its logits are gathered whole (dtc.tp_gather) for
 // the loss. A table K does not divide stays whole (dtc.tp_whole says why);
 // so does one looked up by constant indices (a position embedding).
-// RUN: dtc-opt %s -dtc-tensor-parallel=ranks=2 | FileCheck %s
-// RUN: dtc-opt %s -dtc-tensor-parallel=ranks=2 -dtc-add-loss -dtc-differentiate | FileCheck %s --check-prefix=GRAD
-// RUN: dtc-opt %s -dtc-tensor-parallel=ranks=4 | FileCheck %s --check-prefix=FOUR
+// RUN: dtc-opt %s -split-input-file -dtc-tensor-parallel=ranks=2 | FileCheck %s
+// RUN: dtc-opt %s -split-input-file -dtc-tensor-parallel=ranks=2 -dtc-add-loss -dtc-differentiate | FileCheck %s --check-prefix=GRAD
+// RUN: dtc-opt %s -split-input-file -dtc-tensor-parallel=ranks=4 | FileCheck %s --check-prefix=FOUR
 
 // CHECK-LABEL: module attributes {dtc.tensor_parallel = 2 : i64}
 // CHECK-DAG: dtc.param weight @wte : tensor<3x4xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
@@ -77,5 +77,36 @@ module {
     %l = dtc.gemm %s, %w : (tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<6x6xf32>
     %y = dtc.reshape %l {shape = array<i64: 2, 3, 6>} : (tensor<6x6xf32>) -> tensor<2x3x6xf32>
     return %y : tensor<2x3x6xf32>
+  }
+}
+
+// -----
+
+// A tied table (GPT-2 reads the embedding's weight again, transposed, as
+// its LM head): the weight has two readers, so neither the lookup nor the
+// head is split; the MLP pair still is.
+// CHECK-LABEL: module attributes {dtc.tensor_parallel = 2 : i64}
+// CHECK-DAG: dtc.param weight @wte : tensor<8x4xf32> = dense
+// CHECK-DAG: dtc.param weight @fc.weight : tensor<4x4xf32> {dtc.tp_split = array<i64: 1, 1, 1>}
+// CHECK-NOT: dtc.tp_vocab_range
+// CHECK: dtc.gather %{{.*}}, %arg0 : (tensor<8x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+// CHECK-NOT: dtc.tp_gather
+// CHECK: return
+module {
+  dtc.param weight @wte : tensor<8x4xf32> = dense<1.0> : tensor<8x4xf32>
+  dtc.param weight @fc.weight : tensor<4x8xf32> = dense<1.0> : tensor<4x8xf32>
+  dtc.param weight @proj.weight : tensor<8x4xf32> = dense<1.0> : tensor<8x4xf32>
+  func.func @forward(%arg0: tensor<2x3xi64> {dtc.name = "tokens"}) -> (tensor<6x8xf32> {dtc.name = "logits"}) {
+    %t = dtc.param_ref @wte : tensor<8x4xf32>
+    %w1 = dtc.param_ref @fc.weight : tensor<4x8xf32>
+    %w2 = dtc.param_ref @proj.weight : tensor<8x4xf32>
+    %e = dtc.gather %t, %arg0 : (tensor<8x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    %f = dtc.reshape %e {shape = array<i64: 6, 4>} : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+    %h = dtc.gemm %f, %w1 : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+    %a = dtc.relu %h : tensor<6x8xf32>
+    %m = dtc.gemm %a, %w2 : (tensor<6x8xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+    %s = dtc.add %f, %m : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+    %l = dtc.gemm %s, %t {transB = true} : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32>
+    return %l : tensor<6x8xf32>
   }
 }
