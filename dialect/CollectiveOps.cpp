@@ -97,3 +97,31 @@ LogicalResult TpGatherOp::verify() {
 LogicalResult TpSliceOp::verify() {
   return verifyLastAxisChunk(*this, getOutput().getType(), getInput().getType());
 }
+
+/// The logits are one of the group's chunks of a [..., vocab] tensor and the
+/// labels (and the row statistics) have their leading shape.
+static LogicalResult verifyVocabSplitLoss(Operation *op, RankedTensorType logits,
+                                          RankedTensorType labels, int64_t vocab) {
+  const int64_t rank = logits.getRank();
+  if (rank < 2 || logits.getShape().back() <= 0 || vocab % logits.getShape().back())
+    return op->emitOpError("the logits ")
+           << logits << " must be a chunk of the last axis of " << vocab << " classes";
+  if (labels.getShape() != logits.getShape().drop_back())
+    return op->emitOpError("labels ") << labels << " do not match the logits " << logits;
+  return success();
+}
+
+LogicalResult TpSoftmaxCrossEntropyOp::verify() {
+  if (getLoss().getType().getRank() != 0 ||
+      getLse().getType().getShape() != getLabels().getType().getShape())
+    return emitOpError("expects a scalar loss and one log-sum-exp per label");
+  return verifyVocabSplitLoss(*this, getLogits().getType(), getLabels().getType(), getVocab());
+}
+
+LogicalResult TpSoftmaxCrossEntropyGradOp::verify() {
+  if (getOutput().getType() != getLogits().getType() ||
+      getLse().getType().getShape() != getLabels().getType().getShape() ||
+      getGrad().getType().getRank() != 0)
+    return emitOpError("expects the logits' type, one log-sum-exp per label and a scalar grad");
+  return verifyVocabSplitLoss(*this, getLogits().getType(), getLabels().getType(), getVocab());
+}

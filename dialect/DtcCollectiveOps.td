@@ -225,4 +225,59 @@ def Dtc_TpSliceOp : Dtc_Op<"tp_slice", [Pure]> {
   let hasVerifier = 1;
 }
 
+// A vocabulary-parallel cross-entropy (Megatron-LM's
+// vocab_parallel_cross_entropy): the loss of a column-parallel output layer
+// computed from each rank's slice of the logits, without gathering them.
+// Per row the group agrees on the maximum, sums its ranks' sums of
+// exp(x - max) and takes the label's logit from the rank that holds it;
+// the log-sum-exp of each row is kept for the gradient, which then needs no
+// communication.
+
+def Dtc_TpSoftmaxCrossEntropyOp : Dtc_Op<"tp_softmax_cross_entropy", [Pure]> {
+  let summary = "dtc.softmax_cross_entropy of logits split by vocabulary over the group";
+  let description = [{
+    `logits` is this rank's chunk of the last axis of [..., `vocab`] logits:
+    rank r holds classes [r * C, (r + 1) * C), C its last dimension.
+    `labels` (the same on every rank) hold whole-vocabulary class indices;
+    rows labelled -100 are ignored. `loss` is the mean over the other rows,
+    equal on every rank, as dtc.softmax_cross_entropy's (no label smoothing
+    or class weights). `lse` is each row's log-sum-exp over the whole
+    vocabulary, for dtc.tp_softmax_cross_entropy_grad.
+
+    ```mlir
+    %loss, %lse = dtc.tp_softmax_cross_entropy %part, %labels {vocab = 96 : i64}
+        : tensor<4x16x48xf32>, tensor<4x16xi64> -> tensor<f32>, tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels, I64Attr:$vocab);
+  let results = (outs Dtc_FloatTensor:$loss, Dtc_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dtc_TpSoftmaxCrossEntropyGradOp : Dtc_Op<"tp_softmax_cross_entropy_grad", [Pure]> {
+  let summary = "this rank's columns of the vocabulary-parallel cross-entropy's gradient";
+  let description = [{
+    softmax(logits) - onehot(labels) on this rank's classes, the softmax
+    from the row's whole-vocabulary `lse`, times `grad` (the loss's
+    gradient, a scalar) over the rows not ignored; ignored rows get zeros.
+    No communication.
+
+    ```mlir
+    %dpart = dtc.tp_softmax_cross_entropy_grad %part, %labels, %lse, %dloss {vocab = 96 : i64}
+        : tensor<4x16x48xf32>, tensor<4x16xi64>, tensor<4x16xf32>, tensor<f32> -> tensor<4x16x48xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_FloatTensor:$logits, Dtc_IndexTensor:$labels, Dtc_FloatTensor:$lse,
+                       Dtc_FloatTensor:$grad, I64Attr:$vocab);
+  let results = (outs Dtc_FloatTensor:$output);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $lse `,` $grad attr-dict `:` type($logits) `,` type($labels) `,`
+    type($lse) `,` type($grad) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // DTC_COLLECTIVE_OPS_TD

@@ -30,8 +30,19 @@ LogicalResult vjp(TpGatherOp op, OpBuilder &b, ValueRange dys, SmallVectorImpl<V
   return success();
 }
 
+/// Each rank's columns of the vocabulary-parallel loss's gradient, from the
+/// rows' log-sum-exp the forward kept: no communication.
+LogicalResult vjp(TpSoftmaxCrossEntropyOp op, OpBuilder &b, ValueRange dys,
+                  SmallVectorImpl<Value> &dxs) {
+  dxs.assign({b.create<TpSoftmaxCrossEntropyGradOp>(
+                  op.getLoc(), op.getLogits().getType(), op.getLogits(), op.getLabels(),
+                  op.getLse(), dys[0], op.getVocabAttr()),
+              Value()});
+  return success();
+}
+
 void attachCollectiveVJPs(MLIRContext *context) {
-  attachVJPs<TpCopyOp, TpReduceOp, TpGatherOp>(context);
+  attachVJPs<TpCopyOp, TpReduceOp, TpGatherOp, TpSoftmaxCrossEntropyOp>(context);
 }
 
 } // namespace dtc
