@@ -516,6 +516,25 @@ float softmax_cross_entropy_smoothed(const float* logits, const int64_t* labels,
 void softmax_cross_entropy_smoothed_backward(const float* logits, const int64_t* labels,
                                              int64_t N, int64_t C, double smoothing,
                                              const float* weights, float dloss, float* dlogits);
+// --tp vocabulary-parallel cross-entropy (dtc.tp_softmax_cross_entropy):
+// logits [N, C] are this rank's classes [lo, lo + C) of a vocabulary of V.
+// The caller all-reduces between the steps: the row maxima (max) after
+// row_max, the 2N partials (sum) after tp_cross_entropy_partials.
+// row_max: max[i] = max_c logits[i, c].
+void row_max(const float* logits, int64_t N, int64_t C, float* max);
+// partials[i] = sum_c exp(logits[i, c] - max[i]) and partials[N + i] = the
+// label's logit where this rank holds the label, else 0.
+void tp_cross_entropy_partials(const float* logits, const int64_t* labels, int64_t N, int64_t C,
+                               int64_t lo, const float* max, float* partials);
+// From the group's max and summed partials: writes each row's log-sum-exp
+// into lse (which may alias max) and returns softmax_cross_entropy's mean
+// (NaN when every row is ignored; a label outside [0, V) aborts).
+float tp_cross_entropy_loss(const int64_t* labels, int64_t N, int64_t V, const float* max,
+                            const float* partials, float* lse);
+// This rank's columns of softmax_cross_entropy_backward, from the rows'
+// log-sum-exp: dloss * (exp(x - lse) - onehot) / count; ignored rows get 0.
+void tp_cross_entropy_backward(const float* logits, const int64_t* labels, int64_t N, int64_t C,
+                               int64_t lo, const float* lse, float dloss, float* dlogits);
 // mean((pred - target)^2) over n elements (accumulated in double).
 float mse_loss(const float* pred, const float* target, int64_t n);
 // dpred = dloss * 2 (pred - target) / n.

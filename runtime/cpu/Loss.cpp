@@ -154,6 +154,53 @@ void softmax_cross_entropy_smoothed_backward(const float* logits, const int64_t*
   }
 }
 
+void row_max(const float* logits, int64_t N, int64_t C, float* max) {
+  for (int64_t i = 0; i < N; ++i) max[i] = rowMax(logits + i * C, C);
+}
+
+void tp_cross_entropy_partials(const float* logits, const int64_t* labels, int64_t N, int64_t C,
+                               int64_t lo, const float* max, float* partials) {
+  for (int64_t i = 0; i < N; ++i) {
+    const float* row = logits + i * C;
+    partials[i] = rowSumExp(row, C, max[i]);
+    const int64_t y = labels[i] - lo;
+    partials[N + i] = y >= 0 && y < C ? row[y] : 0.0f;  // -100 - lo is never in range
+  }
+}
+
+float tp_cross_entropy_loss(const int64_t* labels, int64_t N, int64_t V, const float* max,
+                            const float* partials, float* lse) {
+  double total = 0.0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    lse[i] = max[i] + std::log(partials[i]);
+    if (!checkLabel("tp_softmax_cross_entropy", labels[i], i, V)) continue;
+    total += (double)(lse[i] - partials[N + i]);
+    ++count;
+  }
+  if (count == 0) return std::numeric_limits<float>::quiet_NaN();
+  return (float)(total / (double)count);
+}
+
+void tp_cross_entropy_backward(const float* logits, const int64_t* labels, int64_t N, int64_t C,
+                               int64_t lo, const float* lse, float dloss, float* dlogits) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) count += labels[i] == kIgnoreIndex ? 0 : 1;
+  const float g = count > 0 ? dloss / (float)count : 0.0f;
+  for (int64_t i = 0; i < N; ++i) {
+    float* drow = dlogits + i * C;
+    if (labels[i] == kIgnoreIndex) {
+      fill(drow, C, 0.0f);
+      continue;
+    }
+    const float* row = logits + i * C;
+    const float m = lse[i];
+    for (int64_t j = 0; j < C; ++j) drow[j] = expApprox(row[j] - m) * g;
+    const int64_t y = labels[i] - lo;
+    if (y >= 0 && y < C) drow[y] -= g;
+  }
+}
+
 float mse_loss(const float* pred, const float* target, int64_t n) {
   double total = 0.0;
   for (int64_t i0 = 0; i0 < n; i0 += 1024) {  // float partial sums per block, double across
