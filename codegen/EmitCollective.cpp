@@ -258,6 +258,56 @@ LogicalResult emitTpSlice(Operation *op, FunctionEmitter &fn) {
   return success();
 }
 
+/// --tp: the vocabulary-parallel cross-entropy. The group's row maxima are
+/// all-gathered (the communicators reduce only by sums) and reduced here;
+/// the sums of exp(x - max) and the labels' logits (one rank's, zeros from
+/// the others) are all-reduced in one buffer.
+LogicalResult emitTpCrossEntropy(Operation *op, FunctionEmitter &fn) {
+  auto ce = cast<TpSoftmaxCrossEntropyOp>(op);
+  if (fn.cuda())
+    return op->emitOpError("codegen: tensor parallelism (--tp) is not available for "
+                           "--target=cuda yet");
+  const int64_t classes = ce.getLogits().getType().getShape().back();
+  const int64_t n = ce.getLabels().getType().getNumElements();
+  const int64_t k = ce.getVocab() / classes;
+  const std::string rows = std::to_string(n), c = std::to_string(classes),
+                    logits = fn.ptr(ce.getLogits()), labels = fn.ptr(ce.getLabels()),
+                    lse = fn.ptr(ce.getLse());
+  fn.line("{  // vocabulary-parallel cross-entropy over the tensor-parallel group");
+  fn.line("  std::unique_ptr<float[]> maxima(new float[" + std::to_string(n * k) + "]);");
+  fn.line("  std::unique_ptr<float[]> partials(new float[" + std::to_string(2 * n) + "]);");
+  fn.line("  cpu::row_max(" + logits + ", " + rows + ", " + c + ", " + lse + ");");
+  fn.line("  ctx.tp->allGather(" + lse + ", maxima.get(), " + std::to_string(n * 4) +
+          ")->wait();");
+  fn.line("  for (int64_t i = 0; i < " + rows + "; ++i)");
+  fn.line("    for (int64_t r = 0; r < " + std::to_string(k) + "; ++r)");
+  fn.line("      " + lse + "[i] = std::max(" + lse + "[i], maxima[r * " + rows + " + i]);");
+  fn.line("  cpu::tp_cross_entropy_partials(" + logits + ", " + labels + ", " + rows + ", " + c +
+          ", static_cast<int64_t>(ctx.tp->rank()) * " + c + ", " + lse + ", partials.get());");
+  fn.line("  ctx.tp->allReduce(partials.get(), " + std::to_string(2 * n) +
+          ", dtcrt::ReduceOp::Sum)->wait();");
+  fn.line("  " + fn.ptr(ce.getLoss()) + "[0] = cpu::tp_cross_entropy_loss(" + labels + ", " +
+          rows + ", " + std::to_string(ce.getVocab()) + ", " + lse + ", partials.get(), " + lse +
+          ");");
+  fn.line("}");
+  return success();
+}
+
+/// --tp: this rank's columns of the vocabulary-parallel loss's gradient.
+LogicalResult emitTpCrossEntropyGrad(Operation *op, FunctionEmitter &fn) {
+  auto grad = cast<TpSoftmaxCrossEntropyGradOp>(op);
+  if (fn.cuda())
+    return op->emitOpError("codegen: tensor parallelism (--tp) is not available for "
+                           "--target=cuda yet");
+  const std::string c = std::to_string(grad.getLogits().getType().getShape().back());
+  fn.line("cpu::tp_cross_entropy_backward(" + fn.ptr(grad.getLogits()) + ", " +
+          fn.ptr(grad.getLabels()) + ", " +
+          std::to_string(grad.getLabels().getType().getNumElements()) + ", " + c +
+          ", static_cast<int64_t>(ctx.tp->rank()) * " + c + ", " + fn.ptr(grad.getLse()) + ", " +
+          fn.ptr(grad.getGrad()) + "[0], " + fn.ptr(grad.getOutput()) + ");");
+  return success();
+}
+
 } // namespace
 
 void populateCollectiveEmitters(OpEmitterTable &table) {
@@ -269,6 +319,8 @@ void populateCollectiveEmitters(OpEmitterTable &table) {
   table["dtc.tp_vocab_range"] = emitTpVocabRange;
   table["dtc.tp_gather"] = emitTpGather;
   table["dtc.tp_slice"] = emitTpSlice;
+  table["dtc.tp_softmax_cross_entropy"] = emitTpCrossEntropy;
+  table["dtc.tp_softmax_cross_entropy_grad"] = emitTpCrossEntropyGrad;
   table["dtc.gather_weight_shards"] = emitGatherWeightShards;
   table["dtc.gather_params_start"] = emitGatherParamsStart;
   table["dtc.gather_params_wait"] = emitGatherParamsWait;

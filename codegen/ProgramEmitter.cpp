@@ -274,7 +274,7 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
       return failure();
     if (profileId >= 0)
       fn.line("ctx.profile_end();");
-    if (isa<SoftmaxCrossEntropyOp, MseLossOp>(op))
+    if (isa<SoftmaxCrossEntropyOp, TpSoftmaxCrossEntropyOp, MseLossOp>(op))
       pastLoss = true;
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
