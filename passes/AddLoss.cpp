@@ -148,6 +148,25 @@ void eraseDeadOps(func::FuncOp func) {
   }
 }
 
+/// --tp: the slice of the logits this rank computes when the model's output
+/// is a vocabulary-split LM head's logits gathered whole, else null.
+Value vocabParallelLogits(Value logits) {
+  auto gather = logits.getDefiningOp<TpGatherOp>();
+  return gather && gather->hasOneUse() ? gather.getInput() : Value();
+}
+
+/// The cross-entropy of the gathered `logits` computed from this rank's
+/// slice `part` (Megatron-LM's vocabulary-parallel cross-entropy): the
+/// whole logits are never built, on any rank.
+Value vocabParallelLoss(OpBuilder &b, Location loc, Value logits, Value part, Value labels) {
+  auto type = cast<RankedTensorType>(logits.getType());
+  auto lse = RankedTensorType::get(type.getShape().drop_back(), type.getElementType());
+  return b
+      .create<TpSoftmaxCrossEntropyOp>(loc, type.clone(ArrayRef<int64_t>{}), lse, part, labels,
+                                       b.getI64IntegerAttr(type.getShape().back()))
+      .getLoss();
+}
+
 struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
   using AddLossBase::AddLossBase;
 
@@ -294,10 +313,16 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
       Value logits = ret.getOperand(0);
       Value labels = func.getArguments().back();
       Location loc = func.getLoc();
-      Value lossValue =
-          *kind == LossKind::CrossEntropy
-              ? Value(b.create<SoftmaxCrossEntropyOp>(loc, logits, labels, smoothing, weights))
-              : Value(b.create<MseLossOp>(loc, logits, labels));
+      Value lossValue;
+      if (Value part = vocabParallelLogits(logits); part && func == train &&
+                                                    *kind == LossKind::CrossEntropy &&
+                                                    labelSmoothing == 0.0 && !weights)
+        lossValue = vocabParallelLoss(b, loc, logits, part, labels);
+      else
+        lossValue =
+            *kind == LossKind::CrossEntropy
+                ? Value(b.create<SoftmaxCrossEntropyOp>(loc, logits, labels, smoothing, weights))
+                : Value(b.create<MseLossOp>(loc, logits, labels));
       if (func == eval && *kind == LossKind::CrossEntropy) {
         Value correct = b.create<CountCorrectOp>(loc, logits, labels, /*top_k=*/1);
         // Top-5 accuracy where it says more than accuracy (over 5 classes).
@@ -310,6 +335,9 @@ struct AddLossPass : dtc::impl::AddLossBase<AddLossPass> {
       } else {
         setResults(func, {lossValue}, {"loss"});
       }
+      // The gather the vocabulary-parallel loss replaced.
+      if (auto gather = logits.getDefiningOp<TpGatherOp>(); gather && gather->use_empty())
+        gather.erase();
     }
   }
 };

@@ -130,6 +130,13 @@ def AddLoss : Pass<"dtc-add-loss", "mlir::ModuleOp"> {
     `label-smoothing` and `class-weights` set those attributes of
     dtc.softmax_cross_entropy (cross-entropy only).
 
+    Under `--tp`, when the output is a vocabulary-split LM head's logits
+    gathered whole (`dtc.tp_gather`), `@train_step` computes the
+    cross-entropy from each rank's slice instead
+    (`dtc.tp_softmax_cross_entropy`) and never gathers them; with label
+    smoothing or class weights, and in `@eval_step` (which counts correct
+    rows from the whole logits), the logits are still gathered.
+
     Before: `func.func @forward(%x) -> tensor<64x10xf32>`.
     After, in addition:
     ```mlir

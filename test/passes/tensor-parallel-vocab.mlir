@@ -8,6 +8,7 @@
 // so does one looked up by constant indices (a position embedding).
 // RUN: dtc-opt %s -split-input-file -dtc-tensor-parallel=ranks=2 | FileCheck %s
 // RUN: dtc-opt %s -split-input-file -dtc-tensor-parallel=ranks=2 -dtc-add-loss -dtc-differentiate | FileCheck %s --check-prefix=GRAD
+// RUN: dtc-opt %s -split-input-file -dtc-tensor-parallel=ranks=2 -dtc-add-loss=label-smoothing=0.1 -dtc-differentiate | FileCheck %s --check-prefix=SMOOTH
 // RUN: dtc-opt %s -split-input-file -dtc-tensor-parallel=ranks=4 | FileCheck %s --check-prefix=FOUR
 
 // CHECK-LABEL: module attributes {dtc.tensor_parallel = 2 : i64}
@@ -27,15 +28,21 @@
 // CHECK-NEXT: %[[Y:.*]] = dtc.tp_gather %[[L]] : tensor<2x3x3xf32> -> tensor<2x3x6xf32>
 // CHECK-NEXT: return %[[Y]] : tensor<2x3x6xf32>
 
-// Backward: the loss's gradient of the whole logits is sliced back to this
-// rank's columns; the input's gradient (a partial sum over the vocabulary)
-// is summed over the group; the table's gradient goes to the local rows at
-// the local ids, zero where masked, and no gradient reaches the ids.
+// Backward: the cross-entropy of the split logits is computed without
+// gathering them (dtc.tp_softmax_cross_entropy); its gradient is this
+// rank's columns, from the rows' log-sum-exp, with no communication; the
+// input's gradient (a partial sum over the vocabulary) is summed over the
+// group; the table's gradient goes to the local rows at the local ids,
+// zero where masked, and no gradient reaches the ids.
 // GRAD-LABEL: func.func @train_step
 // GRAD: %[[LOCAL:.*]], %[[MASK:.*]] = dtc.tp_vocab_range
-// GRAD: dtc.tp_gather
-// GRAD: dtc.softmax_cross_entropy
-// GRAD: %[[DL:.*]] = dtc.tp_slice %{{.*}} : tensor<2x3x6xf32> -> tensor<2x3x3xf32>
+// GRAD-NOT: dtc.tp_gather
+// GRAD: %[[LOGITS:.*]] = dtc.reshape %{{.*}} {shape = array<i64: 2, 3, 3>} : (tensor<6x3xf32>) -> tensor<2x3x3xf32>
+// GRAD-NEXT: %[[LOSS:.*]], %[[LSE:.*]] = dtc.tp_softmax_cross_entropy %[[LOGITS]], %arg1 {vocab = 6 : i64} : tensor<2x3x3xf32>, tensor<2x3xi64> -> tensor<f32>, tensor<2x3xf32>
+// GRAD-NOT: dtc.tp_gather
+// GRAD-NOT: dtc.softmax_cross_entropy
+// GRAD: %[[DL:.*]] = dtc.tp_softmax_cross_entropy_grad %[[LOGITS]], %arg1, %[[LSE]], %{{.*}} {vocab = 6 : i64} : tensor<2x3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>, tensor<f32> -> tensor<2x3x3xf32>
+// GRAD-NOT: dtc.tp_slice
 // GRAD-NEXT: %[[DL2:.*]] = dtc.reshape %[[DL]] {shape = array<i64: 6, 3>}
 // GRAD-NEXT: %[[PX:.*]] = dtc.gemm %[[DL2]], %{{.*}} {transB = true} : (tensor<6x3xf32>, tensor<4x3xf32>) -> tensor<6x4xf32>
 // GRAD-NEXT: %[[DW:.*]] = dtc.gemm %{{.*}}, %[[DL2]] {transA = true} : (tensor<6x4xf32>, tensor<6x3xf32>) -> tensor<4x3xf32>
@@ -44,6 +51,21 @@
 // GRAD: %[[DM:.*]] = dtc.mul %{{.*}}, %[[MASK]] : (tensor<2x3x4xf32>, tensor<2x3x1xf32>) -> tensor<2x3x4xf32>
 // GRAD-NEXT: %[[DT:.*]] = dtc.gather_grad %[[DM]], %[[LOCAL]] {data_shape = array<i64: 3, 4>} : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<3x4xf32>
 // GRAD-NEXT: dtc.gradient @wte, %[[DT]] : tensor<3x4xf32>
+
+// The evaluation counts correct rows from the whole logits: it gathers them.
+// GRAD-LABEL: func.func @eval_step
+// GRAD: %[[Y:.*]] = dtc.tp_gather %{{.*}} : tensor<2x3x3xf32> -> tensor<2x3x6xf32>
+// GRAD-NEXT: dtc.softmax_cross_entropy %[[Y]], %arg1
+// GRAD-NEXT: dtc.count_correct %[[Y]], %arg1
+
+// Label smoothing has no parallel form: the logits are gathered for the loss
+// and its gradient sliced, as before.
+// SMOOTH-LABEL: func.func @train_step
+// SMOOTH-NOT: dtc.tp_softmax_cross_entropy
+// SMOOTH: %[[Y:.*]] = dtc.tp_gather %{{.*}} : tensor<2x3x3xf32> -> tensor<2x3x6xf32>
+// SMOOTH-NEXT: dtc.softmax_cross_entropy %[[Y]], %arg1 {label_smoothing = 1.000000e-01 : f64}
+// SMOOTH-NOT: dtc.tp_softmax_cross_entropy
+// SMOOTH: dtc.tp_slice %{{.*}} : tensor<2x3x6xf32> -> tensor<2x3x3xf32>
 
 // Four ranks: 6 rows and 6 output features are not divisible by 4, so the
 // table and the output layer stay whole; the MLP pair splits.
