@@ -430,3 +430,27 @@ func.func @tp_slice_chunk(%x: tensor<2x8xf32>) {
   %0 = dtc.tp_slice %x : tensor<2x8xf32> -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+func.func @tp_cross_entropy_chunk(%x: tensor<2x3xf32>, %labels: tensor<2xi64>) {
+  // expected-error@+1 {{'dtc.tp_softmax_cross_entropy' op the logits 'tensor<2x3xf32>' must be a chunk of the last axis of 8 classes}}
+  %loss, %lse = dtc.tp_softmax_cross_entropy %x, %labels {vocab = 8 : i64} : tensor<2x3xf32>, tensor<2xi64> -> tensor<f32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @tp_cross_entropy_labels(%x: tensor<2x4xf32>, %labels: tensor<3xi64>) {
+  // expected-error@+1 {{'dtc.tp_softmax_cross_entropy' op expects a scalar loss and one log-sum-exp per label}}
+  %loss, %lse = dtc.tp_softmax_cross_entropy %x, %labels {vocab = 8 : i64} : tensor<2x4xf32>, tensor<3xi64> -> tensor<f32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @tp_cross_entropy_grad_type(%x: tensor<2x4xf32>, %labels: tensor<2xi64>, %lse: tensor<2xf32>, %g: tensor<f32>) {
+  // expected-error@+1 {{'dtc.tp_softmax_cross_entropy_grad' op expects the logits' type, one log-sum-exp per label and a scalar grad}}
+  %0 = dtc.tp_softmax_cross_entropy_grad %x, %labels, %lse, %g {vocab = 8 : i64} : tensor<2x4xf32>, tensor<2xi64>, tensor<2xf32>, tensor<f32> -> tensor<2x8xf32>
+  return
+}

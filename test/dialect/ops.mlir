@@ -190,3 +190,12 @@ func.func @vocab_parallel(%ids: tensor<2x3xi64>, %x: tensor<2x3x4xf32>) -> tenso
   %1 = dtc.tp_slice %0 : tensor<2x3x8xf32> -> tensor<2x3x4xf32>
   return %0 : tensor<2x3x8xf32>
 }
+
+// CHECK-LABEL: func @vocab_parallel_loss
+func.func @vocab_parallel_loss(%x: tensor<2x3x4xf32>, %labels: tensor<2x3xi64>, %g: tensor<f32>) -> tensor<2x3x4xf32> {
+  // CHECK: %[[LOSS:.*]], %[[LSE:.*]] = dtc.tp_softmax_cross_entropy %{{.*}}, %{{.*}} {vocab = 8 : i64} : tensor<2x3x4xf32>, tensor<2x3xi64> -> tensor<f32>, tensor<2x3xf32>
+  %loss, %lse = dtc.tp_softmax_cross_entropy %x, %labels {vocab = 8 : i64} : tensor<2x3x4xf32>, tensor<2x3xi64> -> tensor<f32>, tensor<2x3xf32>
+  // CHECK: dtc.tp_softmax_cross_entropy_grad %{{.*}}, %{{.*}}, %[[LSE]], %{{.*}} {vocab = 8 : i64} : tensor<2x3x4xf32>, tensor<2x3xi64>, tensor<2x3xf32>, tensor<f32> -> tensor<2x3x4xf32>
+  %0 = dtc.tp_softmax_cross_entropy_grad %x, %labels, %lse, %g {vocab = 8 : i64} : tensor<2x3x4xf32>, tensor<2x3xi64>, tensor<2x3xf32>, tensor<f32> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
