@@ -86,6 +86,15 @@ public:
 
 private:
   void replay(Operation &op) {
+    if (auto ce = dyn_cast<TpSoftmaxCrossEntropyOp>(&op)) {
+      // The vocabulary-parallel loss: the rows' maxima all-gathered, then
+      // their sums of exponentials and label logits all-reduced; its
+      // arithmetic is counted below like any op's.
+      const double rows = double(tensorBytes(ce.getLse().getType()));
+      prediction.communicatedBytes += rows * double(groupSize) + 2.0 * rows;
+      streams.blocking(cluster.allGatherSeconds(rows * double(groupSize), groupSize));
+      streams.blocking(cluster.allReduceSeconds(2.0 * rows, groupSize));
+    }
     if (auto reduce = dyn_cast<TpReduceOp>(&op)) {
       // Megatron's g: the group's partial sums, before anything reads them.
       const double bytes = double(tensorBytes(reduce.getType()));

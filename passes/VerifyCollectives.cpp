@@ -34,6 +34,13 @@ LogicalResult verifyFunction(func::FuncOp func, std::string &schedule) {
                   std::to_string(tensorOf(gather.getInput()).getNumElements());
       continue;
     }
+    // The vocabulary-parallel loss: the rows' maxima, then their sums.
+    if (auto ce = dyn_cast<TpSoftmaxCrossEntropyOp>(op)) {
+      const int64_t rows = tensorOf(ce.getLse()).getNumElements();
+      schedule += (schedule.empty() ? "" : ",") + std::string("tp_all_gather:") +
+                  std::to_string(rows) + ",tp_all_reduce:" + std::to_string(2 * rows);
+      continue;
+    }
     auto start = dyn_cast<AllReduceStartOp>(op);
     if (!start)
       continue;
@@ -62,7 +69,8 @@ LogicalResult verifyFunction(func::FuncOp func, std::string &schedule) {
   // Collectives nested in regions could run a different number of times on
   // different ranks.
   WalkResult nested = func.walk([&](Operation *op) {
-    if (isa<AllReduceStartOp, AllReduceWaitOp, TpReduceOp, TpGatherOp>(op) &&
+    if (isa<AllReduceStartOp, AllReduceWaitOp, TpReduceOp, TpGatherOp, TpSoftmaxCrossEntropyOp>(
+            op) &&
         op->getParentOp() != func) {
       op->emitOpError("must not be inside a region: ranks could issue different "
                       "collectives");
