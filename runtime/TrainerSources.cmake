@@ -54,6 +54,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/train/Profiler.cpp
   ${DTCRT_RUNTIME_DIR}/train/Device.cpp
   ${DTCRT_RUNTIME_DIR}/train/StopSignal.cpp
+  ${DTCRT_RUNTIME_DIR}/train/ThreadEnvironment.cpp
   ${DTCRT_RUNTIME_DIR}/train/StopAgreement.cpp
   ${DTCRT_RUNTIME_DIR}/train/TestHooks.cpp
   ${DTCRT_RUNTIME_DIR}/train/Trainer.cpp

@@ -12,6 +12,7 @@
 #include "runtime/train/Options.h"
 #include "runtime/train/Pipeline.h"
 #include "runtime/train/StopSignal.h"
+#include "runtime/train/ThreadEnvironment.h"
 #include "runtime/train/Trainer.h"
 
 #include <chrono>
@@ -47,6 +48,7 @@ int runProgram(const ProgramSpec& spec, int argc, char** argv) {
                  stdout);
       return 0;
     }
+    settleThreadEnvironment(opts.threads, argv);
     setNumThreads(opts.threads);
     const RankInfo rank = rankInfoFromEnvironment();
     setProcessRank(rank.rank, rank.worldSize);
