@@ -33,6 +33,7 @@ add_executable(dtcrt_trainer_tests
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestProfiler.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestShardedState.cpp
   ${DTCRT_TRAINER_TEST_DIR}/TrainerTestTensorSlices.cpp
+  ${DTCRT_TRAINER_TEST_DIR}/TrainerTestThreads.cpp
 )
 # The tests build ONNX models with the protobuf API, like the io/ sources.
 target_compile_definitions(dtcrt_trainer_tests PRIVATE ONNX_ML=1 ONNX_NAMESPACE=onnx)
