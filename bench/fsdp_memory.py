@@ -15,7 +15,11 @@ optimizer state against the ZeRO paper's formula (4 + 8 for ddp,
 planned arena (activations and gradients: ddp and ZeRO-1 hold every
 gradient to the step's end, ZeRO-2 and ZeRO-3 only the buckets in flight;
 ZeRO-3's also holds the gathered weight groups), and the samples/s of each
-against ddp (best of 3 runs, 2 ranks).
+against ddp on 2 ranks: the strategies take turns for --rounds rounds of
+--speed-steps steps; a run's figure is its steady state, the global batch
+over the median step time of rank 0 after two warm-up steps (the first
+step faults in the state and the arena), and each strategy's best run
+counts.
 
 Run:  /usr/bin/python3 bench/fsdp_memory.py [--build DIR] [--out FILE.md]
 """
@@ -24,11 +28,14 @@ import json
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+BATCH = 32   # per rank
+WARMUP = 2   # steps left out of the steady state
 
 
 def free_port():
@@ -52,12 +59,16 @@ def export(path):
 
 
 def run(build, program, ranks, steps, metrics):
+    """Trains `steps` steps; returns (steady-state samples/s, rank memory rows)."""
     args = [os.path.join(build, "bin", "dtcrun"), f"--nproc-per-node={ranks}",
             f"--master-port={free_port()}", program, "--data=synthetic", "--epochs=1000",
-            f"--max-steps={steps}", "--threads=1", f"--metrics={metrics}", "--timeout=600"]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    rate = float(re.search(r"done: \d+ steps in [0-9.]+ s \(([0-9.]+) samples/s\)", out).group(1))
-    rows = [json.loads(l)["rank_memory"] for l in open(metrics) if "rank_memory" in l]
+            f"--max-steps={steps}", "--threads=1", f"--metrics={metrics}", "--timeout=600",
+            "--log-every=1"]
+    subprocess.run(args, check=True, capture_output=True, text=True)
+    records = [json.loads(l) for l in open(metrics)]
+    step_s = sorted(r["step_s"] for r in records if "step_s" in r and r["step"] > WARMUP)
+    rate = BATCH * ranks / statistics.median(step_s)
+    rows = [r["rank_memory"] for r in records if "rank_memory" in r]
     memory = rows[0] if rows else None  # one process logs none
     return rate, memory
 
@@ -66,7 +77,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--out")
-    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--steps", type=int, default=8, help="steps of the memory runs")
+    p.add_argument("--speed-steps", type=int, default=20, help="steps of each timed run")
+    p.add_argument("--rounds", type=int, default=3, help="timed runs per strategy (2 ranks)")
     a = p.parse_args()
     work = os.path.join(a.build, "bench", "fsdp")
     os.makedirs(work, exist_ok=True)
@@ -74,7 +87,8 @@ def main():
     params = export(onnx)
     mib = 1024.0 * 1024.0
     lines = [f"# Sharded data parallelism: memory and speed\n",
-             f"Command: `/usr/bin/python3 bench/fsdp_memory.py{' --out ' + a.out if a.out else ''}`\n",
+             f"Command: `/usr/bin/python3 bench/fsdp_memory.py --steps {a.steps} --speed-steps "
+             f"{a.speed_steps} --rounds {a.rounds}{' --out ' + a.out if a.out else ''}`\n",
              f"Model: MLP 784 -> 4x4096 -> 10, {params:,} parameters; Adam float32, batch 32 per "
              f"rank, synthetic data, 1 thread per rank, {a.steps} steps.\n",
              "| strategy | ranks | rank | weights MiB | optimizer MiB | state planned MiB | "
@@ -91,12 +105,9 @@ def main():
                        ["--batch-size=32", "--optimizer=adam", "--lr=1e-4", "-o", program],
                        check=True)
         for ranks in (2, 4):
-            best = 0.0
-            for attempt in range(3 if ranks == 2 else 1):
-                rate, memory = run(a.build, program, ranks, a.steps,
-                                   os.path.join(work, f"{strategy}-{ranks}.jsonl"))
-                best = max(best, rate)
-            rates[(strategy, ranks)] = best
+            rate, memory = run(a.build, program, ranks, a.steps,
+                               os.path.join(work, f"{strategy}-{ranks}.jsonl"))
+            rates[(strategy, ranks)] = rate
             formula = (12 / ranks if strategy == "fsdp-parameters"
                        else 4 + (8 / ranks if strategy.startswith("fsdp") else 8))
             for m in memory:
@@ -107,7 +118,19 @@ def main():
                     f"{m['state_resident_bytes'] / mib:.1f} | {m['arena_bytes'] / mib:.1f} | "
                     f"{m['process_peak_bytes'] / mib:.1f} | "
                     f"{per_param:.3f} | {formula:.3f} |")
+    # Speed on 2 ranks: the strategies take turns, so a load that comes and
+    # goes on the machine falls on each of them alike.
+    order = ["ddp", "fsdp", "fsdp-gradients", "fsdp-parameters"]
+    for round_ in range(a.rounds):
+        for strategy in order[round_ % 4:] + order[:round_ % 4]:
+            rate, _ = run(a.build, os.path.join(work, f"train-{strategy}"), 2, a.speed_steps,
+                          os.path.join(work, f"speed-{strategy}.jsonl"))
+            rates[(strategy, 2)] = max(rate, rates[(strategy, 2)] if round_ else 0.0)
     lines.append("")
+    lines.append(f"Samples/s in the steady state: global batch / median step time after "
+                 f"{WARMUP} warm-up steps; 2 ranks: best of {a.rounds} runs of "
+                 f"{a.speed_steps} steps, the strategies taking turns; 4 ranks: the memory "
+                 f"run ({a.steps} steps).\n")
     lines.append("| ranks | ddp samples/s | fsdp (optimizer) samples/s | fsdp / ddp | "
                  "fsdp (gradients) samples/s | fsdp (gradients) / ddp | "
                  "fsdp (parameters) samples/s | fsdp (parameters) / ddp |")
