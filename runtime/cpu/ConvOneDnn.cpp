@@ -10,6 +10,7 @@
 
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Parallel.h"
 
 #include <dnnl.hpp>
 
@@ -202,18 +203,23 @@ std::unique_ptr<Entry> build(ThreadCache& c, const Conv2dParams& p, ConvPass pas
   return e;
 }
 
-// oneDNN runs on OpenMP's threads: as many as dtcrt::setNumThreads gave
-// OpenBLAS, set on the calling thread (each rank thread has its own count).
-// Returns that count. Without it OpenMP would start a thread per core, which
-// spin-wait between calls on the cores other ranks or OpenBLAS use.
-int matchThreads() {
-  const int want = dtcrt::getNumThreads();
+// oneDNN runs on OpenMP's threads: as many as dtcrt::setNumThreads asked
+// for, or one for a convolution too small to repay waking a second
+// (detail::threadsFor; at oneDNN's ~90 GFLOP/s per thread here), set on the
+// calling thread (each rank thread has its own count). Returns that count.
+// Without it OpenMP would start a thread per core, which spin-wait between
+// calls on the cores other ranks or OpenBLAS use.
+int matchThreads(const Conv2dParams& p) {
+  constexpr double kFlopsPerNs = 90.0;
+  const double flops = 2.0 * double(p.N) * double(p.K) * double(conv2d_out_h(p)) *
+                       double(conv2d_out_w(p)) * double(p.C / p.groups) * double(p.R * p.S);
+  const int want = detail::threadsFor(flops / kFlopsPerNs);
   if (omp_get_max_threads() != want) omp_set_num_threads(want);
   return want;
 }
 
 Entry& entryFor(ThreadCache& c, const Conv2dParams& p, ConvPass pass, bool hasBias) {
-  const Key key = keyOf(p, pass, hasBias, matchThreads());
+  const Key key = keyOf(p, pass, hasBias, matchThreads(p));
   auto it = c.entries.find(key);
   if (it != c.entries.end()) return *it->second;
   std::unique_ptr<Entry> e;

@@ -91,9 +91,13 @@ void fused_elementwise(const FusedInput* inputs, int numInputs, const FusedStep*
     if (steps[j].a < 0 || steps[j].a >= limit || (!unary && (steps[j].b < 0 || steps[j].b >= limit)))
       detail::fail("fused_elementwise", "step %d reads a value not computed yet", j);
   }
-  // Work items of up to 16 blocks (16 KiB of rows per thread on its stack).
+  // Work items of up to 16 blocks (16 KiB of rows per thread on its stack),
+  // on the kernel threads where the chain is long enough to repay waking
+  // them (about half a nanosecond per element and stream).
   constexpr int64_t kItem = 16 * kBlock;
-  detail::parallelFor((n + kItem - 1) / kItem, [&](int64_t item) {
+  const double ns = 0.5 * double(n) * double(numInputs + 1);
+  const int64_t items = (n + kItem - 1) / kItem;
+  const auto run = [&](int64_t item) {
     float v[kMaxFusedValues][kBlock];
     for (int64_t base = item * kItem; base < std::min(n, (item + 1) * kItem); base += kBlock) {
       const int64_t len = std::min(kBlock, n - base);
@@ -107,7 +111,12 @@ void fused_elementwise(const FusedInput* inputs, int numInputs, const FusedStep*
         std::memcpy(static_cast<float*>(out) + base, result, len * sizeof(float));
       }
     }
-  });
+  };
+  if (detail::threadsFor(ns) == 1) {
+    for (int64_t item = 0; item < items; ++item) run(item);
+  } else {
+    detail::parallelFor(items, run);
+  }
 }
 
 }  // namespace dtcrt::cpu

@@ -1,11 +1,13 @@
 // GEMM family: sgemm (and dgemm) wrappers over OpenBLAS, batched matmul
 // (float32 and float64) with numpy batch broadcasting (and summing into a
 // broadcast output for backward), bias add and bias gradient, and the
-// OpenBLAS thread-count wrapper.
+// OpenBLAS thread count: the configured one, or 1 for a small product.
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
 
 #include <cblas.h>
+
+#include <atomic>
 
 extern "C" {
 // Declared here too in case cblas.h comes from a non-OpenBLAS provider.
@@ -15,11 +17,36 @@ int openblas_get_num_threads(void);
 
 namespace dtcrt {
 
-void setNumThreads(int n) {
-  openblas_set_num_threads(n < 1 ? 1 : n);
-  cpu::detail::setKernelThreads(n);
+namespace {
+// The thread count last given to OpenBLAS; a product small enough for one
+// thread sets 1 (cpu::detail::threadsFor) and the next large one sets the
+// configured count back. Rank threads of one process share it: a race only
+// costs a product its best thread count, never its bits (OpenBLAS splits
+// the output, not the sum).
+std::atomic<int> blasThreads{0};
+
+void useBlasThreads(int n) {
+  if (blasThreads.load(std::memory_order_relaxed) == n) return;
+  blasThreads.store(n, std::memory_order_relaxed);
+  openblas_set_num_threads(n);
 }
-int getNumThreads() { return openblas_get_num_threads(); }
+
+// One thread's sgemm rate, for the time threadsFor weighs (a
+// 100 GFLOP/s AVX-512 core; a slower machine only splits a bit later).
+constexpr double kGemmFlopsPerNs = 100.0;
+
+void useBlasThreadsFor(int64_t M, int64_t N, int64_t K) {
+  useBlasThreads(cpu::detail::threadsFor(2.0 * double(M) * double(N) * double(K) /
+                                         kGemmFlopsPerNs));
+}
+}  // namespace
+
+void setNumThreads(int n) {
+  n = n < 1 ? 1 : n;
+  cpu::detail::setKernelThreads(n);
+  useBlasThreads(n);
+}
+int getNumThreads() { return cpu::detail::kernelThreads(); }
 
 namespace cpu {
 using namespace detail;
@@ -36,6 +63,7 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
     }
     return;
   }
+  useBlasThreadsFor(M, N, K);
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
               (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
@@ -50,6 +78,7 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alph
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0 ? 0.0 : beta * C[i * ldc + j];
     return;
   }
+  useBlasThreadsFor(M, N, K);
   cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
               (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);

@@ -119,6 +119,7 @@ Pool& pool() {
 }  // namespace
 
 int kernelThreads() { return pool().threads(); }
+int threadsFor(double ns) { return ns < kMinParallelNs ? 1 : kernelThreads(); }
 void setKernelThreads(int n) { pool().setThreads(n); }
 
 void parallelFor(int64_t n, const std::function<void(int64_t)>& fn) { pool().parallelFor(n, fn); }

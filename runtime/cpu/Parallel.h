@@ -14,6 +14,15 @@ namespace dtcrt::cpu::detail {
 int kernelThreads();
 void setKernelThreads(int n);
 
+// How many threads a kernel that takes about `ns` nanoseconds on one thread
+// should use: kernelThreads(), or 1 below kMinParallelNs. With --threads > 1
+// the pools' threads sleep between kernels, and waking one costs 30-50 us
+// on the 2-core VM this was measured on (a 4 MFLOP sgemm: 43 us on one
+// thread, 74 us on two; 17 MFLOP: 163 and 149 us; docs/performance.md), so
+// a shorter kernel is faster on the calling thread alone.
+constexpr double kMinParallelNs = 100e3;
+int threadsFor(double ns);
+
 // Calls fn(i) for every i in [0, n) and returns when all calls are done; the
 // calling thread takes part. Items are handed out one at a time, so they may
 // differ in cost. fn must not throw. Nested calls run inline.

@@ -125,7 +125,9 @@ TEST(ConvOneDnn, CachedCallsRepeat) {
 // gets that count before it starts any thread).
 TEST(ConvOneDnn, PrimitivesFollowTheThreadCount) {
   Rng rng(73);
-  const k::Conv2dParams p = named(kCases[9], k::ConvAlgorithm::OneDnn);
+  // 151 MFLOP, well above what one thread does faster alone (threadsFor).
+  const k::Conv2dParams p =
+      named(make(8, 64, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), k::ConvAlgorithm::OneDnn);
   Vec x = rng.vec(p.N * p.C * p.H * p.W), w = rng.vec(p.K * (p.C / p.groups) * p.R * p.S);
   Vec ws(1), y1((size_t)outSize(p)), y2((size_t)outSize(p));
   const int before = dtcrt::getNumThreads();
@@ -137,6 +139,23 @@ TEST(ConvOneDnn, PrimitivesFollowTheThreadCount) {
   EXPECT_GT(k::onednn::cached_bytes(), bytes);
   dtcrt::setNumThreads(before);
   expectClose(y2, y1, 1e-5, 1e-5, "1 vs 2 threads");
+}
+
+// A convolution too small to repay waking a second thread keeps its
+// one-thread primitive at --threads=2.
+TEST(ConvOneDnn, SmallConvolutionsStayOnOneThread) {
+  Rng rng(74);
+  const k::Conv2dParams p = named(kCases[9], k::ConvAlgorithm::OneDnn);
+  Vec x = rng.vec(p.N * p.C * p.H * p.W), w = rng.vec(p.K * (p.C / p.groups) * p.R * p.S);
+  Vec ws(1), y((size_t)outSize(p));
+  const int before = dtcrt::getNumThreads();
+  dtcrt::setNumThreads(1);
+  k::conv2d_forward(p, x.data(), w.data(), nullptr, y.data(), ws.data());
+  const int64_t bytes = k::onednn::cached_bytes();
+  dtcrt::setNumThreads(2);
+  k::conv2d_forward(p, x.data(), w.data(), nullptr, y.data(), ws.data());
+  EXPECT_EQ(k::onednn::cached_bytes(), bytes);
+  dtcrt::setNumThreads(before);
 }
 
 // The rule dtc-choose-conv-algorithms applies (ConvAlgorithm.h): grouped

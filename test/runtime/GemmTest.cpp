@@ -1,8 +1,13 @@
 // Tests of the GEMM family: gemm in all transpose combinations with padded
 // leading dimensions, batched_matmul with batch broadcasting (general path and
 // both single-sgemm fast paths, and summing into a broadcast output), its use
-// as matmul backward (finite differences), bias add and bias gradient.
+// as matmul backward (finite differences), bias add and bias gradient, and
+// the OpenBLAS thread count a product runs on.
 #include "TestUtil.h"
+
+#include <cstring>
+
+extern "C" int openblas_get_num_threads(void);
 
 using namespace dtcrt_test;
 namespace k = dtcrt::cpu;
@@ -193,4 +198,25 @@ TEST(Threads, SetAndGet) {
   dtcrt::setNumThreads(2);
   EXPECT_EQ(dtcrt::getNumThreads(), 2);
   dtcrt::setNumThreads(1);
+}
+
+// A product too small to repay waking a second thread runs on one
+// (runtime/cpu/Parallel.h, threadsFor), a large one on the configured count,
+// which getNumThreads keeps reporting; both thread counts give the same bits
+// (OpenBLAS splits the output, not the sums).
+TEST(Threads, SmallProductsRunOnOneThread) {
+  Rng rng(5);
+  dtcrt::setNumThreads(2);
+  Vec a = rng.vec(64 * 64), b = rng.vec(64 * 64), c(64 * 64);
+  k::gemm(false, false, 64, 64, 64, 1.0f, a.data(), 64, b.data(), 64, 0.0f, c.data(), 64);
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  EXPECT_EQ(dtcrt::getNumThreads(), 2);
+  const int64_t n = 384;  // 113 MFLOP: about 1 ms on one thread
+  Vec A = rng.vec(n * n), B = rng.vec(n * n), two(n * n), one(n * n);
+  k::gemm(false, true, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, two.data(), n);
+  EXPECT_EQ(openblas_get_num_threads(), 2);
+  dtcrt::setNumThreads(1);
+  k::gemm(false, true, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, one.data(), n);
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0);
 }

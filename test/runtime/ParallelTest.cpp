@@ -36,6 +36,17 @@ TEST(Parallel, EveryItemRunsOnceForAnyThreadCount) {
   }
 }
 
+// A kernel shorter than kMinParallelNs on one thread is not worth waking
+// another for; a longer one gets every kernel thread.
+TEST(Parallel, ShortKernelsStayOnTheCallingThread) {
+  Threads t(2);
+  EXPECT_EQ(d::threadsFor(1e3), 1);
+  EXPECT_EQ(d::threadsFor(d::kMinParallelNs * 0.99), 1);
+  EXPECT_EQ(d::threadsFor(d::kMinParallelNs), 2);
+  dtcrt::setNumThreads(1);
+  EXPECT_EQ(d::threadsFor(1e9), 1);
+}
+
 TEST(Parallel, NestedAndConcurrentCallsRunInline) {
   Threads t(3);
   std::atomic<int64_t> sum{0};
