@@ -20,7 +20,11 @@ bool setIfUnset(const char* name, const char* value) {
 
 void settleThreadEnvironment(int threads, char** argv) {
   if (threads <= 1 || std::getenv(kSettled) || !argv || !argv[0]) return;
-  bool changed = setIfUnset("OMP_WAIT_POLICY", "PASSIVE");
+  // OpenMP threads spin a short while (GOMP_SPINCOUNT iterations, some
+  // microseconds) before they sleep: long enough to catch the next
+  // convolution's parallel regions, short enough to leave the core to the
+  // next kernel. A user's own wait policy or spin count is kept.
+  bool changed = !std::getenv("OMP_WAIT_POLICY") && setIfUnset("GOMP_SPINCOUNT", "10000");
   changed = setIfUnset("OPENBLAS_THREAD_TIMEOUT", "4") || changed;
   if (!changed) return;
   setenv(kSettled, "1", 1);
