@@ -1,8 +1,8 @@
 // Tests of the kernels' thread pool (runtime/cpu/Parallel.h): every item runs
 // exactly once whatever the thread count, nested and concurrent calls run
 // inline instead of deadlocking, and the threaded kernels (direct
-// convolution, max pool and its scatter, ReLU and its gradient) give the same
-// bits with 1, 2 and 3 threads.
+// convolution, max pool and its scatter, ReLU, GELU and their gradients)
+// give the same bits with 1, 2 and 3 threads.
 #include "TestUtil.h"
 
 #include "runtime/cpu/Parallel.h"
@@ -86,7 +86,7 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
                                k::conv2d_backward_data_workspace(conv),
                                k::conv2d_backward_filter_workspace(conv)});
   struct Results {
-    Vec y, dx, dw, pooled, scattered, relu, reluGrad;
+    Vec y, dx, dw, pooled, scattered, relu, reluGrad, gelu, geluGrad;
     std::vector<int32_t> idx;
   };
   auto run = [&](int threads) {
@@ -109,6 +109,10 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
     r.reluGrad.resize(px.size());
     k::relu(px.data(), r.relu.data(), (int64_t)px.size());
     k::relu_grad(px.data(), r.scattered.data(), r.reluGrad.data(), (int64_t)px.size());
+    r.gelu.resize(px.size());
+    r.geluGrad.resize(px.size());
+    k::gelu(px.data(), r.gelu.data(), (int64_t)px.size(), /*approximate=*/false);
+    k::gelu_grad(px.data(), r.scattered.data(), r.geluGrad.data(), (int64_t)px.size(), true);
     return r;
   };
   const Results one = run(1);
@@ -128,5 +132,7 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
     EXPECT_EQ(one.scattered, many.scattered) << threads << " threads: max pool scatter";
     EXPECT_EQ(one.relu, many.relu) << threads << " threads: relu";
     EXPECT_EQ(one.reluGrad, many.reluGrad) << threads << " threads: relu grad";
+    EXPECT_EQ(one.gelu, many.gelu) << threads << " threads: gelu";
+    EXPECT_EQ(one.geluGrad, many.geluGrad) << threads << " threads: gelu grad";
   }
 }
