@@ -6,6 +6,7 @@
 // runs its items inline.
 #include "runtime/cpu/Parallel.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -123,6 +124,18 @@ int threadsFor(double ns) { return ns < kMinParallelNs ? 1 : kernelThreads(); }
 void setKernelThreads(int n) { pool().setThreads(n); }
 
 void parallelFor(int64_t n, const std::function<void(int64_t)>& fn) { pool().parallelFor(n, fn); }
+
+void parallelRanges(int64_t n, int64_t grain, double ns,
+                    const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  const int threads = threadsFor(ns);
+  // Four ranges per thread even out the ones that end up slower.
+  const int64_t size =
+      std::max<int64_t>(grain < 1 ? 1 : grain, (n + 4 * threads - 1) / (4 * threads));
+  if (threads == 1 || size >= n) return fn(0, n);
+  pool().parallelFor((n + size - 1) / size,
+                     [&](int64_t i) { fn(i * size, std::min(n, (i + 1) * size)); });
+}
 
 float* threadScratch(int64_t floats) {
   thread_local std::unique_ptr<float[]> buffer;

@@ -28,6 +28,14 @@ int threadsFor(double ns);
 // differ in cost. fn must not throw. Nested calls run inline.
 void parallelFor(int64_t n, const std::function<void(int64_t)>& fn);
 
+// Calls fn(begin, end) over [0, n): once inline when the whole (about `ns`
+// nanoseconds on one thread) is not worth the threads (threadsFor), else
+// over ranges of at least `grain` indices handed to the kernel threads.
+// For loops whose indices are independent, so the bits do not depend on
+// the split.
+void parallelRanges(int64_t n, int64_t grain, double ns,
+                    const std::function<void(int64_t, int64_t)>& fn);
+
 // A 32-byte aligned buffer of at least `floats` floats owned by the calling
 // thread, kept for later calls (contents are not preserved across calls
 // that ask for more).

@@ -3,6 +3,7 @@
 // with their backward from the forward output. Inner-axis variants work on
 // blocks of kBlock inner positions with stack scratch, so nothing allocates.
 #include "runtime/cpu/Internal.h"
+#include "runtime/cpu/Parallel.h"
 
 #include <cmath>
 
@@ -46,7 +47,11 @@ DTCRT_INLINE_LOOP void softmaxRows(const float* x, float* y, int64_t rows, int64
 }  // namespace
 
 void softmax(const float* x, float* y, int64_t rows, int64_t cols) {
-  dispatchIsa<softmaxRows>(x, y, rows, cols);
+  // Rows are independent: on the kernel threads when long enough (exp at
+  // about 2 ns an element).
+  parallelRanges(rows, 1, 2.0 * double(rows * cols), [&](int64_t r0, int64_t r1) {
+    dispatchIsa<softmaxRows>(x + r0 * cols, y + r0 * cols, r1 - r0, cols);
+  });
 }
 
 void log_softmax(const float* x, float* y, int64_t rows, int64_t cols) {
@@ -64,14 +69,16 @@ void log_softmax(const float* x, float* y, int64_t rows, int64_t cols) {
 }
 
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* yr = y + r * cols;
-    const float* dyr = dy + r * cols;
-    float* dxr = dx + r * cols;
-    float dot = 0.0f;
-    DTCRT_SIMD_SUM(dot) for (int64_t i = 0; i < cols; ++i) dot += dyr[i] * yr[i];
-    DTCRT_SIMD for (int64_t i = 0; i < cols; ++i) dxr[i] = yr[i] * (dyr[i] - dot);
-  }
+  parallelRanges(rows, 1, 0.5 * double(rows * cols), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* yr = y + r * cols;
+      const float* dyr = dy + r * cols;
+      float* dxr = dx + r * cols;
+      float dot = 0.0f;
+      DTCRT_SIMD_SUM(dot) for (int64_t i = 0; i < cols; ++i) dot += dyr[i] * yr[i];
+      DTCRT_SIMD for (int64_t i = 0; i < cols; ++i) dxr[i] = yr[i] * (dyr[i] - dot);
+    }
+  });
 }
 
 void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,

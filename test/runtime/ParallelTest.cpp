@@ -1,8 +1,8 @@
 // Tests of the kernels' thread pool (runtime/cpu/Parallel.h): every item runs
 // exactly once whatever the thread count, nested and concurrent calls run
 // inline instead of deadlocking, and the threaded kernels (direct
-// convolution, max pool and its scatter, ReLU, GELU and their gradients)
-// give the same bits with 1, 2 and 3 threads.
+// convolution, max pool and its scatter, ReLU, GELU, batch and layer norm,
+// softmax and their gradients) give the same bits with 1, 2 and 3 threads.
 #include "TestUtil.h"
 
 #include "runtime/cpu/Parallel.h"
@@ -82,11 +82,13 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
   const Vec x = rng.vec(conv.N * conv.C * conv.H * conv.W), w = rng.vec(16 * 6 * 25);
   const Vec b = rng.vec(16), dy = rng.vec(conv.N * 16 * 10 * 10);
   const Vec px = rng.vec(pool.N * pool.C * 28 * 28), pdy = rng.vec(pool.N * pool.C * 14 * 14);
+  const Vec gamma = rng.vec(6), beta = rng.vec(6);  // batch norm's scale and bias
   const int64_t ws = std::max({k::conv2d_forward_workspace(conv),
                                k::conv2d_backward_data_workspace(conv),
                                k::conv2d_backward_filter_workspace(conv)});
   struct Results {
     Vec y, dx, dw, pooled, scattered, relu, reluGrad, gelu, geluGrad;
+    Vec bn, bnStats, bnGrad, bnParamGrad, ln, lnStats, soft, softGrad;
     std::vector<int32_t> idx;
   };
   auto run = [&](int threads) {
@@ -113,6 +115,27 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
     r.geluGrad.resize(px.size());
     k::gelu(px.data(), r.gelu.data(), (int64_t)px.size(), /*approximate=*/false);
     k::gelu_grad(px.data(), r.scattered.data(), r.geluGrad.data(), (int64_t)px.size(), true);
+    // Batch norm over 6 channels of 70 x 28 x 28; layer norm and softmax
+    // over 11,760 rows of 28.
+    const int64_t C = 6, HW = 28 * 28, rows = (int64_t)px.size() / 28;
+    r.bn.resize(px.size());
+    r.bnStats.assign(4 * C, 0.0f);
+    k::batch_norm_train_forward(px.data(), pool.N, C, HW, gamma.data(), beta.data(), 1e-5f, 0.1f,
+                                r.bn.data(), &r.bnStats[0], &r.bnStats[C], &r.bnStats[2 * C],
+                                &r.bnStats[3 * C]);
+    r.bnGrad.resize(px.size());
+    r.bnParamGrad.resize(2 * C);
+    k::batch_norm_backward(px.data(), r.scattered.data(), pool.N, C, HW, gamma.data(),
+                           &r.bnStats[0], &r.bnStats[C], r.bnGrad.data(), &r.bnParamGrad[0],
+                           &r.bnParamGrad[C]);
+    r.ln.resize(px.size());
+    r.lnStats.resize(2 * rows);
+    k::layer_norm(px.data(), rows, 28, nullptr, nullptr, 1e-5f, r.ln.data(), &r.lnStats[0],
+                  &r.lnStats[rows]);
+    r.soft.resize(px.size());
+    r.softGrad.resize(px.size());
+    k::softmax(px.data(), r.soft.data(), rows, 28);
+    k::softmax_backward(r.soft.data(), r.scattered.data(), r.softGrad.data(), rows, 28);
     return r;
   };
   const Results one = run(1);
@@ -134,5 +157,13 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
     EXPECT_EQ(one.reluGrad, many.reluGrad) << threads << " threads: relu grad";
     EXPECT_EQ(one.gelu, many.gelu) << threads << " threads: gelu";
     EXPECT_EQ(one.geluGrad, many.geluGrad) << threads << " threads: gelu grad";
+    EXPECT_EQ(one.bn, many.bn) << threads << " threads: batch norm";
+    EXPECT_EQ(one.bnStats, many.bnStats) << threads << " threads: batch norm statistics";
+    EXPECT_EQ(one.bnGrad, many.bnGrad) << threads << " threads: batch norm backward";
+    EXPECT_EQ(one.bnParamGrad, many.bnParamGrad) << threads << " threads: batch norm dscale/dbias";
+    EXPECT_EQ(one.ln, many.ln) << threads << " threads: layer norm";
+    EXPECT_EQ(one.lnStats, many.lnStats) << threads << " threads: layer norm statistics";
+    EXPECT_EQ(one.soft, many.soft) << threads << " threads: softmax";
+    EXPECT_EQ(one.softGrad, many.softGrad) << threads << " threads: softmax backward";
   }
 }
