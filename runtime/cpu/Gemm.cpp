@@ -8,6 +8,7 @@
 #include <cblas.h>
 
 #include <atomic>
+#include <mutex>
 
 extern "C" {
 // Declared here too in case cblas.h comes from a non-OpenBLAS provider.
@@ -24,11 +25,14 @@ namespace {
 // costs a product its best thread count, never its bits (OpenBLAS splits
 // the output, not the sum).
 std::atomic<int> blasThreads{0};
+std::mutex blasThreadsChange;  // one openblas_set_num_threads at a time
 
 void useBlasThreads(int n) {
   if (blasThreads.load(std::memory_order_relaxed) == n) return;
-  blasThreads.store(n, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(blasThreadsChange);
+  if (blasThreads.load(std::memory_order_relaxed) == n) return;
   openblas_set_num_threads(n);
+  blasThreads.store(n, std::memory_order_relaxed);
 }
 
 // One thread's sgemm rate, for the time threadsFor weighs (a
