@@ -1,9 +1,12 @@
 // Optimizer updates over one flat buffer (a whole gradient bucket per call),
 // following torch.optim.SGD / Adam / AdamW of PyTorch 1.13 (single-tensor
 // path): the per-element arithmetic is done in float in PyTorch's order, the
-// scalar factors in double (Python floats) rounded to float once.
+// scalar factors in double (Python floats) rounded to float once. Long
+// buffers are split over the kernel threads, with the same bits.
 #include "runtime/cpu/Internal.h"
+#include "runtime/cpu/Parallel.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace dtcrt::cpu {
@@ -95,26 +98,49 @@ void adamUpdate(float* param, const float* grad, float* m, float* v, int64_t n, 
 
 } // namespace
 
+namespace {
+// Runs update(begin, end) over [0, n) on the kernel threads when the whole
+// is long enough (`nsPerElement` on one thread). Ranges start at multiples
+// of 64 elements, so every element takes the same path through the
+// vectorized loop (body, or the same tail) as it does on one thread: the
+// bits do not depend on the thread count.
+template <typename Update>
+void inRanges(int64_t n, double nsPerElement, Update&& update) {
+  constexpr int64_t kBlock = 64;
+  parallelRanges((n + kBlock - 1) / kBlock, 1, nsPerElement * double(n),
+                 [&](int64_t b0, int64_t b1) {
+                   const int64_t begin = b0 * kBlock, end = std::min(n, b1 * kBlock);
+                   update(begin, end - begin);
+                 });
+}
+}  // namespace
+
 void sgd_update(float* param, const float* grad, float* momentumBuf, int64_t n, double lr,
                 double momentum, double dampening, double weightDecay, bool nesterov,
                 bool firstStep, float gradScale) {
-  if (gradScale == 1.0f)
-    sgdUpdate<false>(param, grad, momentumBuf, n, lr, momentum, dampening, weightDecay, nesterov,
-                     firstStep, gradScale);
-  else
-    sgdUpdate<true>(param, grad, momentumBuf, n, lr, momentum, dampening, weightDecay, nesterov,
-                    firstStep, gradScale);
+  inRanges(n, 1.0, [&](int64_t at, int64_t count) {
+    float* buf = momentumBuf ? momentumBuf + at : nullptr;
+    if (gradScale == 1.0f)
+      sgdUpdate<false>(param + at, grad + at, buf, count, lr, momentum, dampening, weightDecay,
+                       nesterov, firstStep, gradScale);
+    else
+      sgdUpdate<true>(param + at, grad + at, buf, count, lr, momentum, dampening, weightDecay,
+                      nesterov, firstStep, gradScale);
+  });
 }
 
 void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, double lr,
                  double beta1, double beta2, double eps, double weightDecay, bool decoupled,
                  int64_t step, float gradScale) {
-  if (gradScale == 1.0f)
-    adamUpdate<false>(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, decoupled, step,
-                      gradScale);
-  else
-    adamUpdate<true>(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, decoupled, step,
-                     gradScale);
+  if (step < 1) fail("adam_update", "step must be >= 1 (got %lld)", (long long)step);
+  inRanges(n, 2.0, [&](int64_t at, int64_t count) {
+    if (gradScale == 1.0f)
+      adamUpdate<false>(param + at, grad + at, m + at, v + at, count, lr, beta1, beta2, eps,
+                        weightDecay, decoupled, step, gradScale);
+    else
+      adamUpdate<true>(param + at, grad + at, m + at, v + at, count, lr, beta1, beta2, eps,
+                       weightDecay, decoupled, step, gradScale);
+  });
 }
 
 double grad_sum_squares(const float* const* grads, const int64_t* sizes, int num) {

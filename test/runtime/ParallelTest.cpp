@@ -2,7 +2,8 @@
 // exactly once whatever the thread count, nested and concurrent calls run
 // inline instead of deadlocking, and the threaded kernels (direct
 // convolution, max pool and its scatter, ReLU, GELU, batch and layer norm,
-// softmax and their gradients) give the same bits with 1, 2 and 3 threads.
+// softmax and their gradients, the SGD and Adam updates) give the same bits
+// with 1, 2 and 3 threads.
 #include "TestUtil.h"
 
 #include "runtime/cpu/Parallel.h"
@@ -89,6 +90,7 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
   struct Results {
     Vec y, dx, dw, pooled, scattered, relu, reluGrad, gelu, geluGrad;
     Vec bn, bnStats, bnGrad, bnParamGrad, ln, lnStats, soft, softGrad;
+    Vec sgdParam, sgdMomentum, adamParam, adamM, adamV;
     std::vector<int32_t> idx;
   };
   auto run = [&](int threads) {
@@ -136,6 +138,19 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
     r.softGrad.resize(px.size());
     k::softmax(px.data(), r.soft.data(), rows, 28);
     k::softmax_backward(r.soft.data(), r.scattered.data(), r.softGrad.data(), rows, 28);
+    // Optimizer updates over 329,280 weights (an odd tail: not a multiple of
+    // the vector width's ranges).
+    const int64_t n = (int64_t)px.size() - 3;
+    r.sgdParam.assign(px.begin(), px.begin() + n);
+    r.sgdMomentum.assign(pdy.begin(), pdy.end());
+    r.sgdMomentum.resize((size_t)n, 0.25f);
+    k::sgd_update(r.sgdParam.data(), r.scattered.data(), r.sgdMomentum.data(), n, 0.1, 0.9, 0.0,
+                  1e-4, true, /*firstStep=*/false, 1.0f);
+    r.adamParam.assign(px.begin(), px.begin() + n);
+    r.adamM.assign((size_t)n, 0.01f);
+    r.adamV.assign((size_t)n, 0.02f);
+    k::adam_update(r.adamParam.data(), r.scattered.data(), r.adamM.data(), r.adamV.data(), n,
+                   1e-3, 0.9, 0.999, 1e-8, 0.01, /*decoupled=*/true, 3, 0.5f);
     return r;
   };
   const Results one = run(1);
@@ -165,5 +180,10 @@ TEST(Parallel, ThreadedKernelsGiveTheSameBits) {
     EXPECT_EQ(one.lnStats, many.lnStats) << threads << " threads: layer norm statistics";
     EXPECT_EQ(one.soft, many.soft) << threads << " threads: softmax";
     EXPECT_EQ(one.softGrad, many.softGrad) << threads << " threads: softmax backward";
+    EXPECT_EQ(one.sgdParam, many.sgdParam) << threads << " threads: sgd weights";
+    EXPECT_EQ(one.sgdMomentum, many.sgdMomentum) << threads << " threads: sgd momentum";
+    EXPECT_EQ(one.adamParam, many.adamParam) << threads << " threads: adam weights";
+    EXPECT_EQ(one.adamM, many.adamM) << threads << " threads: adam first moment";
+    EXPECT_EQ(one.adamV, many.adamV) << threads << " threads: adam second moment";
   }
 }
