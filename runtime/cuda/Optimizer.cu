@@ -93,7 +93,11 @@ AdamScalars adamScalars(const char* name, double lr, double beta1, double beta2,
 __device__ __forceinline__ SgdScalars blockScalars(const SgdScalars& host,
                                                    const StepScalars* dev, const SgdHyper& h) {
   if (!dev) return host;
-  __shared__ SgdScalars shared;
+  // Raw storage: block-shared memory gets no constructor (the struct's
+  // member initializers would be dropped), and thread 0 writes every field.
+  static_assert(alignof(SgdScalars) <= alignof(float), "float storage holds the scalars");
+  __shared__ float storage[(sizeof(SgdScalars) + sizeof(float) - 1) / sizeof(float)];
+  SgdScalars& shared = *reinterpret_cast<SgdScalars*>(storage);
   if (threadIdx.x == 0) {
     shared = sgdScalars(dev->lr * h.lrScale, h, dev->step == 1);
     shared.scaled = h.gradScale != nullptr;
@@ -106,7 +110,9 @@ __device__ __forceinline__ SgdScalars blockScalars(const SgdScalars& host,
 __device__ __forceinline__ AdamScalars blockScalars(const AdamScalars& host,
                                                     const StepScalars* dev, const AdamHyper& h) {
   if (!dev) return host;
-  __shared__ AdamScalars shared;
+  static_assert(alignof(AdamScalars) <= alignof(float), "float storage holds the scalars");
+  __shared__ float storage[(sizeof(AdamScalars) + sizeof(float) - 1) / sizeof(float)];
+  AdamScalars& shared = *reinterpret_cast<AdamScalars*>(storage);
   if (threadIdx.x == 0) {
     shared = adamScalars(dev->lr * h.lrScale, h, dev->step < 1 ? 1 : dev->step);
     shared.scaled = h.gradScale != nullptr;
