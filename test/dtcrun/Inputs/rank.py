@@ -44,8 +44,23 @@ READY_DIR = "/tmp/dtcrun-test-ready-%d-%s" % (os.getppid(), _parent_start_time()
 
 
 def mark_ready():
+    # The marker holds the rank's pid, written under another name and renamed
+    # so that a reader never sees it empty.
     os.makedirs(READY_DIR, exist_ok=True)
-    open(os.path.join(READY_DIR, str(rank)), "w").close()
+    path = os.path.join(READY_DIR, str(rank))
+    with open(path + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(path + ".tmp", path)
+
+
+def wait_until_collected(other):
+    # Until dtcrun has collected rank `other`'s exit: a process's /proc entry
+    # stays (as a zombie) until its parent waits for it.
+    with open(os.path.join(READY_DIR, str(other))) as f:
+        pid = int(f.read())
+    deadline = time.monotonic() + 30
+    while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def unmark_ready():
@@ -60,7 +75,8 @@ def wait_for_others():
     world = int(os.environ.get("WORLD_SIZE", "1"))
     deadline = time.monotonic() + 30
     while True:
-        ready = set(os.listdir(READY_DIR)) if os.path.isdir(READY_DIR) else set()
+        ready = set(f for f in os.listdir(READY_DIR) if not f.endswith(".tmp")) \
+            if os.path.isdir(READY_DIR) else set()
         if len(ready - {str(rank)}) >= world - 1 or time.monotonic() > deadline:
             return
         time.sleep(0.01)
@@ -125,11 +141,13 @@ elif mode == "barbreak":
     time.sleep(0.3)
     os.write(1, b"\rstep 2\n")
 elif mode == "fail":
+    option = sys.argv[4] if len(sys.argv) > 4 else ""
     if rank == int(sys.argv[2]):
         wait_for_others()  # their handlers are installed
+        if option == "early-zero":
+            wait_until_collected(0)  # dtcrun must count rank 0 as finished
         say("rank %d failing" % rank, sys.stderr)
         sys.exit(int(sys.argv[3]))
-    option = sys.argv[4] if len(sys.argv) > 4 else ""
     if option == "early-zero" and rank == 0:
         mark_ready()  # counts as waiting: the failing rank need not wait for it
         sys.exit(0)
