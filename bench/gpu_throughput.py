@@ -148,6 +148,8 @@ def main():
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--models", default="mlp,resnet50,gpt",
                         help="comma-separated subset of mlp, resnet50, gpt")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip torch.compile (its compilation takes minutes per model)")
     parser.add_argument("--torch-device", default="cuda",
                         help="cpu: a smoke test of this script without a GPU (dtc runs the "
                         "bundle's CPU programs where it has them)")
@@ -172,6 +174,11 @@ def main():
         except Exception as e:  # e.g. torchvision missing for ResNet-50
             print(f"PyTorch eager {name} {precision}: {e}", file=sys.stderr)
             eager = None
+        print(f"{name} batch {batch} {precision}: dtc {fmt(dtc)}  eager {fmt(eager)} samples/s  "
+              f"dtc/eager {ratio(dtc, eager)} (torch.compile next)", flush=True)
+        if args.no_compile:
+            rows.append((name, batch, precision, dtc, eager, None))
+            continue
         try:
             compiled = torch_rate(models, key, batch, precision, steps, True, device)
         except Exception as e:  # torch.compile needs a working Triton/compiler
