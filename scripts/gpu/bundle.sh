@@ -11,7 +11,9 @@
 # (lowentropy_weights.py) so their embedded models compress: a device call
 # carries at most 64 MiB. Run here after a build (takes a few minutes):
 #   scripts/gpu/bundle.sh .gpu        (add /.gpu/ to $(git rev-parse --git-dir)/info/exclude)
-# (DTC_BUILD_DIR names another build folder) then on the device:  run(command="scripts/gpu/check.sh .gpu", carry=[".gpu"])
+# (DTC_BUILD_DIR names another build folder; DTC_BUNDLE_ONLY="resnet50 gpt"
+# packs only those programs, for a short device call after a change) then on
+# the device:  run(command="scripts/gpu/check.sh .gpu", carry=[".gpu"])
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:?usage: bundle.sh OUTDIR}"
@@ -28,6 +30,7 @@ done
 ex="$root/examples/models"
 # name  targets  onnx  flags
 while read -r name targets model flags; do
+  if [ -n "${DTC_BUNDLE_ONLY:-}" ] && [[ " $DTC_BUNDLE_ONLY " != *" $name "* ]]; then continue; fi
   for target in ${targets//,/ }; do
     "$dtc" "$model" $flags --target="$target" -o "$out/bin/$name-$target"
   done
@@ -42,8 +45,10 @@ mlp4096 cuda $ex/mlp.onnx --batch-size=4096 --optimizer=sgd --lr=0.05 --momentum
 resnet50 cuda $models/resnet50-le.onnx --batch-size=64 --optimizer=sgd --lr=0.01 --momentum=0.9
 resnet50-bf16 cuda $models/resnet50-le.onnx --batch-size=64 --optimizer=sgd --lr=0.01 --momentum=0.9 --precision=bf16
 MODELS
-"$dtc" "$ex/mlp.onnx" --optimizer=sgd --lr=0.05 --strategy=ddp --target=cuda \
-  -o "$out/bin/mlp-ddp-cuda"
+if [ -z "${DTC_BUNDLE_ONLY:-}" ]; then
+  "$dtc" "$ex/mlp.onnx" --optimizer=sgd --lr=0.05 --strategy=ddp --target=cuda \
+    -o "$out/bin/mlp-ddp-cuda"
+fi
 cp "$build/bin/dtcrun" "$build/runtime/test-runtime/dtcrt-test-cuda" \
   "$build/runtime/test-runtime/dtcrt-cuda-require-device" "$out/bin/"
 
