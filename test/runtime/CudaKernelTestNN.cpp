@@ -90,8 +90,13 @@ TEST_F(CudaKernel, Pooling) {
 }
 
 TEST_F(CudaKernel, BatchNorm) {
-  for (int64_t HW : {1, 37}) {
-    const int64_t N = 6, C = 5, n = N * C * HW;
+  // {N, C, HW}: one chunk per channel (small), channels split into chunks
+  // whose edges fall inside images (3 x 7000 values in 4096-value chunks,
+  // and images smaller than a block), and more channels than one launch
+  // group holds (1100 > 1024 chunk totals).
+  const int64_t shapes[][3] = {{6, 5, 1}, {6, 5, 37}, {3, 2, 7000}, {300, 3, 29}, {2, 1100, 1}};
+  for (const auto& shape : shapes) {
+    const int64_t N = shape[0], C = shape[1], HW = shape[2], n = N * C * HW;
     const Vec x = rng.vec(n, -2, 3), scale = rng.vec(C), bias = rng.vec(C), dy = rng.vec(n),
               rm0 = rng.vec(C), rv0 = rng.vec(C, 0.5f, 1.5f);
     Vec y(n), mean(C), inv(C), rm = rm0, rv = rv0, dx(n), dscale(C), dbias(C), yi(n);
