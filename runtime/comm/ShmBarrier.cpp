@@ -1,37 +1,16 @@
 // dtcrt: barriers over a ShmCommunicator's segment — see ShmBarrier.h.
 #include "runtime/comm/ShmBarrier.h"
 
-#include <climits>
+#include "runtime/comm/ShmWait.h"
+
 #include <cstring>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 namespace dtcrt::shm {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-long futexWait(std::atomic<uint32_t>* word, uint32_t value, long ns) {
-  timespec ts{0, ns};
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, value, &ts, nullptr, 0);
-}
-void futexWakeAll(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 }  // namespace
 
@@ -68,9 +47,9 @@ void Barrier::leave() {
 // last operation and left is no error (it published g before it marked
 // itself gone, so seeing "left" means its counter is visible too). The
 // liveness probe reads /proc: only every ~50 ms, in the slow path.
-void Barrier::checkPeers(bool probe, int awaited, uint32_t g) {
+void Barrier::checkPeers(const char* operation, bool probe, int awaited, uint32_t g, int only) {
   for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
+    if (r == rank_ || (only >= 0 && r != only)) continue;
     RankLine* l = segment_.line(r);
     uint32_t s = l->state.load(std::memory_order_acquire);
     std::string who =
@@ -79,12 +58,12 @@ void Barrier::checkPeers(bool probe, int awaited, uint32_t g) {
       char msg[sizeof l->message];
       std::memcpy(msg, l->message, sizeof msg);
       msg[sizeof msg - 1] = 0;
-      throw CommError(std::string(operation_) + " failed: rank " + std::to_string(r) +
+      throw CommError(std::string(operation) + " failed: rank " + std::to_string(r) +
                       " failed: " + msg);
     }
     if (s == kLeft && r == awaited &&
         !reached(segment_.sync(r)->seq.load(std::memory_order_acquire), g))
-      throw CommError(std::string(operation_) + " failed: " + who +
+      throw CommError(std::string(operation) + " failed: " + who +
                       " left the job (its communicator was destroyed)");
     if (probe && s != kLeft && segment_.pidVisible(r)) {
       char st = 0;
@@ -95,11 +74,11 @@ void Barrier::checkPeers(bool probe, int awaited, uint32_t g) {
       // read above and the probe: that is no death.
       if (!alive && l->state.load(std::memory_order_acquire) == kLeft) {
         if (r == awaited && !reached(segment_.sync(r)->seq.load(std::memory_order_acquire), g))
-          throw CommError(std::string(operation_) + " failed: " + who +
+          throw CommError(std::string(operation) + " failed: " + who +
                           " left the job (its communicator was destroyed)");
         continue;
       }
-      if (!alive) throw CommError(std::string(operation_) + " failed: " + who + " died");
+      if (!alive) throw CommError(std::string(operation) + " failed: " + who + " died");
     }
   }
 }
@@ -129,7 +108,7 @@ void Barrier::waitFor(int q, uint32_t g) {
     bool probe = now >= nextProbe;
     if (probe) nextProbe = now + std::chrono::milliseconds(50);
     if (reached(seq.load(std::memory_order_acquire), g)) return;
-    checkPeers(probe, q, g);
+    checkPeers(operation_, probe, q, g);
     if (now >= deadline)
       throw CommError(std::string(operation_) + " timed out after " + formatDuration(timeout_) +
                       " waiting for rank " + std::to_string(q));
