@@ -28,6 +28,7 @@ add_library(dtcrt_comm STATIC
   ${DTCRT_COMM_DIR}/ShmBarrier.cpp
   ${DTCRT_COMM_DIR}/ShmCollectives.cpp
   ${DTCRT_COMM_DIR}/ShmCommunicator.cpp
+  ${DTCRT_COMM_DIR}/ShmPointToPoint.cpp
   ${DTCRT_COMM_DIR}/ShmSegment.cpp
   ${DTCRT_COMM_DIR}/Connect.cpp
   ${DTCRT_COMM_DIR}/Subgroup.cpp

@@ -103,8 +103,7 @@ std::unique_ptr<Communicator> connectCpu(const RankInfo& info, const CommOptions
   std::shared_ptr<Store> store = makeStore(info, options.timeout);
   checkJob(*store, info.rank, info.worldSize, options.programFingerprint, options.timeout);
   if (agreeOnBackend(*store, info, options.timeout) == "shm")
-    return std::make_unique<ShmCommunicator>(store, info.rank, info.worldSize, info.masterAddr,
-                                             options.timeout);
+    return std::make_unique<ShmCommunicator>(store, info.rank, info.worldSize, options.timeout);
   return std::make_unique<GlooCommunicator>(store, info.rank, info.worldSize, info.masterAddr,
                                             options.timeout);
 }

@@ -42,11 +42,21 @@ public:
   // The communicator is going away: this rank leaves the job (peers waiting
   // on it learn so) and waits in progress throw.
   void leave();
+  bool leaving() const { return aborting_.load(std::memory_order_relaxed); }
+
+  // For waits on one peer (point-to-point): throws CommError naming
+  // `operation` if `peer` failed or (probe: reads /proc) died. Other ranks'
+  // trouble is not this wait's: a pipeline's exchange with a live neighbour
+  // completes.
+  void checkPeer(const char* operation, bool probe, int peer) {
+    checkPeers(operation, probe, -1, 0, peer);
+  }
 
 private:
   static bool reached(uint32_t seen, uint32_t g) { return int32_t(seen - g) >= 0; }
   void waitFor(int q, uint32_t g);
-  void checkPeers(bool probe, int awaited, uint32_t g);
+  // Every peer, or only rank `only` (>= 0).
+  void checkPeers(const char* operation, bool probe, int awaited, uint32_t g, int only = -1);
 
   Segment& segment_;
   int rank_;

@@ -1,13 +1,13 @@
 // dtcrt: ShmCommunicator — see ShmCommunicator.h. The segment, its barriers
 // and its collectives are ShmSegment, ShmBarrier and ShmCollectives; this
 // file runs operations in issue order (synchronously inside Work::wait(),
-// or on a worker thread) and connects Gloo for send/recv.
+// or on a worker thread); send/recv are ShmPointToPoint's.
 #include "runtime/comm/ShmCommunicator.h"
 
 #include "runtime/comm/Completion.h"
-#include "runtime/comm/GlooCommunicator.h"
 #include "runtime/comm/ShmBarrier.h"
 #include "runtime/comm/ShmCollectives.h"
+#include "runtime/comm/ShmPointToPoint.h"
 #include "runtime/comm/ShmSegment.h"
 
 #include <atomic>
@@ -33,11 +33,11 @@ struct ShmCommunicator::Impl {
   int size = 1;
   std::chrono::milliseconds timeout{0};
   std::shared_ptr<Store> store;
-  std::string masterAddr;
 
   shm::Segment segment;
   std::unique_ptr<shm::Barrier> barrier;
   std::unique_ptr<shm::Collectives> collectives;
+  std::unique_ptr<shm::PointToPoint> pointToPoint;
 
   struct Op {
     const char* name;
@@ -52,9 +52,6 @@ struct ShmCommunicator::Impl {
   bool exited = false;
   std::thread worker;
   std::mutex runMutex;  // synchronous mode: one executing thread at a time
-
-  std::mutex glooMutex;
-  std::unique_ptr<GlooCommunicator> gloo;
 
   bool failed() const { return barrier && barrier->failed(); }
 
@@ -140,8 +137,6 @@ struct ShmCommunicator::Impl {
     }
     Op op;
     while (popFront(op)) op.state->finish(std::string(op.name) + " not run: the communicator was destroyed");
-    std::lock_guard<std::mutex> lock(glooMutex);
-    gloo.reset();
   }
 };
 
@@ -166,17 +161,36 @@ private:
   std::shared_ptr<Completion> state_;
 };
 
+// A send or recv: waiting moves every pending one (ShmPointToPoint.h). Its
+// failure is the pair's, as with Gloo's connections: the communicator and
+// exchanges with other ranks go on (a subgroup decides what fails with it).
+class PointToPointWork : public Work {
+public:
+  PointToPointWork(std::shared_ptr<ShmCommunicator::Impl> impl, std::shared_ptr<Completion> state,
+                   const char* name, int peer)
+      : impl_(std::move(impl)), state_(std::move(state)), name_(name), peer_(peer) {}
+  void wait() override {
+    if (!state_->done()) impl_->pointToPoint->wait(*state_, name_, peer_);
+    state_->rethrow();
+  }
+
+private:
+  std::shared_ptr<ShmCommunicator::Impl> impl_;
+  std::shared_ptr<Completion> state_;
+  const char* name_;
+  int peer_;
+};
+
 }  // namespace
 
 ShmCommunicator::ShmCommunicator(std::shared_ptr<Store> store, int rank, int size,
-                                 const std::string& masterAddr, std::chrono::milliseconds timeout)
+                                 std::chrono::milliseconds timeout)
     : rank_(rank), size_(size), impl_(std::make_shared<Impl>()) {
   Impl& s = *impl_;
   s.rank = rank;
   s.size = size;
   s.timeout = timeout;
   s.store = std::move(store);
-  s.masterAddr = masterAddr;
   // Spin up to 200 us before sleeping when every rank can have a core (a
   // sleeping waiter costs a futex wake and tens of us to reschedule); barely
   // when ranks outnumber the cores, where spinning steals the peer's time.
@@ -190,6 +204,8 @@ ShmCommunicator::ShmCommunicator(std::shared_ptr<Store> store, int rank, int siz
   s.barrier = std::make_unique<shm::Barrier>(s.segment, rank, size, timeout, spin);
   s.collectives =
       std::make_unique<shm::Collectives>(s.segment, *s.barrier, rank, size, smallFloats);
+  s.pointToPoint =
+      std::make_unique<shm::PointToPoint>(s.segment, *s.barrier, rank, size, timeout, spin);
   s.segment.connect(*s.store, rank, size, timeout);
   if (s.threaded) s.worker = std::thread([impl = impl_] { impl->workerLoop(); });
 }
@@ -262,35 +278,18 @@ void ShmCommunicator::barrier() {
   ShmWork(impl_, impl_->enqueue("barrier", [impl] { impl->barrier->arrive(); })).wait();
 }
 
-// Point-to-point through Gloo, connected on first use: pipelines send
-// activations rarely compared with DDP's all-reduces, and a job that never
-// sends pays for no sockets or threads.
 std::unique_ptr<Work> ShmCommunicator::send(const void* data, size_t bytes, int peer, int tag) {
   checkPeer("send", peer, rank_, size_);
   if (impl_->failed()) return std::make_unique<FailedWork>(impl_->barrier->notRun("send"));
-  std::lock_guard<std::mutex> lock(impl_->glooMutex);
-  try {
-    if (!impl_->gloo)
-      impl_->gloo = std::make_unique<GlooCommunicator>(impl_->store, rank_, size_,
-                                                       impl_->masterAddr, impl_->timeout);
-  } catch (const CommError& e) {
-    return std::make_unique<FailedWork>(std::string("send failed: ") + e.what());
-  }
-  return impl_->gloo->send(data, bytes, peer, tag);
+  return std::make_unique<PointToPointWork>(impl_, impl_->pointToPoint->send(data, bytes, peer, tag),
+                                            "send", peer);
 }
 
 std::unique_ptr<Work> ShmCommunicator::recv(void* data, size_t bytes, int peer, int tag) {
   checkPeer("recv", peer, rank_, size_);
   if (impl_->failed()) return std::make_unique<FailedWork>(impl_->barrier->notRun("recv"));
-  std::lock_guard<std::mutex> lock(impl_->glooMutex);
-  try {
-    if (!impl_->gloo)
-      impl_->gloo = std::make_unique<GlooCommunicator>(impl_->store, rank_, size_,
-                                                       impl_->masterAddr, impl_->timeout);
-  } catch (const CommError& e) {
-    return std::make_unique<FailedWork>(std::string("recv failed: ") + e.what());
-  }
-  return impl_->gloo->recv(data, bytes, peer, tag);
+  return std::make_unique<PointToPointWork>(impl_, impl_->pointToPoint->recv(data, bytes, peer, tag),
+                                            "recv", peer);
 }
 
 }  // namespace dtcrt

@@ -21,8 +21,8 @@
 //
 // Operations run in issue order, synchronously inside Work::wait() (by
 // default; see docs/performance.md for why) or on a worker thread (DTC_SHM_THREAD=1).
-// send/recv go through a GlooCommunicator connected on first use (every rank
-// must then use send/recv too). Every wait is bounded by the timeout and
+// send/recv go through rings in the segment (ShmPointToPoint.h), copied by
+// the calling threads. Every wait is bounded by the timeout and
 // checks that the peers are alive (pid and start time), so a rank that died,
 // failed or left is named within ~50 ms; after a failure every operation fails
 // at once.
@@ -36,9 +36,8 @@ namespace dtcrt {
 
 class ShmCommunicator : public Communicator {
 public:
-  // Creates or maps the segment through `store` (after checkJob). `masterAddr`
-  // is only used if send/recv connect Gloo.
-  ShmCommunicator(std::shared_ptr<Store> store, int rank, int size, const std::string& masterAddr,
+  // Creates or maps the segment through `store` (after checkJob).
+  ShmCommunicator(std::shared_ptr<Store> store, int rank, int size,
                   std::chrono::milliseconds timeout);
   ~ShmCommunicator() override;
 

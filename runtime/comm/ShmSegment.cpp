@@ -35,7 +35,18 @@ struct Header {
 size_t dataOffset(int size) {
   return roundUp(kHeaderBytes + size_t(size) * (kLine + kRankLineBytes), 4096);
 }
-size_t segmentBytes(int size) { return dataOffset(size) + 2 * size_t(size + 1) * kSlotBytes; }
+size_t slotsBytes(int size) { return 2 * size_t(size + 1) * kSlotBytes; }
+// Point-to-point: one doorbell line per rank, one head/tail line per
+// ordered pair (src * W + dst; the diagonal is never touched), then the
+// pairs' rings. Pages a job never touches cost no memory (tmpfs).
+size_t bellsOffset(int size) { return dataOffset(size) + slotsBytes(size); }
+size_t channelsOffset(int size) { return bellsOffset(size) + size_t(size) * kLine; }
+size_t ringsOffset(int size) {
+  return roundUp(channelsOffset(size) + size_t(size) * size_t(size) * kLine, 4096);
+}
+size_t segmentBytes(int size) {
+  return ringsOffset(size) + size_t(size) * size_t(size) * ringBytesFor(size);
+}
 
 std::string errnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
@@ -92,6 +103,17 @@ RankLine* Segment::line(int r) const {
 }
 char* Segment::slot(int s, int r) const {
   return base_ + dataOffset(size_) + (size_t(s) * size_t(size_ + 1) + size_t(r)) * kSlotBytes;
+}
+SyncLine* Segment::bell(int r) const {
+  return reinterpret_cast<SyncLine*>(base_ + bellsOffset(size_) + size_t(r) * kLine);
+}
+Channel* Segment::channel(int src, int dst) const {
+  return reinterpret_cast<Channel*>(base_ + channelsOffset(size_) +
+                                    (size_t(src) * size_t(size_) + size_t(dst)) * kLine);
+}
+char* Segment::ring(int src, int dst) const {
+  return base_ + ringsOffset(size_) +
+         (size_t(src) * size_t(size_) + size_t(dst)) * ringBytesFor(size_);
 }
 
 void Segment::connect(Store& store, int rank, int size, std::chrono::milliseconds timeout) {

@@ -4,7 +4,9 @@
 // cache-line-separated barrier line per rank (its generation counter and
 // how many ranks sleep on it), one state line per rank (pid, start time,
 // state and failure message), then two alternating sets of W + 1 chunk
-// slots (slot W of a set is its result slot). Rank 0 creates the segment
+// slots (slot W of a set is its result slot), then what point-to-point
+// uses: a doorbell line per rank and, per ordered pair of ranks, a channel
+// line (bytes written, bytes read) and a ring of ringBytesFor(W) bytes. Rank 0 creates the segment
 // under a unique name with a job nonce, publishes both through the store,
 // and unlinks it as soon as every rank mapped it (or gave up).
 #pragma once
@@ -29,6 +31,24 @@ struct SyncLine {
   std::atomic<uint32_t> seq;
   std::atomic<uint32_t> sleepers;
 };
+
+// One direction between two ranks: the sender advances `head` (bytes
+// written so far), the receiver `tail` (bytes read); both only grow.
+struct Channel {
+  alignas(64) std::atomic<uint64_t> head;
+  alignas(64) std::atomic<uint64_t> tail;
+};
+static_assert(sizeof(Channel) == 128, "Channel layout");
+
+// Ring bytes per ordered pair: 1 MiB up to 4 ranks, then shrinking so the
+// W * (W - 1) rings stay near 16 MiB in all (64 KiB at least).
+inline size_t ringBytesFor(int size) {
+  size_t pairs = size_t(size) * size_t(size > 1 ? size - 1 : 1);
+  size_t bytes = (size_t(16) << 20) / pairs;
+  bytes = bytes < (size_t(64) << 10) ? size_t(64) << 10 : bytes;
+  bytes = bytes > (size_t(1) << 20) ? size_t(1) << 20 : bytes;
+  return bytes / 4096 * 4096;
+}
 
 enum RankState : uint32_t { kJoining = 0, kRunning = 1, kFailed = 2, kLeft = 3 };
 
@@ -63,6 +83,12 @@ public:
   RankLine* line(int r) const;
   // Slot r of set s; r == size is the set's result slot.
   char* slot(int s, int r) const;
+  // Point-to-point: rank r's doorbell (bumped when a peer wrote to it or
+  // read from it), and the channel and ring from src to dst.
+  SyncLine* bell(int r) const;
+  Channel* channel(int src, int dst) const;
+  char* ring(int src, int dst) const;
+  size_t ringBytes() const { return ringBytesFor(size_); }
 
   int peerPid(int r) const { return peerPid_[size_t(r)]; }
   uint64_t peerStart(int r) const { return peerStart_[size_t(r)]; }

@@ -17,6 +17,7 @@ add_executable(dtcrt_comm_tests
   ${DTCRT_COMM_TEST_DIR}/CommTestGloo.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestFailure.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestShm.cpp
+  ${DTCRT_COMM_TEST_DIR}/CommTestShmPointToPoint.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestSubgroup.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestCollectives.cpp
 )
