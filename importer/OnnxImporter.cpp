@@ -122,7 +122,7 @@ LogicalResult Importer::reportTrainable(const TrainableInitializers &classes) {
                        << " (was the model exported with constant folding on?)";
     return failure();
   }
-  if (!classes.ambiguous.empty())
+  if (!classes.ambiguous.empty() && options.forTraining)
     emitWarning(fileLoc) << "no parameter list in the model (metadata '" << kParametersMetadataKey
                          << "'): training " << list(classes.ambiguous)
                          << " as weights; if PyTorch holds any of them as a buffer, export with "

@@ -19,6 +19,9 @@ struct ImportOptions {
   int64_t batchSize = 64;
   /// Run onnx::checker on the model before importing it.
   bool runChecker = true;
+  /// The model will be trained: warn when it does not say which
+  /// initializers are parameters (an inference program trains none).
+  bool forTraining = true;
   /// When set and the file is in ONNX text syntax or has external data:
   /// receives the model as one self-contained binary ModelProto (external
   /// data inlined; before the batch size is fixed), for programs that embed

@@ -12,6 +12,7 @@ mlir::OwningOpRef<mlir::ModuleOp> compile(mlir::MLIRContext &context, const Comp
   ImportOptions options;
   options.batchSize = job.importBatch();
   options.binaryModel = binaryModel;
+  options.forTraining = job.pipeline.mode == TrainingPipelineOptions::Mode::Train;
   mlir::OwningOpRef<mlir::ModuleOp> module = importOnnxFile(context, job.inputPath, options);
   if (!module || !job.runPipeline)
     return module;
