@@ -5,6 +5,9 @@
 //   InstanceNormalization  layer_norm over the spatial dims, then the
 //                          per-channel scale and bias (also what torch 1.13
 //                          exports for nn.GroupNorm)
+//   GroupNormalization     layer_norm over each group's channels and spatial
+//                          dims, then the scale and bias per group (opset 18)
+//                          or per channel (opset 21)
 //   Tile                   reshape, expand, reshape
 //   ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum
 //                          x*x / sqrt / abs / log around reduce_sum
@@ -69,6 +72,65 @@ static LogicalResult buildInstanceNorm(NodeContext &nc) {
   Value scaled = s ? make<MulOp>(nc, y, s) : Value();
   Value b = scaled ? reshape(nc, bias, channelShape) : Value();
   Value out = b ? make<AddOp>(nc, scaled, b) : Value();
+  if (!out)
+    return failure();
+  nc.setOutput(0, out);
+  return success();
+}
+
+/// y = scale * (x - mean) / sqrt(var + epsilon) + bias, the statistics of
+/// each (sample, group of C / num_groups channels) over those channels and
+/// the spatial dims. Opset 18 gives scale and bias per group, opset 21 per
+/// channel; their size tells which (the same when every group is a channel).
+static LogicalResult buildGroupNorm(NodeContext &nc) {
+  Value x = nc.input(0);
+  Value scale = x ? nc.inputMatching(1, x) : Value();
+  Value bias = scale ? nc.inputMatching(2, x) : Value();
+  if (!x || !scale || !bias)
+    return failure();
+  ArrayRef<int64_t> dims = typeOf(x).getShape();
+  if (dims.size() < 3)
+    return nc.error() << "needs an input [N, C, spatial...], got " << x.getType(), failure();
+  const int64_t groups = attrInt(nc.node, "num_groups", 0), channels = dims[1];
+  if (groups < 1 || channels % groups != 0)
+    return nc.error() << "num_groups = " << groups << " must be positive and divide the "
+                      << channels << " channels",
+           failure();
+  const int64_t perGroup = typeOf(scale).getNumElements();
+  if (perGroup != groups && perGroup != channels)
+    return nc.error() << "scale has " << perGroup << " values; expected one per group ("
+                      << groups << ", opset 18) or per channel (" << channels << ", opset 21)",
+           failure();
+  if (typeOf(bias).getNumElements() != perGroup)
+    return nc.error() << "bias has " << typeOf(bias).getNumElements() << " values, scale "
+                      << perGroup,
+           failure();
+  int64_t spatial = 1;
+  for (int64_t d : dims.drop_front(2))
+    spatial *= d;
+  const int64_t span = channels / groups * spatial;
+  Value rows = reshape(nc, x, {dims[0], groups, span});
+  auto norm = rows ? nc.create<LayerNormOp>(3, rows, splat(nc, {span}, 1.0f), Value(),
+                                            nc.b.getI64IntegerAttr(2),
+                                            nc.b.getF32FloatAttr(
+                                                attrFloat(nc.node, "epsilon", 1e-5f)))
+                   : LayerNormOp();
+  if (!norm)
+    return failure();
+  // Per group: [groups, 1] against [N, groups, span]; per channel:
+  // [C, 1, ...] against the input's shape.
+  Value y = norm->getResult(0);
+  SmallVector<int64_t> affineShape = {groups, 1};
+  if (perGroup != groups) {
+    y = reshape(nc, y, dims);
+    affineShape.assign(dims.size() - 1, 1);
+    affineShape[0] = channels;
+  }
+  Value s = y ? reshape(nc, scale, affineShape) : Value();
+  Value scaled = s ? make<MulOp>(nc, y, s) : Value();
+  Value b = scaled ? reshape(nc, bias, affineShape) : Value();
+  Value shifted = b ? make<AddOp>(nc, scaled, b) : Value();
+  Value out = shifted ? reshape(nc, shifted, dims) : Value();
   if (!out)
     return failure();
   nc.setOutput(0, out);
@@ -252,6 +314,7 @@ static LogicalResult buildLRN(NodeContext &nc) {
 
 void populateCompositeBuilders(BuilderTable &table) {
   table["InstanceNormalization"] = buildInstanceNorm;
+  table["GroupNormalization"] = buildGroupNorm;
   table["Tile"] = buildTile;
   table["ReduceSumSquare"] = buildNormReduce<Norm::SumSquare>;
   table["ReduceL2"] = buildNormReduce<Norm::L2>;
