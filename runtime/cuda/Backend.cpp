@@ -23,10 +23,23 @@ void check(cudaError_t e, const char* call, size_t bytes) {
                 cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
+// The cuBLASLt/cuDNN workspace: DTC_CUDA_WORKSPACE_MIB when set, else
+// sized for the device (Context::kWorkspaceForDevice).
+size_t workspaceBytes() {
+  const char* v = std::getenv("DTC_CUDA_WORKSPACE_MIB");
+  if (!v || !*v) return Context::kWorkspaceForDevice;
+  char* end = nullptr;
+  const unsigned long long mib = std::strtoull(v, &end, 10);
+  if (*end != 0 || mib == 0 || mib > (1ull << 20))
+    throw Error(std::string("DTC_CUDA_WORKSPACE_MIB=") + v +
+                ": expected a whole number of MiB from 1 to 1048576");
+  return size_t(mib) << 20;
+}
+
 void* open(int localRank) {
   try {
     requireDevice();
-    return new Context(Context::create(localRank));
+    return new Context(Context::create(localRank, workspaceBytes()));
   } catch (const std::exception& e) {
     std::fflush(stdout);
     const std::string what = e.what();

@@ -4,6 +4,8 @@
 // allocation and memory statistics, and the error helpers of Internal.cuh.
 #include "runtime/cuda/Internal.cuh"
 
+#include <algorithm>
+
 #include <cublasLt.h>
 #include <cudnn.h>
 
@@ -95,6 +97,11 @@ Context Context::create(int localRank, size_t workspaceBytes) {
     DTCRT_CUBLAS_CHECK(cublasLtCreate(&ctx.lt));
     DTCRT_CUDNN_CHECK(cudnnCreate(&ctx.dnn));
     DTCRT_CUDNN_CHECK(cudnnSetStream(ctx.dnn, ctx.stream));
+    if (workspaceBytes == kWorkspaceForDevice) {
+      size_t freeBytes = 0, totalBytes = 0;
+      DTCRT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+      workspaceBytes = std::clamp(totalBytes / 16, kDefaultWorkspaceBytes, size_t(1) << 30);
+    }
     if (workspaceBytes > 0) DTCRT_CUDA_CHECK(cudaMalloc(&ctx.workspace, workspaceBytes));
     ctx.workspaceBytes = workspaceBytes;
     DTCRT_CUDA_CHECK(cudaMalloc(&ctx.scalars, sizeof(StepScalars)));

@@ -279,3 +279,13 @@ TEST(SimtLayer, CapturedLibraryCallsRunAtReplay) {
 }
 
 }  // namespace
+
+// A workspace sized for the device: 1/16 of its memory, within 64 MiB and
+// 1 GiB (this layer's device has 80 GiB: 1 GiB).
+TEST(SimtLayer, TheWorkspaceIsSizedForTheDevice) {
+  dtcrt::cuda::Context fixed = dtcrt::cuda::Context::create(0);
+  EXPECT_EQ(fixed.workspaceBytes, dtcrt::cuda::Context::kDefaultWorkspaceBytes);
+  dtcrt::cuda::Context sized =
+      dtcrt::cuda::Context::create(0, dtcrt::cuda::Context::kWorkspaceForDevice);
+  EXPECT_EQ(sized.workspaceBytes, size_t(1) << 30);
+}
