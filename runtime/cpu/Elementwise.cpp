@@ -113,7 +113,6 @@ void pow(const float* a, const int64_t* aShape, int aRank, const float* b,
 // Unary maps
 // ---------------------------------------------------------------------------
 namespace {
-constexpr float kSqrt1_2 = 0.70710678118654752f;      // 1/sqrt(2)
 constexpr float kSqrt2OverPi = 0.79788456080286536f;  // sqrt(2/pi)
 constexpr float kGeluC = 0.044715f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;   // 1/sqrt(2 pi)
@@ -182,10 +181,24 @@ DTCRT_INLINE_LOOP void geluTanhLoop(const float* x, float* y, int64_t n) {
     y[i] = v / (1.0f + expApprox(-2.0f * u));
   }
 }
+// The standard normal's CDF and density at v (|v| clamped to 20, beyond which
+// the tail is below float's range): Phi(v) from the tail of |v|, so negative v
+// keeps its relative accuracy; one exp serves both.
+struct NormalAt {
+  float cdf, pdf;
+};
+static inline __attribute__((always_inline)) NormalAt normalAt(float v) {
+  float w = v < 0.0f ? -v : v;
+  w = w < 20.0f ? w : 20.0f;
+  const float pdf = kInvSqrt2Pi * expApprox(-0.5f * w * w);
+  const float tail = normalTailFromPdf(w, pdf);
+  return {v < 0.0f ? tail : 1.0f - tail, pdf};
+}
+// x * Phi(x); NaN stays NaN (the clamp would lose it).
 DTCRT_INLINE_LOOP void geluErfLoop(const float* x, float* y, int64_t n) {
   DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    y[i] = v * halfOnePlusErf(v * kSqrt1_2);
+    y[i] = v != v ? v : v * normalAt(v).cdf;
   }
 }
 DTCRT_INLINE_LOOP void geluTanhGradLoop(const float* x, const float* dy, float* dx, int64_t n) {
@@ -200,9 +213,9 @@ DTCRT_INLINE_LOOP void geluTanhGradLoop(const float* x, const float* dy, float* 
 DTCRT_INLINE_LOOP void geluErfGradLoop(const float* x, const float* dy, float* dx, int64_t n) {
   DTCRT_SIMD for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    const float cdf = halfOnePlusErf(v * kSqrt1_2);
-    const float pdf = kInvSqrt2Pi * expApprox(-0.5f * v * v);
-    dx[i] = dy[i] * (cdf + v * pdf);
+    const NormalAt phi = normalAt(v);
+    const float g = dy[i] * (phi.cdf + v * phi.pdf);
+    dx[i] = v != v ? v : g;
   }
 }
 DTCRT_INLINE_LOOP void erfGradLoop(const float* x, const float* dy, float* dx, int64_t n) {
