@@ -368,10 +368,9 @@ int ProgramEmitter::addProfileOp(Operation *op, StringRef phase) {
   if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
     node = name.getName().str();
   // A convolution's kind names the CPU algorithm the compiler chose for it
-  // ("dtc.conv (onednn)"): the profile then shows each algorithm's share.
-  std::string kind = op->getName().getStringRef().str();
-  if (auto algorithm = op->getAttrOfType<StringAttr>(dtc::attr::kConvAlgorithm))
-    kind += " (" + algorithm.getValue().str() + ")";
+  // ("dtc.conv (onednn)"): the profile then shows each algorithm's share,
+  // and a cluster file's calibrated op costs are keyed by the same kinds.
+  std::string kind = costKind(op);
   profileOps.push_back("{" + quoted(kind) + ", " + quoted(node) + ", " +
                        quoted(phase) + ", " + doubleLiteral(estimateFlops(op)) + ", " +
                        doubleLiteral(estimateBytes(op)) + "}");

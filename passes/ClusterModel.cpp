@@ -19,6 +19,8 @@ MachineModel ClusterModel::machineModel() const {
   machine.opSeconds = device.kernelSeconds;
   machine.linkLatencySeconds = intraLatencySeconds;
   machine.linkBytesPerSecond = intraBusBytesPerSecond;
+  machine.kindCosts = device.opCosts;
+  machine.stepOverheadSeconds = device.stepOverheadSeconds;
   return machine;
 }
 
@@ -77,6 +79,19 @@ public:
     return *number;
   }
 
+  /// `object`.`key` as a number >= 0, `fallback` when it is absent.
+  double nonNegative(const llvm::json::Object *object, llvm::StringRef key, llvm::StringRef where,
+                     double fallback) {
+    if (!error.empty() || !object || !object->get(key))
+      return fallback;
+    std::optional<double> number = object->get(key)->getAsNumber();
+    if (!number || !std::isfinite(*number) || *number < 0.0) {
+      fail(llvm::formatv("field '{0}{1}' must be a number >= 0", where, key));
+      return 0.0;
+    }
+    return *number;
+  }
+
   int64_t count(const llvm::json::Object *object, llvm::StringRef key, llvm::StringRef where) {
     double value = number(object, key, where);
     if (error.empty() && (value != std::floor(value) || value > 1e9)) {
@@ -114,6 +129,37 @@ private:
   std::string error;
 };
 
+/// device.op_costs: {"dtc.gemm": {"call_s": S, "flops_per_s": F}, ...},
+/// each kind with its seconds per call and at least one rate.
+void readOpCosts(FieldReader &read, const llvm::json::Value &value,
+                 std::map<std::string, OpKindCost, std::less<>> &costs) {
+  const llvm::json::Object *kinds = value.getAsObject();
+  if (!kinds) {
+    read.fail("field 'device.op_costs' must be an object");
+    return;
+  }
+  for (const auto &[kind, entry] : *kinds) {
+    const std::string where = ("device.op_costs." + kind.str() + ".");
+    const llvm::json::Object *fields = entry.getAsObject();
+    if (!fields) {
+      read.fail("field 'device.op_costs." + kind.str() + "' must be an object");
+      return;
+    }
+    OpKindCost cost;
+    cost.callSeconds = read.nonNegative(fields, "call_s", where, 0.0);
+    if (fields->get("flops_per_s"))
+      cost.flopsPerSecond = read.number(fields, "flops_per_s", where);
+    if (fields->get("bytes_per_s"))
+      cost.bytesPerSecond = read.number(fields, "bytes_per_s", where);
+    if (cost.flopsPerSecond == 0 && cost.bytesPerSecond == 0) {
+      read.fail("field 'device.op_costs." + kind.str() +
+                "' needs 'flops_per_s' or 'bytes_per_s'");
+      return;
+    }
+    costs[kind.str()] = cost;
+  }
+}
+
 } // namespace
 
 llvm::Expected<ClusterModel> loadClusterModel(llvm::StringRef path) {
@@ -146,6 +192,11 @@ llvm::Expected<ClusterModel> loadClusterModel(llvm::StringRef path) {
   cluster.device.kernelSeconds = read.number(device, "kernel_overhead_s", "device.");
   cluster.device.gemmHalfDimension =
       read.number(device, "gemm_half_dimension", "device.", MachineModel().gemmHalfDimension);
+  cluster.device.stepOverheadSeconds =
+      read.nonNegative(device, "step_overhead_s", "device.", 0.0);
+  if (device)
+    if (const llvm::json::Value *costs = device->get("op_costs"))
+      readOpCosts(read, *costs, cluster.device.opCosts);
   const llvm::json::Object *intra = read.object(*root, "intra_node");
   cluster.intraBusBytesPerSecond = read.number(intra, "bus_bandwidth", "intra_node.");
   cluster.intraLatencySeconds = read.number(intra, "latency_s", "intra_node.");

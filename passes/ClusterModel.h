@@ -31,6 +31,10 @@ struct ClusterDevice {
   double memoryBytesPerSecond = 0;
   double memoryBytes = 0;         // capacity
   double kernelSeconds = 1e-6;    // fixed cost of launching one kernel
+  /// Measured costs per op kind ("op_costs"), replacing the roofline for
+  /// those kinds; and what a step costs beyond its kernels.
+  std::map<std::string, OpKindCost, std::less<>> opCosts;
+  double stepOverheadSeconds = 0;
 };
 
 struct ClusterModel {

@@ -2,6 +2,7 @@
 #include "passes/CostModel.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "dialect/ShapeHelpers.h"
 #include "passes/MemoryPlan.h"
 
@@ -61,9 +62,28 @@ double gemmEfficiency(GemmOp gemm, const MachineModel &machine) {
   return smallest / (smallest + machine.gemmHalfDimension);
 }
 
+std::string costKind(Operation *op) {
+  std::string kind = op->getName().getStringRef().str();
+  if (auto algorithm = op->getAttrOfType<StringAttr>(attr::kConvAlgorithm))
+    kind += " (" + algorithm.getValue().str() + ")";
+  return kind;
+}
+
 double estimateSeconds(Operation *op, const MachineModel &machine) {
   if (runsNoKernel(op))
     return 0.0;
+  if (!machine.kindCosts.empty()) {
+    auto calibrated = machine.kindCosts.find(costKind(op));
+    if (calibrated != machine.kindCosts.end()) {
+      const OpKindCost &cost = calibrated->second;
+      double seconds = cost.callSeconds;
+      if (cost.flopsPerSecond > 0)
+        seconds += estimateFlops(op) / cost.flopsPerSecond;
+      if (cost.bytesPerSecond > 0)
+        seconds += estimateBytes(op) / cost.bytesPerSecond;
+      return seconds;
+    }
+  }
   double rate = op->hasTrait<trait::Convolution>() ? machine.convFlopsPerSecond
                                                      : machine.flopsPerSecond;
   if (auto gemm = dyn_cast<GemmOp>(op))

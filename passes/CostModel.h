@@ -11,13 +11,31 @@
 // from 64 rows up, ~75 at 32 rows, modelled as an efficiency m / (m + 8) of
 // the smallest GEMM dimension m); the other rates are estimates.
 //
+// A cluster file may replace the roofline per op kind with measured costs
+// (docs/cluster-model.md, "Calibrated op costs"): an op of a calibrated kind
+// takes its kind's fixed seconds per call plus its FLOPs at the kind's FLOP
+// rate plus its bytes at the kind's byte rate (fitted together: a small
+// convolution's time follows its weights' bytes as much as its FLOPs).
+//
 //===----------------------------------------------------------------------===//
 #ifndef DTC_PASSES_COSTMODEL_H
 #define DTC_PASSES_COSTMODEL_H
 
 #include "mlir/IR/Operation.h"
 
+#include <map>
+#include <string>
+
 namespace dtc {
+
+/// The measured cost of one kind of op: seconds per call + flops /
+/// flopsPerSecond + bytes / bytesPerSecond (a rate of 0: that term is not
+/// charged).
+struct OpKindCost {
+  double callSeconds = 0;
+  double flopsPerSecond = 0;
+  double bytesPerSecond = 0;
+};
 
 struct MachineModel {
   double flopsPerSecond = 95e9;        // large dense GEMM on one core (measured)
@@ -27,7 +45,15 @@ struct MachineModel {
   double opSeconds = 1e-6;             // dispatch overhead of one kernel
   double linkLatencySeconds = 25e-6;   // one send/recv between stages
   double linkBytesPerSecond = 2e9;     // between stages (loopback TCP)
+  /// Calibrated costs by costKind(); kinds not listed use the roofline.
+  std::map<std::string, OpKindCost, std::less<>> kindCosts;
+  /// What a step costs beyond its kernels (the training loop, the batch).
+  double stepOverheadSeconds = 0;
 };
+
+/// The kind an op is profiled and calibrated under: its name, and for a
+/// convolution the CPU algorithm the compiler chose ("dtc.conv (onednn)").
+std::string costKind(mlir::Operation *op);
 
 /// Floating-point operations of one execution of `op` (0 for free ops).
 double estimateFlops(mlir::Operation *op);

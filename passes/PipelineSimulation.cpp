@@ -218,6 +218,9 @@ FailureOr<PipelineTimeline> Simulation::run() {
     timeline.busySeconds[s] = run.busy;
     timeline.stepSeconds = std::max(timeline.stepSeconds, run.clock);
   }
+  // Each stage's training loop does its own work (the batch, the
+  // bookkeeping) around the schedule.
+  timeline.stepSeconds += machine.stepOverheadSeconds;
   return timeline;
 }
 

@@ -80,7 +80,9 @@ public:
 
   StepPrediction finish() {
     prediction.communicationSeconds = streams.linkBusy;
-    prediction.stepSeconds = std::max(streams.device, streams.link);
+    // The training loop's own work (the batch, the bookkeeping) around it.
+    prediction.overheadSeconds = machine.stepOverheadSeconds;
+    prediction.stepSeconds = std::max(streams.device, streams.link) + prediction.overheadSeconds;
     return prediction;
   }
 

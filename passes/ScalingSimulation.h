@@ -27,10 +27,11 @@ namespace dtc {
 struct StepPrediction {
   double computeSeconds = 0;        // the device's ops, back to back
   double communicationSeconds = 0;  // the collectives, back to back
-  double stepSeconds = 0;           // both streams with their overlap
+  double overheadSeconds = 0;       // the training loop's own work (the cluster's)
+  double stepSeconds = 0;           // both streams with their overlap, + overhead
   double communicatedBytes = 0;     // bytes of the collectives' buffers
   /// Communication the computation did not hide.
-  double exposedSeconds() const { return stepSeconds - computeSeconds; }
+  double exposedSeconds() const { return stepSeconds - computeSeconds - overheadSeconds; }
 };
 
 /// The predicted step of @train_step on `devices` devices of `cluster`

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Calibrates the cost model's op costs for this machine, by measuring.
+
+The roofline (passes/CostModel.h) charges every memory-bound op the same
+bandwidth and every op the same few FLOPs per element; on this CPU the small
+transformers' elementwise ops run from cache far above it, GELU and softmax
+are compute-bound far below it, and small convolutions miss the GEMM rate.
+This script measures instead: it compiles single-process training programs
+(the calibration set below, at the batch a rank of a 2-device plan runs and
+at a pipeline micro-batch), runs each with --trace five times (step 2's
+kernels; each op keeps its fastest time) while a second copy trains on the
+other core, as a 2-device plan's other rank does, and fits, per op kind
+(the profile's kinds: op name, and a convolution's algorithm), seconds per
+call + bytes / byte rate + FLOPs / FLOP rate (the FLOP term for matrix
+products and convolutions only), by non-negative least squares weighted
+toward relative error. The
+FLOPs and bytes are the compiler's own estimates, the ones the cost model
+applies the rates to. --profile's "the rest" gives the step's overhead
+beyond its kernels (the loop, the synthetic batch).
+
+It writes the fitted kinds into the cluster file's device.op_costs and
+device.step_overhead_s (docs/cluster-model.md), and a report: per program,
+the measured kernel time against the fit's prediction, both with every
+program in the fit and with the program's model left out of it (the second
+is the honest figure for a model the calibration has not seen).
+
+Run:  /usr/bin/python3 bench/calibrate_cost_model.py [--build DIR]
+          [--cluster clusters/this-machine-cpu.json] [--out FILE.md]
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from scipy.optimize import nnls
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# name, source, batches (a 2-device plan's per-rank batch, a micro-batch), flags
+CALIBRATION_SET = [
+    ("mlp", "examples", [32, 8], ["--optimizer=adam", "--lr=0.001"]),
+    ("lenet", "examples", [32, 8], ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"]),
+    ("lenet5_avgpool", "zoo", [32, 8], ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"]),
+    ("bert_encoder", "zoo", [8, 2], ["--optimizer=adamw", "--lr=0.001"]),
+    ("nanogpt", "zoo", [8, 2], ["--optimizer=adamw", "--lr=0.001"]),
+    ("vit_tiny", "zoo", [8, 2], ["--optimizer=adamw", "--lr=0.001"]),
+    ("resnet18", "zoo", [4, 1], ["--optimizer=sgd", "--lr=0.01", "--momentum=0.9"]),
+    ("mlp_mixer", "zoo", [8], ["--optimizer=adamw", "--lr=0.001"]),
+    ("bert_padding_mask", "zoo", [8], ["--optimizer=adamw", "--lr=0.001"]),
+]
+RUNS = 5
+FLOP_KINDS = ("dtc.gemm", "dtc.matmul", "dtc.conv")  # prefixes; not dtc.conv_columns
+REST = re.compile(r"the rest \(data, loop, logging\) ([0-9.]+) ms")
+
+
+def is_flop_kind(kind):
+    return kind.startswith(FLOP_KINDS) and not kind.startswith("dtc.conv_columns")
+
+
+def onnx_path(name, source, work):
+    if source == "examples":
+        return os.path.join(ROOT, "examples", "models", name + ".onnx")
+    path = os.path.join(work, name + ".onnx")
+    if not os.path.exists(path):
+        sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
+        import run_zoo
+        import zoo_models
+        run_zoo.export(name, zoo_models.MODELS[name], path)
+    return path
+
+
+def measure(program, work):
+    """Each op of step 2 as (kind, flops, bytes, fastest seconds); the overhead.
+
+    A second copy of the program trains on the other core meanwhile, as the
+    other rank of a 2-device plan does: the two share the caches and the
+    memory, and the op costs are those a rank sees."""
+    fastest = {}
+    trace = os.path.join(work, "trace.json")
+    busy = subprocess.Popen(["taskset", "-c", "1", program, "--data=synthetic",
+                             "--epochs=1000000", "--max-steps=1000000", "--threads=1",
+                             "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(RUNS):
+            subprocess.run(["taskset", "-c", "0", program, "--data=synthetic", "--epochs=1000",
+                            "--max-steps=4", "--threads=1", "--quiet", f"--trace={trace}"],
+                           check=True, capture_output=True)
+            with open(trace) as f:
+                events = json.load(f)
+            events = events["traceEvents"] if isinstance(events, dict) else events
+            ops = [e for e in events if e.get("ph") == "X" and "op" in e.get("args", {})]
+            for i, e in enumerate(ops):
+                a = e["args"]
+                seconds = e["dur"] * 1e-6
+                if i not in fastest or seconds < fastest[i][3]:
+                    fastest[i] = (a["op"], a["flops"], a["bytes"], seconds)
+        profile = subprocess.run(["taskset", "-c", "0", program, "--data=synthetic",
+                                  "--epochs=1000", "--max-steps=30", "--threads=1", "--quiet",
+                                  "--profile"], check=True, capture_output=True, text=True)
+    finally:
+        busy.kill()
+        busy.wait()
+    rest = REST.search(profile.stdout + profile.stderr)
+    return [fastest[i] for i in sorted(fastest)], float(rest.group(1)) * 1e-3 if rest else None
+
+
+def fit(programs):
+    """Per kind: (seconds per call, per FLOP, per byte) from the ops."""
+    points = collections.defaultdict(list)
+    for ops in programs:
+        for kind, flops, nbytes, seconds in ops:
+            points[kind].append((flops, nbytes, seconds))
+    table = {}
+    for kind, pts in points.items():
+        f = np.array([p[0] for p in pts])
+        b = np.array([p[1] for p in pts])
+        t = np.array([p[2] for p in pts])
+        if not np.any(b > 0):
+            continue  # costs nothing by the estimates: the roofline's per-call cost stays
+        weight = 1.0 / np.sqrt(np.maximum(t, 1e-7))  # between absolute and relative error
+        columns = [np.ones_like(t), b] + ([f] if is_flop_kind(kind) else [])
+        coef, _ = nnls(np.stack(columns, 1) * weight[:, None], t * weight)
+        call, per_byte = float(coef[0]), float(coef[1])
+        per_flop = float(coef[2]) if len(coef) > 2 else 0.0
+        if per_byte <= 0 and per_flop <= 0:  # no size dependence seen: per byte through 0
+            call, per_byte = 0.0, float(t.sum() / b.sum())
+        table[kind] = (call, per_flop, per_byte)
+    return table
+
+
+def predict(table, ops):
+    total = 0.0
+    for kind, flops, nbytes, _ in ops:
+        if kind in table:
+            call, per_flop, per_byte = table[kind]
+            total += call + per_flop * flops + per_byte * nbytes
+        else:  # the roofline of the shipped file's fallback rates
+            total += 0.25e-6 + max(flops / 95e9, nbytes / 8e9)
+    return total
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--cluster", default=os.path.join(ROOT, "clusters", "this-machine-cpu.json"))
+    p.add_argument("--out")
+    p.add_argument("--raw", help="also write the measured ops here (JSON)")
+    a = p.parse_args()
+    dtc = os.path.join(a.build, "bin", "dtc")
+    work = tempfile.mkdtemp(prefix="dtc-calibrate-")
+    start_load = os.getloadavg()
+    measured = []  # (model, batch, ops, overhead)
+    for name, source, batches, flags in CALIBRATION_SET:
+        onnx = onnx_path(name, source, work)
+        for batch in batches:
+            program = os.path.join(work, f"{name}-{batch}")
+            subprocess.run([dtc, onnx, "-o", program, f"--batch-size={batch}"] + flags,
+                           check=True, capture_output=True)
+            ops, overhead = measure(program, work)
+            measured.append((name, batch, ops, overhead))
+            print(f"{name} batch {batch}: {len(ops)} ops, "
+                  f"{sum(o[3] for o in ops) * 1e3:.3f} ms of kernels", flush=True)
+
+    table = fit([ops for _, _, ops, _ in measured])
+    overheads = [o for *_, o in measured if o is not None]
+    overhead = statistics.median(overheads) if overheads else 0.0
+
+    rows = ["| model | batch | kernels measured ms | fitted, all programs | fitted, model left out |",
+            "|---|---|---|---|---|"]
+    for name, batch, ops, _ in measured:
+        actual = sum(o[3] for o in ops)
+        left_out = fit([o for n, _, o, _ in measured if n != name])
+        rows.append(f"| {name} | {batch} | {actual * 1e3:.3f} | "
+                    f"{(predict(table, ops) / actual - 1) * 100:+.0f}% | "
+                    f"{(predict(left_out, ops) / actual - 1) * 100:+.0f}% |")
+
+    if a.raw:
+        with open(a.raw, "w") as f:
+            json.dump(measured, f)
+    with open(a.cluster) as f:
+        cluster = json.load(f)
+    device = cluster["device"]
+    costs = {}
+    for kind in sorted(table):
+        call, per_flop, per_byte = table[kind]
+        entry = {"call_s": float(f"{call:.3g}")}
+        if per_flop > 0:
+            entry["flops_per_s"] = float(f"{1 / per_flop:.3g}")
+        if per_byte > 0:
+            entry["bytes_per_s"] = float(f"{1 / per_byte:.3g}")
+        costs[kind] = entry
+    device["op_costs"] = costs
+    device["step_overhead_s"] = float(f"{overhead:.3g}")
+    cluster["sources"] = [s for s in cluster.get("sources", []) if not s.startswith("op_costs")]
+    cluster["sources"].append(
+        "op_costs, step_overhead_s: bench/calibrate_cost_model.py (bench/results/"
+        "cost-calibration.md): per op kind, seconds per call + bytes / rate + FLOPs / rate, "
+        "fitted to the fastest of 5 traced steps of single-process programs on this machine, "
+        "the other core running a second copy")
+    with open(a.cluster, "w") as f:
+        json.dump(cluster, f, indent=2)
+        f.write("\n")
+
+    text = "\n".join([
+        "# Cost model calibration for this machine\n",
+        f"Command: `/usr/bin/python3 bench/calibrate_cost_model.py"
+        f"{' --out ' + a.out if a.out else ''}` (writes device.op_costs and "
+        "device.step_overhead_s of clusters/this-machine-cpu.json)\n",
+        "Each program: one process, one thread, synthetic data; step 2's kernels traced 5 "
+        "times, each op's fastest time kept, while a second copy of the program trains on the "
+        "other core (as a 2-device plan's other rank). Fitted per op kind: seconds per call "
+        "+ bytes / rate + FLOPs / rate (FLOPs: matrix products and convolutions only), "
+        "non-negative least squares weighted by 1/sqrt(time). The columns: the fit's prediction of the "
+        "program's kernel time against the measured one, first with every program in the "
+        "fit, then with all programs of that model left out (kinds the rest never run "
+        "fall back to the roofline).\n",
+        "Load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}; at the end: "
+        "{:.2f} {:.2f} {:.2f}.\n".format(*start_load, *os.getloadavg()),
+        f"Step overhead beyond the kernels (--profile's \"the rest\", median of the "
+        f"programs): {overhead * 1e3:.3f} ms.\n",
+    ] + rows + ["", f"{len(table)} op kinds fitted; the table is in the cluster file."]) + "\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
