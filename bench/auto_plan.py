@@ -5,7 +5,7 @@ For each model, `dtc --strategy=auto --devices=2 --cluster=clusters/this-machine
 --report` lists every plan for this machine's 2 cores with its predicted step
 time and the flags that compile it. This script compiles every plan with
 those flags, times it here (dtcrun, synthetic data, one thread per rank, the
-median step of steps 6..STEPS, best of 3 runs), and reports per model: each
+median step of steps 6..STEPS, best of --runs runs, 5 by default), and reports per model: each
 plan's predicted and measured step, the prediction's error, the plan auto
 chose (without --tune: the prediction alone), and how far its measured step
 is from the best measured plan's.
@@ -82,9 +82,9 @@ def ranks_of(flags):
     return 2 if any(f.startswith("--strategy=") for f in flags) else tp
 
 
-def measure(build, program, ranks, steps):
+def measure(build, program, ranks, steps, runs):
     best = None
-    for _ in range(3):
+    for _ in range(runs):
         run = subprocess.run([os.path.join(build, "bin", "dtcrun"), f"--nproc-per-node={ranks}",
                               "--master-port=0", program, "--data=synthetic", "--epochs=1000",
                               f"--max-steps={steps}", "--log-every=1", "--threads=1"],
@@ -104,6 +104,7 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--out")
     p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--runs", type=int, default=5, help="runs per plan; the fastest counts")
     p.add_argument("--models", default=",".join(m[0] for m in MODELS))
     a = p.parse_args()
     dtc = os.path.join(a.build, "bin", "dtc")
@@ -112,7 +113,7 @@ def main():
     lines = ["# --strategy=auto against a sweep of every plan (2 devices: this machine's cores)\n",
              f"Command: `/usr/bin/python3 bench/auto_plan.py{' --out ' + a.out if a.out else ''}`\n",
              "Each plan compiled with the flags `--report` lists, run under dtcrun on synthetic "
-             f"data (one thread per rank, median step of steps 6..{a.steps}, best of 3 runs). "
+             f"data (one thread per rank, median step of steps 6..{a.steps}, best of {a.runs} runs). "
              "Predicted: the cluster model of clusters/this-machine-cpu.json. Step times in ms "
              "for the same global batch.\n"]
     summary = ["| model | batch | auto's plan | its measured ms | best measured plan | best ms "
@@ -132,7 +133,7 @@ def main():
             program = os.path.join(work, f"{name}-{i}")
             subprocess.run([dtc, onnx] + r["flags"] + flags + ["-o", program], check=True,
                            capture_output=True)
-            per_sample = measure(a.build, program, ranks_of(r["flags"]), a.steps)
+            per_sample = measure(a.build, program, ranks_of(r["flags"]), a.steps, a.runs)
             r["measured"] = per_sample * batch
             r["error"] = (r["predicted"] - r["measured"]) / r["measured"]
             lines.append(f"| {r['plan']}{' (auto)' if r['chosen'] else ''} | "
