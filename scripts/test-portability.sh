@@ -3,8 +3,9 @@
 # prints a table: OpenBLAS core types (OPENBLAS_CORETYPE: Prescott,
 # Sandybridge, Haswell, Zen, SkylakeX, Cooperlake, as the CPU's flags allow),
 # dtc's convolution path (DTC_CONV_ALGO: direct or im2col), dtc's own
-# instruction-set dispatch (DTC_CPU_ISA: native AVX2 kernels or baseline
-# x86-64) and the programs' default thread count (OMP_NUM_THREADS: 1 or 2).
+# instruction-set dispatch (DTC_CPU_ISA: native, AVX2 where the CPU has
+# AVX-512, or baseline x86-64) and the programs' default thread count
+# (OMP_NUM_THREADS: 1 or 2).
 #
 #   scripts/test-portability.sh            each core type with the defaults,
 #                                          plus each other choice on this
@@ -47,6 +48,8 @@ has avx && cores+=(Sandybridge)
 has avx2 fma && cores+=(Haswell Zen)
 has avx512f avx512bw avx512dq avx512vl avx512cd && cores+=(SkylakeX)
 has avx512f avx512bw avx512dq avx512vl avx512cd avx512_bf16 && cores+=(Cooperlake)
+isas=(native baseline)
+has avx512f avx512bw avx512dq avx512vl && isas=(native avx2 baseline)
 native=$(/usr/bin/python3 -c '
 import ctypes
 lib = ctypes.CDLL("libopenblas.so.0")
@@ -60,11 +63,12 @@ rows=()  # "coretype conv isa threads"
 if [ -n "$only_cores" ]; then
   for c in $only_cores; do rows+=("$c direct native 1"); done
 elif [ "$full" = 1 ]; then
-  for c in "${cores[@]}"; do for conv in direct im2col; do for isa in native baseline; do
+  for c in "${cores[@]}"; do for conv in direct im2col; do for isa in "${isas[@]}"; do
     for t in 1 2; do rows+=("$c $conv $isa $t"); done; done; done; done
 else
   for c in "${cores[@]}"; do rows+=("$c direct native 1"); done
   rows+=("$native im2col native 1" "$native direct baseline 1" "$native direct native 2")
+  [ "${#isas[@]}" = 3 ] && rows+=("$native direct avx2 1")
 fi
 
 lit_paths=()

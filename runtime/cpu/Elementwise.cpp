@@ -233,12 +233,12 @@ constexpr double kTranscendentalNs = 2.0;
 template <void (*Loop)(const float*, float*, int64_t)>
 void mapSliced(const float* x, float* y, int64_t n) {
   sliced(n, kTranscendentalNs,
-         [&](int64_t b, int64_t e) { dispatchIsa<Loop>(x + b, y + b, e - b); });
+         [&](int64_t b, int64_t e) { dispatchIsaElementwise<Loop>(x + b, y + b, e - b); });
 }
 template <void (*Loop)(const float*, const float*, float*, int64_t)>
 void gradSliced(const float* x, const float* dy, float* dx, int64_t n) {
   sliced(n, kTranscendentalNs,
-         [&](int64_t b, int64_t e) { dispatchIsa<Loop>(x + b, dy + b, dx + b, e - b); });
+         [&](int64_t b, int64_t e) { dispatchIsaElementwise<Loop>(x + b, dy + b, dx + b, e - b); });
 }
 }  // namespace
 

@@ -25,6 +25,11 @@
 // Kernels with an AVX2 + FMA version carry this attribute and run only
 // where hasAvx2Fma() (the rest of the runtime is built for baseline x86-64).
 #define DTCRT_AVX2 __attribute__((target("avx2,fma")))
+// Elementwise maps also have an AVX-512 version (16 lanes, 32 registers),
+// run only where hasAvx512().
+#define DTCRT_AVX512                                                                   \
+  __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,"                \
+                        "prefer-vector-width=512")))
 
 // Every element type of the templated kernels (Kernels.h): X(T) for each.
 // bf16 bits share uint16_t, and bools uint8_t, with the integers.
@@ -51,14 +56,23 @@ inline T fromArithmeticValue(V v) {
     return static_cast<T>(v);
 }
 
-// DTC_CPU_ISA=baseline in the environment makes the runtime take its
-// baseline x86-64 kernels on any CPU, as a CPU without AVX2 would (the
-// portability tests run every numeric test both ways).
-bool baselineIsaFromEnvironment();
+// The widest instruction set the kernels may use, from DTC_CPU_ISA:
+// "native" (or unset: whatever this CPU has), "avx2" (no AVX-512 kernels,
+// as on a CPU without it) or "baseline" (x86-64 only, as on a CPU without
+// AVX2). The portability tests run every numeric test at each level.
+enum class IsaCap { Baseline, Avx2, Native };
+IsaCap isaCapFromEnvironment();
 
 inline bool hasAvx2Fma() {
-  static const bool yes = !baselineIsaFromEnvironment() && __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma");
+  static const bool yes = isaCapFromEnvironment() != IsaCap::Baseline &&
+                          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+inline bool hasAvx512() {
+  static const bool yes = isaCapFromEnvironment() == IsaCap::Native && hasAvx2Fma() &&
+                          __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
   return yes;
 }
 
@@ -69,10 +83,22 @@ template <auto Loop, typename... Args>
 DTCRT_AVX2 auto runAvx2(Args... args) {
   return Loop(args...);
 }
+// The same with 16 lanes of AVX-512.
+template <auto Loop, typename... Args>
+DTCRT_AVX512 auto runAvx512(Args... args) {
+  return Loop(args...);
+}
 // Loop(args...) on the best instruction set this CPU has (see hasAvx2Fma).
 template <auto Loop, typename... Args>
 inline auto dispatchIsa(Args... args) {
   return hasAvx2Fma() ? runAvx2<Loop>(args...) : Loop(args...);
+}
+// For a loop that maps each element on its own (no reduction across
+// elements): AVX-512 where the CPU has it. Each lane computes the same
+// fused multiply-adds as with AVX2, so the results are the same bits.
+template <auto Loop, typename... Args>
+inline auto dispatchIsaElementwise(Args... args) {
+  return hasAvx512() ? runAvx512<Loop>(args...) : dispatchIsa<Loop>(args...);
 }
 #define DTCRT_INLINE_LOOP static inline __attribute__((always_inline))
 
