@@ -89,8 +89,8 @@ def main():
     lines += [f"| {name} | {n} | {d:.1f} | {r:.1f} | {r / d:.2f}x |" for name, n, d, r in rows]
     lines.append(f"\nBest of {args.rounds} rounds of {args.reps} calls per side, sides alternating; "
                  f"PyTorch {torch.__version__} (ATen kernels on its own CPU dispatch, "
-                 "whatever vector width it picks), dtc's kernels on AVX2 + FMA where the CPU has "
-                 f"them. CPU: {platform.processor() or platform.machine()}, load average "
+                 "whatever vector width it picks), dtc's kernels on AVX-512 where the CPU has it, "
+                 f"else AVX2 + FMA (DTC_CPU_ISA={os.environ.get('DTC_CPU_ISA', 'native')}). CPU: {platform.processor() or platform.machine()}, load average "
                  "{:.2f} {:.2f} {:.2f} at the end.".format(*os.getloadavg()))
     text = "\n".join(lines) + "\n"
     print(text)
