@@ -21,6 +21,7 @@ MachineModel ClusterModel::machineModel() const {
   machine.linkBytesPerSecond = intraBusBytesPerSecond;
   machine.kindCosts = device.opCosts;
   machine.stepOverheadSeconds = device.stepOverheadSeconds;
+  machine.cacheBytes = device.cacheBytes;
   return machine;
 }
 
@@ -151,6 +152,8 @@ void readOpCosts(FieldReader &read, const llvm::json::Value &value,
       cost.flopsPerSecond = read.number(fields, "flops_per_s", where);
     if (fields->get("bytes_per_s"))
       cost.bytesPerSecond = read.number(fields, "bytes_per_s", where);
+    if (fields->get("stream_bytes_per_s"))
+      cost.streamBytesPerSecond = read.number(fields, "stream_bytes_per_s", where);
     if (cost.flopsPerSecond == 0 && cost.bytesPerSecond == 0) {
       read.fail("field 'device.op_costs." + kind.str() +
                 "' needs 'flops_per_s' or 'bytes_per_s'");
@@ -194,6 +197,7 @@ llvm::Expected<ClusterModel> loadClusterModel(llvm::StringRef path) {
       read.number(device, "gemm_half_dimension", "device.", MachineModel().gemmHalfDimension);
   cluster.device.stepOverheadSeconds =
       read.nonNegative(device, "step_overhead_s", "device.", 0.0);
+  cluster.device.cacheBytes = read.nonNegative(device, "cache_bytes", "device.", 0.0);
   if (device)
     if (const llvm::json::Value *costs = device->get("op_costs"))
       readOpCosts(read, *costs, cluster.device.opCosts);

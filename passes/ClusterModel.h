@@ -35,6 +35,7 @@ struct ClusterDevice {
   /// those kinds; and what a step costs beyond its kernels.
   std::map<std::string, OpKindCost, std::less<>> opCosts;
   double stepOverheadSeconds = 0;
+  double cacheBytes = 0;  // bytes an op may touch before streaming rates apply
 };
 
 struct ClusterModel {

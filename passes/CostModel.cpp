@@ -79,8 +79,13 @@ double estimateSeconds(Operation *op, const MachineModel &machine) {
       double seconds = cost.callSeconds;
       if (cost.flopsPerSecond > 0)
         seconds += estimateFlops(op) / cost.flopsPerSecond;
+      double bytes = estimateBytes(op);
+      if (machine.cacheBytes > 0 && cost.streamBytesPerSecond > 0 && bytes > machine.cacheBytes) {
+        seconds += (bytes - machine.cacheBytes) / cost.streamBytesPerSecond;
+        bytes = machine.cacheBytes;
+      }
       if (cost.bytesPerSecond > 0)
-        seconds += estimateBytes(op) / cost.bytesPerSecond;
+        seconds += bytes / cost.bytesPerSecond;
       return seconds;
     }
   }

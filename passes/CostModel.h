@@ -15,7 +15,8 @@
 // (docs/cluster-model.md, "Calibrated op costs"): an op of a calibrated kind
 // takes its kind's fixed seconds per call plus its FLOPs at the kind's FLOP
 // rate plus its bytes at the kind's byte rate (fitted together: a small
-// convolution's time follows its weights' bytes as much as its FLOPs).
+// convolution's time follows its weights' bytes as much as its FLOPs), the
+// bytes beyond the machine's cache at the kind's streaming rate.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_PASSES_COSTMODEL_H
@@ -30,11 +31,14 @@ namespace dtc {
 
 /// The measured cost of one kind of op: seconds per call + flops /
 /// flopsPerSecond + bytes / bytesPerSecond (a rate of 0: that term is not
-/// charged).
+/// charged). Where the machine has a cache size and the kind a streaming
+/// rate, the bytes beyond the cache are charged at streamBytesPerSecond
+/// instead: an op whose tensors do not fit streams them from memory.
 struct OpKindCost {
   double callSeconds = 0;
   double flopsPerSecond = 0;
   double bytesPerSecond = 0;
+  double streamBytesPerSecond = 0;
 };
 
 struct MachineModel {
@@ -49,6 +53,9 @@ struct MachineModel {
   std::map<std::string, OpKindCost, std::less<>> kindCosts;
   /// What a step costs beyond its kernels (the training loop, the batch).
   double stepOverheadSeconds = 0;
+  /// Bytes an op may touch before calibrated kinds' streaming rates apply
+  /// (0: none do).
+  double cacheBytes = 0;
 };
 
 /// The kind an op is profiled and calibrated under: its name, and for a
