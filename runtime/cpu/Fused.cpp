@@ -1,9 +1,15 @@
 // fused_elementwise (Kernels.h, section 11): a dtc.fused_elementwise chain in
-// one pass over memory. Works on blocks of kBlock elements: the inputs are
-// gathered into per-value rows, each step runs as a vectorizable loop over
-// the block, and the last row is stored; blocks are split over the kernel
-// threads. Each step is the separate kernel's expression, so results are
-// bit-identical to running the ops one by one.
+// one pass over memory. Works on blocks of kBlock elements: float inputs that
+// are contiguous over the block are read where they lie, the others (block
+// broadcasts, bf16) are gathered into per-value rows; each step runs as a
+// vectorizable loop over the block into a row, the last one straight into the
+// output (a bf16 output is rounded from a row); blocks are split over the
+// kernel threads. Staging every input and the result through rows made a
+// large chain take twice as long as a plain loop (docs/performance.md). The
+// output may be one of the inputs (each element is read before it is
+// written) but must not overlap one partly. Each step is the separate
+// kernel's expression, so results are bit-identical to running the ops one
+// by one.
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
 
@@ -20,15 +26,13 @@ inline float valueAt(const FusedInput& in, int64_t idx) {
 
 // row[t] = input element ((base + t) / inner) % count, for t < len: copied
 // in runs (contiguous stretches, or one value repeated `inner` times), with
-// no division per element.
+// no division per element. A scalar (count 1) is one run whatever its inner:
+// as a stretch of one element up to the wrap it would be copied element by
+// element (a 4-byte memcpy each, 5x slower on a gradient average).
 void loadInput(const FusedInput& in, int64_t base, int64_t len, float* row) {
-  if (in.inner == 1 && in.count > base && in.count >= base + len) {  // contiguous here
-    if (in.bf16) {
-      const uint16_t* p = static_cast<const uint16_t*>(in.data) + base;
-      for (int64_t t = 0; t < len; ++t) row[t] = detail::widenBf16(p[t]);
-    } else {
-      std::memcpy(row, static_cast<const float*>(in.data) + base, len * sizeof(float));
-    }
+  if (in.count == 1) {
+    const float v = valueAt(in, 0);
+    for (int64_t t = 0; t < len; ++t) row[t] = v;
     return;
   }
   int64_t idx = (base / in.inner) % in.count;
@@ -53,10 +57,19 @@ void loadInput(const FusedInput& in, int64_t base, int64_t len, float* row) {
   }
 }
 
-void runStep(const FusedStep& s, float (*v)[kBlock], int out, int64_t len) {
-  const float* a = v[s.a];
-  const float* b = s.b >= 0 ? v[s.b] : nullptr;
-  float* y = v[out];
+// The input's values for output elements base .. base + len: a pointer into
+// a float input that is contiguous there, else `row` filled with them.
+const float* inputValues(const FusedInput& in, int64_t base, int64_t len, float* row) {
+  if (!in.bf16 && in.inner == 1 && in.count >= base + len)
+    return static_cast<const float*>(in.data) + base;
+  loadInput(in, base, len, row);
+  return row;
+}
+
+// y = step s over the values' elements 0 .. len.
+void runStep(const FusedStep& s, const float* const* values, float* y, int64_t len) {
+  const float* a = values[s.a];
+  const float* b = s.b >= 0 ? values[s.b] : nullptr;
   switch (s.op) {
   case FusedOp::Add: DTCRT_SIMD for (int64_t t = 0; t < len; ++t) y[t] = a[t] + b[t]; break;
   case FusedOp::Sub: DTCRT_SIMD for (int64_t t = 0; t < len; ++t) y[t] = a[t] - b[t]; break;
@@ -72,7 +85,9 @@ void runStep(const FusedStep& s, float (*v)[kBlock], int out, int64_t len) {
   case FusedOp::Bf16:
     for (int64_t t = 0; t < len; ++t) y[t] = detail::widenBf16(detail::roundToBf16(a[t]));
     break;
-  case FusedOp::Copy: std::memcpy(y, a, len * sizeof(float)); break;
+  case FusedOp::Copy:
+    if (y != a) std::memcpy(y, a, len * sizeof(float));
+    break;
   }
 }
 
@@ -98,17 +113,22 @@ void fused_elementwise(const FusedInput* inputs, int numInputs, const FusedStep*
   const double ns = 0.5 * double(n) * double(numInputs + 1);
   const int64_t items = (n + kItem - 1) / kItem;
   const auto run = [&](int64_t item) {
-    float v[kMaxFusedValues][kBlock];
+    float rows[kMaxFusedValues][kBlock];
+    const float* values[kMaxFusedValues];
     for (int64_t base = item * kItem; base < std::min(n, (item + 1) * kItem); base += kBlock) {
       const int64_t len = std::min(kBlock, n - base);
-      for (int k = 0; k < numInputs; ++k) loadInput(inputs[k], base, len, v[k]);
-      for (int j = 0; j < numSteps; ++j) runStep(steps[j], v, numInputs + j, len);
-      const float* result = v[numInputs + numSteps - 1];
+      for (int k = 0; k < numInputs; ++k) values[k] = inputValues(inputs[k], base, len, rows[k]);
+      for (int j = 0; j < numSteps; ++j) {
+        const int v = numInputs + j;
+        const bool last = j == numSteps - 1;
+        float* y = last && !outBf16 ? static_cast<float*>(out) + base : rows[v];
+        runStep(steps[j], values, y, len);
+        values[v] = y;
+      }
       if (outBf16) {
+        const float* result = values[numInputs + numSteps - 1];
         uint16_t* y = static_cast<uint16_t*>(out) + base;
         for (int64_t t = 0; t < len; ++t) y[t] = detail::roundToBf16(result[t]);
-      } else {
-        std::memcpy(static_cast<float*>(out) + base, result, len * sizeof(float));
       }
     }
   };

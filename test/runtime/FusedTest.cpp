@@ -1,7 +1,8 @@
 // Tests of fused_elementwise: a chain equals the separate kernels bit for bit
 // (block-broadcast inputs, bf16 inputs and output, NaN and signed zeros
 // through relu and relu_grad), for any number of kernel threads, on sizes that
-// are not a multiple of its blocks; bad tables are refused.
+// are not a multiple of its blocks; contiguous float inputs read in place and
+// an output that is one of the inputs; bad tables are refused.
 #include "TestUtil.h"
 
 #include "runtime/cpu/Parallel.h"
@@ -93,7 +94,7 @@ TEST(Fused, BroadcastInputsReadTheirIndexFormula) {
   k::cast_f32_to_bf16(src.data(), srcBf16.data(), (int64_t)src.size());
   Vec widened(src.size());
   k::cast_bf16_to_f32(srcBf16.data(), widened.data(), (int64_t)src.size());
-  const int64_t forms[][2] = {{1, 7}, {1, 300}, {1, 4096}, {3, 5}, {256, 3}, {997, 2}, {1000, 1},
+  const int64_t forms[][2] = {{1, 1}, {1, 7}, {1, 300}, {1, 4096}, {3, 5}, {256, 3}, {997, 2}, {1000, 1},
                               {n, 1}, {2, n / 2 + 1}};
   for (auto [inner, count] : forms) {
     for (bool bf16 : {false, true}) {
@@ -114,6 +115,45 @@ TEST(Fused, BroadcastInputsReadTheirIndexFormula) {
                            << ", " << threads << " threads";
       }
     }
+  }
+  dtcrt::cpu::detail::setKernelThreads(1);
+}
+
+// The gradient average (g0 + g1) * 0.5 written over g0, (g0 + g1) * g0 (an
+// input read again after the first step) written over g0, and a copy onto
+// itself: the same bits as into a fresh output, for one and two kernel
+// threads (contiguous float inputs are read where they lie and only the last
+// step writes the output).
+TEST(Fused, OutputMayBeOneOfTheInputs) {
+  Rng rng(11);
+  const int64_t n = 3 * 4096 + 5;
+  const Vec g0 = rng.vec(n), g1 = rng.vec(n);
+  const float half = 0.5f;
+  const k::FusedStep average[] = {{k::FusedOp::Add, 0, 1}, {k::FusedOp::Mul, 3, 2}};
+  const k::FusedStep product[] = {{k::FusedOp::Add, 0, 1}, {k::FusedOp::Mul, 3, 0}};
+  const k::FusedStep copy[] = {{k::FusedOp::Copy, 0, -1}};
+  for (int threads : {1, 2}) {
+    dtcrt::cpu::detail::setKernelThreads(threads);
+    Vec fresh(n), inPlace = g0;
+    const k::FusedInput apart[] = {{g0.data(), false, 1, n}, {g1.data(), false, 1, n},
+                                   {&half, false, n, 1}};
+    k::fused_elementwise(apart, 3, average, 2, fresh.data(), false, n);
+    const k::FusedInput over[] = {{inPlace.data(), false, 1, n}, {g1.data(), false, 1, n},
+                                  {&half, false, n, 1}};
+    k::fused_elementwise(over, 3, average, 2, inPlace.data(), false, n);
+    EXPECT_EQ(bitsOf(inPlace), bitsOf(fresh)) << threads << " threads";
+    EXPECT_EQ(fresh[17], (g0[17] + g1[17]) * half);
+
+    Vec freshProduct(n), productInPlace = g0;
+    k::fused_elementwise(apart, 3, product, 2, freshProduct.data(), false, n);
+    const k::FusedInput overProduct[] = {{productInPlace.data(), false, 1, n},
+                                         {g1.data(), false, 1, n}, {&half, false, n, 1}};
+    k::fused_elementwise(overProduct, 3, product, 2, productInPlace.data(), false, n);
+    EXPECT_EQ(bitsOf(productInPlace), bitsOf(freshProduct)) << threads << " threads";
+
+    const k::FusedInput self[] = {{inPlace.data(), false, 1, n}};
+    k::fused_elementwise(self, 1, copy, 1, inPlace.data(), false, n);
+    EXPECT_EQ(bitsOf(inPlace), bitsOf(fresh)) << threads << " threads";
   }
   dtcrt::cpu::detail::setKernelThreads(1);
 }
