@@ -71,7 +71,7 @@ cl::opt<bool> simulate("simulate",
                                 "--cluster, without compiling a program or running anything"),
                        cl::init(false), cl::cat(dtcCategory));
 cl::opt<std::string> clusterFile("cluster",
-                                 cl::desc("--simulate, --strategy=auto: the cluster description (JSON, see "
+                                 cl::desc("--simulate, --strategy=auto, --emit-schedule: the cluster description (JSON, see "
                                           "clusters/ and docs/cluster-model.md)"),
                                  cl::value_desc("FILE"), cl::init(""), cl::cat(dtcCategory));
 cl::opt<int64_t> devices("devices",
@@ -234,7 +234,8 @@ cl::opt<bool> sendEarly("send-early",
                         cl::init(true), cl::cat(dtcCategory));
 cl::opt<std::string> emitSchedule("emit-schedule",
                                   cl::desc("model/pipeline: write the planned timeline of one "
-                                           "step as a Chrome trace (chrome://tracing, Perfetto)"),
+                                           "step as a Chrome trace (chrome://tracing, Perfetto); "
+                                           "with --cluster, under its measured op costs"),
                                   cl::value_desc("FILE.json"), cl::init(""),
                                   cl::cat(dtcCategory));
 cl::opt<double> bucketCapMb("bucket-cap-mb",
@@ -373,13 +374,31 @@ bool checkMemoryLimit(mlir::ModuleOp module, const dtc::CompileJob &job,
   return false;
 }
 
+/// Loads --cluster into `cluster`; an error message if it cannot.
+std::optional<std::string> loadCluster(std::optional<dtc::ClusterModel> &cluster) {
+  llvm::Expected<dtc::ClusterModel> loaded = dtc::loadClusterModel(clusterFile);
+  if (!loaded)
+    return llvm::toString(loaded.takeError());
+  cluster = *loaded;
+  return std::nullopt;
+}
+
 /// --simulate, --cluster and --devices: each needs the others, a ddp or
 /// fsdp training step and a readable cluster file with enough devices.
+/// --emit-schedule may take --cluster alone (the timeline under its costs).
 /// Returns an error message; loads the cluster.
 std::optional<std::string> checkSimulateFlags(std::optional<dtc::ClusterModel> &cluster) {
   const bool autoPlan = strategy == "auto";
-  if (!simulate && !autoPlan)
-    return std::string("--cluster and --devices are for --simulate and --strategy=auto");
+  const bool scheduleOnly = !simulate && !autoPlan && !emitSchedule.empty();
+  if (!simulate && !autoPlan && !scheduleOnly)
+    return std::string("--cluster and --devices are for --simulate and --strategy=auto "
+                       "(--cluster also for --emit-schedule)");
+  if (scheduleOnly) {
+    if (devices.getNumOccurrences())
+      return std::string("--devices is for --simulate and --strategy=auto (a pipeline's "
+                         "devices are its --stages and --dp)");
+    return loadCluster(cluster);
+  }
   const std::string flag = simulate ? "--simulate" : "--strategy=auto";
   if (clusterFile.empty())
     return flag + " needs --cluster=FILE (see clusters/; this machine: "
@@ -396,13 +415,11 @@ std::optional<std::string> checkSimulateFlags(std::optional<dtc::ClusterModel> &
                    !splitAt.empty() || ranks.getNumOccurrences()))
     return std::string("--strategy=auto chooses --tp, --stages, --dp, --micro-batches and the "
                        "ranks itself (--split-at: name a strategy)");
-  llvm::Expected<dtc::ClusterModel> loaded = dtc::loadClusterModel(clusterFile);
-  if (!loaded)
-    return llvm::toString(loaded.takeError());
-  if (devices > loaded->devices())
+  if (std::optional<std::string> error = loadCluster(cluster))
+    return error;
+  if (devices > cluster->devices())
     return "--devices=" + std::to_string(devices) + " is more than the " +
-           std::to_string(loaded->devices()) + " devices of " + clusterFile.getValue();
-  cluster = *loaded;
+           std::to_string(cluster->devices()) + " devices of " + clusterFile.getValue();
   return std::nullopt;
 }
 
@@ -542,9 +559,12 @@ std::optional<std::string> resolveMicroBatches(dtc::CompileJob &job) {
   return std::nullopt;
 }
 
-/// --emit-schedule=FILE.json: the cost model's timeline of one step.
-mlir::LogicalResult writeSchedule(mlir::ModuleOp module) {
-  mlir::FailureOr<dtc::PipelineTimeline> timeline = dtc::simulatePipeline(module);
+/// --emit-schedule=FILE.json: the cost model's timeline of one step, under
+/// the cluster's device costs when --cluster names one (else the roofline).
+mlir::LogicalResult writeSchedule(mlir::ModuleOp module,
+                                  const std::optional<dtc::ClusterModel> &cluster) {
+  mlir::FailureOr<dtc::PipelineTimeline> timeline = dtc::simulatePipeline(
+      module, cluster ? cluster->machineModel() : dtc::MachineModel());
   if (mlir::failed(timeline))
     return mlir::failure();
   std::string error;
@@ -829,7 +849,7 @@ int main(int argc, char **argv) {
   mlir::OwningOpRef<mlir::ModuleOp> module = dtc::compile(context, job, &binaryModel);
   if (!module)
     return 1;
-  if (!emitSchedule.empty() && mlir::failed(writeSchedule(*module)))
+  if (!emitSchedule.empty() && mlir::failed(writeSchedule(*module, cluster)))
     return 1;
   // fsdp without --shard under --memory-limit: the coarsest sharding level
   // whose plan fits (the finer ones move more data per step).
