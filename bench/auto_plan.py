@@ -109,34 +109,41 @@ def main():
              f"Command: `/usr/bin/python3 bench/auto_plan.py{' --out ' + a.out if a.out else ''}`\n",
              "Each plan compiled with the flags `--report` lists, run under dtcrun on synthetic "
              f"data (one thread per rank, median step of steps 6..{a.steps}, best of {a.runs} runs, "
-             "the plans of a model run in turn, one run each per round). "
+             "every plan of every model run once per round). "
              "Predicted: the cluster model of clusters/this-machine-cpu.json. Step times in ms "
              "for the same global batch.\n"]
     summary = ["| model | batch | auto's plan | its measured ms | best measured plan | best ms "
                "| auto / best | --tune's plan | --tune / best | mean abs prediction error |",
                "|---|---|---|---|---|---|---|---|---|---|"]
     errors = []
+    models = []  # (name, batch, flags, onnx, rows)
     for name, source, batch, flags in MODELS:
         if name not in a.models.split(","):
             continue
         onnx = onnx_path(name, source, work)
         rows = plans(dtc, onnx, batch, flags)
-        lines += [f"\n## {name} (batch {batch})\n", "| plan | predicted ms | measured ms | slowest run / fastest | error |",
-                  "|---|---|---|---|---|"]
         for i, r in enumerate(rows):
             if "refused" not in r:
                 r["program"] = os.path.join(work, f"{name}-{i}")
                 subprocess.run([dtc, onnx] + r["flags"] + flags + ["-o", r["program"]],
                                check=True, capture_output=True)
                 r["runs"] = []
-        # Round robin: one run of every plan per round, so a slow spell of the
-        # machine (they last minutes here) falls on all plans, not on one.
-        for _ in range(a.runs):
+        models.append((name, batch, flags, onnx, rows))
+    # Round robin over every plan of every model: one run of each per round.
+    # This machine has slow spells lasting minutes; a plan's five runs are
+    # then minutes apart, and its fastest is from outside any one spell.
+    for round_ in range(a.runs):
+        for name, batch, _, _, rows in models:
             for r in rows:
                 if "program" in r:
                     t = measure_once(a.build, r["program"], ranks_of(r["flags"]), a.steps)
                     if t is not None:
                         r["runs"].append(t * batch)
+        print(f"round {round_ + 1} of {a.runs} done", flush=True)
+    for name, batch, flags, onnx, rows in models:
+        lines += [f"\n## {name} (batch {batch})\n",
+                  "| plan | predicted ms | measured ms | slowest run / fastest | error |",
+                  "|---|---|---|---|---|"]
         for r in rows:
             if "refused" in r:
                 lines.append(f"| {r['plan']} | refused: {r['refused']} | | | |")
