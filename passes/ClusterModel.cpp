@@ -25,7 +25,23 @@ MachineModel ClusterModel::machineModel() const {
   return machine;
 }
 
-double ClusterModel::ringSeconds(double bytes, int64_t n, double fraction,
+double ClusterModel::intraBusBandwidth(Collective collective, double bytes) const {
+  auto table = intraBusBySize.find(collective);
+  if (table == intraBusBySize.end() || table->second.empty())
+    return intraBusBytesPerSecond;
+  const BandwidthBySize &points = table->second;
+  if (bytes <= points.front().first)
+    return points.front().second;
+  if (bytes >= points.back().first)
+    return points.back().second;
+  auto upper = std::upper_bound(points.begin(), points.end(), bytes,
+                                [](double b, const auto &point) { return b < point.first; });
+  auto lower = std::prev(upper);
+  const double t = std::log(bytes / lower->first) / std::log(upper->first / lower->first);
+  return lower->second + t * (upper->second - lower->second);
+}
+
+double ClusterModel::ringSeconds(Collective collective, double bytes, int64_t n, double fraction,
                                  int64_t stepsPerDevice) const {
   if (n <= 1)
     return 0.0;
@@ -33,7 +49,7 @@ double ClusterModel::ringSeconds(double bytes, int64_t n, double fraction,
   const int64_t perNode = std::min(n, devicesPerNode);
   // Every byte a ring moves crosses each node boundary once per step: over
   // several nodes the node's network interfaces together carry it.
-  double busBandwidth = intraBusBytesPerSecond;
+  double busBandwidth = intraBusBandwidth(collective, bytes);
   if (nodesUsed > 1)
     busBandwidth = std::min(busBandwidth, double(nicsPerNode) * nicBytesPerSecond);
   const double latency = double(stepsPerDevice) * (double(perNode - 1) * intraLatencySeconds +
@@ -42,15 +58,15 @@ double ClusterModel::ringSeconds(double bytes, int64_t n, double fraction,
 }
 
 double ClusterModel::allReduceSeconds(double bytes, int64_t n) const {
-  return ringSeconds(bytes, n, 2.0 * double(n - 1) / double(n), 2);
+  return ringSeconds(Collective::AllReduce, bytes, n, 2.0 * double(n - 1) / double(n), 2);
 }
 
 double ClusterModel::allGatherSeconds(double bytes, int64_t n) const {
-  return ringSeconds(bytes, n, double(n - 1) / double(n), 1);
+  return ringSeconds(Collective::AllGather, bytes, n, double(n - 1) / double(n), 1);
 }
 
 double ClusterModel::reduceScatterSeconds(double bytes, int64_t n) const {
-  return ringSeconds(bytes, n, double(n - 1) / double(n), 1);
+  return ringSeconds(Collective::ReduceScatter, bytes, n, double(n - 1) / double(n), 1);
 }
 
 namespace {
@@ -163,6 +179,60 @@ void readOpCosts(FieldReader &read, const llvm::json::Value &value,
   }
 }
 
+/// intra_node.bus_bandwidth_by_size: {"all_reduce": [[BYTES, BUS_BYTES_PER_S],
+/// ...], "all_gather": ..., "reduce_scatter": ...}, each list in increasing
+/// bytes, every number positive.
+void readBandwidthBySize(FieldReader &read, const llvm::json::Value &value,
+                         std::map<Collective, BandwidthBySize> &tables) {
+  const std::string where = "intra_node.bus_bandwidth_by_size";
+  const llvm::json::Object *collectives = value.getAsObject();
+  if (!collectives) {
+    read.fail("field '" + where + "' must be an object");
+    return;
+  }
+  for (const auto &[key, list] : *collectives) {
+    std::optional<Collective> collective;
+    if (key == "all_reduce")
+      collective = Collective::AllReduce;
+    else if (key == "all_gather")
+      collective = Collective::AllGather;
+    else if (key == "reduce_scatter")
+      collective = Collective::ReduceScatter;
+    const std::string field = where + "." + key.str();
+    if (!collective) {
+      read.fail("field '" + field + "' is not a collective (all_reduce, all_gather, "
+                "reduce_scatter)");
+      return;
+    }
+    const llvm::json::Array *points = list.getAsArray();
+    if (!points || points->empty()) {
+      read.fail("field '" + field + "' must be a non-empty list of [bytes, bus_bandwidth]");
+      return;
+    }
+    BandwidthBySize table;
+    for (const llvm::json::Value &point : *points) {
+      const llvm::json::Array *pair = point.getAsArray();
+      std::optional<double> bytes, bandwidth;
+      if (pair && pair->size() == 2) {
+        bytes = (*pair)[0].getAsNumber();
+        bandwidth = (*pair)[1].getAsNumber();
+      }
+      if (!bytes || !bandwidth || !std::isfinite(*bytes) || !std::isfinite(*bandwidth) ||
+          *bytes <= 0 || *bandwidth <= 0) {
+        read.fail("field '" + field + "': each entry must be [bytes, bus_bandwidth], both "
+                  "positive numbers");
+        return;
+      }
+      if (!table.empty() && *bytes <= table.back().first) {
+        read.fail("field '" + field + "': sizes must increase");
+        return;
+      }
+      table.push_back({*bytes, *bandwidth});
+    }
+    tables[*collective] = std::move(table);
+  }
+}
+
 } // namespace
 
 llvm::Expected<ClusterModel> loadClusterModel(llvm::StringRef path) {
@@ -204,6 +274,9 @@ llvm::Expected<ClusterModel> loadClusterModel(llvm::StringRef path) {
   const llvm::json::Object *intra = read.object(*root, "intra_node");
   cluster.intraBusBytesPerSecond = read.number(intra, "bus_bandwidth", "intra_node.");
   cluster.intraLatencySeconds = read.number(intra, "latency_s", "intra_node.");
+  if (intra)
+    if (const llvm::json::Value *tables = intra->get("bus_bandwidth_by_size"))
+      readBandwidthBySize(read, *tables, cluster.intraBusBySize);
   // One node needs no network: the inter-node link is optional there.
   if (cluster.nodes > 1 || root->get("inter_node")) {
     const llvm::json::Object *inter = read.object(*root, "inter_node");

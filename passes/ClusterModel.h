@@ -10,6 +10,9 @@
 // several nodes the inter-node link is the bottleneck of the ring's bandwidth
 // and the latency is that of the hierarchical algorithm: the steps inside a
 // node at the intra-node latency, those between nodes at the inter-node one.
+// Inside a node the bus bandwidth may depend on the buffer's size and the
+// collective (a measured table; a shared-memory ring runs from cache for
+// small buffers and from memory for large ones).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_PASSES_CLUSTERMODEL_H
@@ -20,7 +23,10 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dtc {
 
@@ -38,6 +44,14 @@ struct ClusterDevice {
   double cacheBytes = 0;  // bytes an op may touch before streaming rates apply
 };
 
+/// The three collectives the simulator costs.
+enum class Collective { AllReduce, AllGather, ReduceScatter };
+
+/// Measured bus bandwidth by buffer size, for one collective: (bytes, bus
+/// bytes/s) points in increasing bytes, interpolated linearly in log(bytes)
+/// between them and held constant beyond the ends.
+using BandwidthBySize = std::vector<std::pair<double, double>>;
+
 struct ClusterModel {
   std::string name;
   int64_t devicesPerNode = 1;
@@ -45,6 +59,8 @@ struct ClusterModel {
   ClusterDevice device;
   double intraBusBytesPerSecond = 0;  // all-reduce bus bandwidth per device, in a node
   double intraLatencySeconds = 0;     // one ring step in a node
+  /// Optional, per collective: replaces intraBusBytesPerSecond inside a node.
+  std::map<Collective, BandwidthBySize> intraBusBySize;
   double nicBytesPerSecond = 0;       // one network interface, between nodes
   int64_t nicsPerNode = 1;
   double interLatencySeconds = 0;     // one ring step between nodes
@@ -64,10 +80,14 @@ struct ClusterModel {
   /// A reduce-scatter of a `bytes` buffer (each device keeps 1/n reduced).
   double reduceScatterSeconds(double bytes, int64_t n) const;
 
+  /// The bus bandwidth of `collective` on a `bytes` buffer inside a node.
+  double intraBusBandwidth(Collective collective, double bytes) const;
+
 private:
   /// `fraction` of `bytes` through the ring's bottleneck link plus
   /// `stepsPerDevice` ring steps for each further device.
-  double ringSeconds(double bytes, int64_t n, double fraction, int64_t stepsPerDevice) const;
+  double ringSeconds(Collective collective, double bytes, int64_t n, double fraction,
+                     int64_t stepsPerDevice) const;
 };
 
 /// Reads a cluster file. The error names the file and what is wrong with it
