@@ -1,0 +1,73 @@
+// bench/comm_bandwidth.py's timer: the bus bandwidth of the CPU
+// communicator's collectives by buffer size, run under dtcrun (one process
+// per rank; the shared-memory communicator when all ranks share a host).
+//
+//   dtcrun --nproc-per-node=2 dtcrt_comm_bandwidth_bench [MIB...]
+//
+// For each buffer of S bytes (the whole buffer: an all-reduce's, the
+// gathered result of an all-gather, the input of a reduce-scatter) it times
+// the collective (median of repeats after a warm-up, a barrier before each)
+// and prints, on rank 0, one line per collective and size: the seconds and
+// NCCL's bus bandwidth, 2(n-1)/n S / t for an all-reduce and (n-1)/n S / t
+// for the others, which the cluster files' bus_bandwidth is.
+#include "runtime/comm/Communicator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using namespace dtcrt;
+
+namespace {
+
+template <class Op>
+double medianSeconds(Communicator& comm, int repeats, Op&& op) {
+  op();  // warm-up: pages touched, rings set up
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    comm.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    op();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<double> mib;
+  for (int i = 1; i < argc; ++i) mib.push_back(std::atof(argv[i]));
+  if (mib.empty()) mib = {0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128};
+  CommOptions options;
+  std::unique_ptr<Communicator> comm = connectCpu(rankInfoFromEnvironment(), options);
+  const int n = comm->size(), rank = comm->rank();
+  if (rank == 0) std::printf("collective bytes seconds bus_bytes_per_s\n");
+  for (double m : mib) {
+    const size_t per = std::max<size_t>(1, size_t(m * 1048576.0 / 4.0 / n));
+    const size_t count = per * size_t(n), bytes = count * sizeof(float);
+    std::vector<float> x(count, 1.0f), out(count), part(per, float(rank));
+    const int repeats = bytes > (size_t(16) << 20) ? 7 : 21;
+    const double ring = double(n - 1) / double(n) * double(bytes);
+    const double ar = medianSeconds(*comm, repeats, [&] {
+      comm->allReduce(x.data(), count, ReduceOp::Mean)->wait();
+    });
+    const double ag = medianSeconds(*comm, repeats, [&] {
+      comm->allGather(part.data(), out.data(), per * sizeof(float))->wait();
+    });
+    const double rs = medianSeconds(*comm, repeats, [&] {
+      comm->reduceScatter(x.data(), part.data(), per, ReduceOp::Mean)->wait();
+    });
+    if (rank == 0) {
+      std::printf("all_reduce %zu %.6g %.4g\n", bytes, ar, 2.0 * ring / ar);
+      std::printf("all_gather %zu %.6g %.4g\n", bytes, ag, ring / ag);
+      std::printf("reduce_scatter %zu %.6g %.4g\n", bytes, rs, ring / rs);
+      std::fflush(stdout);
+    }
+  }
+  comm->barrier();
+  return 0;
+}
