@@ -444,6 +444,10 @@ struct StateTable {
   // A pipeline: each stage's own buffer (dtc.stage_state_bytes/base); empty
   // otherwise.
   SmallVector<int64_t> stageBytes, stageBase;
+  // A pipeline whose stages shard over their replicas: each stage's flat
+  // weight region in its own buffer (byte offset, float elements); empty
+  // otherwise.
+  SmallVector<int64_t> stageFlatOffset, stageFlatElements;
 };
 
 FailureOr<StateTable> readStateLayout(ModuleOp module) {
@@ -466,6 +470,17 @@ FailureOr<StateTable> readStateLayout(ModuleOp module) {
     table.stageBase.assign(base.asArrayRef().begin(), base.asArrayRef().end());
   if (table.stageBytes.size() != table.stageBase.size())
     return module.emitError("dtc.stage_state_bytes and dtc.stage_state_base differ in length");
+  if (auto offsets = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageFlatStateOffset))
+    table.stageFlatOffset.assign(offsets.asArrayRef().begin(), offsets.asArrayRef().end());
+  if (auto elements = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageFlatStateElements))
+    table.stageFlatElements.assign(elements.asArrayRef().begin(), elements.asArrayRef().end());
+  if (table.stageFlatOffset.size() != table.stageFlatElements.size() ||
+      (!table.stageFlatOffset.empty() && table.stageFlatOffset.size() != table.stageBytes.size()))
+    return module.emitError("dtc.stage_flat_state_offset/elements do not list one region per "
+                            "stage buffer");
+  for (auto [s, offset] : llvm::enumerate(table.stageFlatOffset))
+    if (offset < 0 || offset + 4 * table.stageFlatElements[s] > table.stageBytes[s])
+      return module.emitError("stage ") << s << "'s flat weight region is outside its buffer";
   for (auto param : module.getOps<ParamOp>()) {
     auto stage = param->getAttrOfType<IntegerAttr>(attr::kStage);
     if (auto slot = param->getAttrOfType<IntegerAttr>(attr::kShardSlot)) {
@@ -473,7 +488,8 @@ FailureOr<StateTable> readStateLayout(ModuleOp module) {
         return param.emitOpError("shard slot ")
                << slot.getInt() << " is not one of the module's " << table.shardSlots
                << " (dtc.shard_slots)";
-      table.entries.push_back({param, -1, -1, -1, slot.getInt()});
+      // In a pipeline whose stages shard, the stage of its weight.
+      table.entries.push_back({param, -1, -1, stage ? stage.getInt() : -1, slot.getInt()});
       continue;
     }
     auto offset = param->getAttrOfType<IntegerAttr>(attr::kStateOffset);
@@ -487,7 +503,7 @@ FailureOr<StateTable> readStateLayout(ModuleOp module) {
   }
   // A stage's params must fit its own buffer.
   for (StateTable::Entry entry : table.entries) {
-    if (entry.stage < 0 || table.stageBytes.empty())
+    if (entry.stage < 0 || table.stageBytes.empty() || entry.shardSlot >= 0)
       continue;
     if (entry.stage >= int64_t(table.stageBytes.size()))
       return entry.param.emitOpError("belongs to stage ")
@@ -594,12 +610,18 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
       if (stageIndex >= int64_t(state->stageBytes.size()))
         return func.emitOpError("has no state buffer (dtc.stage_state_bytes)");
       program.paramOffsets = stageOffsets(stageIndex);
+      // Its optimizer-state shards live in the shard slots, not the buffer.
+      llvm::StringSet<> slotState;
+      for (StateTable::Entry entry : state->entries)
+        if (entry.shardSlot >= 0 && entry.stage == stageIndex)
+          slotState.insert(entry.param.getSymName());
       // A stage reads only the constants and its own params.
       WalkResult foreign = func.walk([&](Operation *op) {
         for (NamedAttribute named : op->getAttrs())
           if (auto ref = llvm::dyn_cast<FlatSymbolRefAttr>(named.getValue()))
             if (auto param = module.lookupSymbol<ParamOp>(ref.getValue()))
-              if (!program.paramOffsets.count(param.getSymName())) {
+              if (!program.paramOffsets.count(param.getSymName()) &&
+                  !slotState.contains(param.getSymName())) {
                 op->emitOpError("in stage ")
                     << stageIndex << " reads param " << ref << " of another stage";
                 return WalkResult::interrupt();
@@ -629,6 +651,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   std::string pipelineTables;
   std::string stageStateSpec;
   std::string stageEvalSpec;
+  std::string stageFlatSpec;
   std::string pipelineSpec = "    .pipelineStages = 0,\n    .dataParallel = 1,\n"
                              "    .microBatches = 1,\n    .stageSteps = nullptr,\n"
                              "    .stageArenaBytes = nullptr,\n    .schedule = \"\",\n";
@@ -655,6 +678,17 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
                         "const size_t kStageStateBase[] = {" + base + "};\n";
       stageStateSpec = "    .stageStateBytes = kStageStateBytes,\n"
                        "    .stageStateBase = kStageStateBase,\n";
+    }
+    if (!state->stageFlatOffset.empty()) {
+      std::string offsets, elements;
+      for (auto [o, e] : llvm::zip(state->stageFlatOffset, state->stageFlatElements)) {
+        offsets += (offsets.empty() ? "" : ", ") + std::to_string(o);
+        elements += (elements.empty() ? "" : ", ") + std::to_string(e);
+      }
+      pipelineTables += "const size_t kStageFlatStateOffset[] = {" + offsets + "};\n" +
+                        "const int64_t kStageFlatStateElements[] = {" + elements + "};\n";
+      stageFlatSpec = "    .stageFlatStateOffset = kStageFlatStateOffset,\n"
+                      "    .stageFlatStateElements = kStageFlatStateElements,\n";
     }
     pipelineSpec =
         "    .pipelineStages = " + std::to_string(stages.size()) + ",\n" +
@@ -784,6 +818,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << stageStateSpec
      << "    .tensorParallel = " << tensorParallelOf(module) << ",\n"
      << stageEvalSpec
+     << stageFlatSpec
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

@@ -57,6 +57,15 @@ inline constexpr char kFlatOffset[] = "dtc.flat_offset";
 /// into equal shards, rank r owning elements [r*S, (r+1)*S).
 inline constexpr char kFlatStateOffset[] = "dtc.flat_state_offset";
 inline constexpr char kFlatStateElements[] = "dtc.flat_state_elements";
+/// On the module of a pipeline whose stages shard over their replicas: each
+/// stage's flat weight region, the byte offset in the stage's own buffer
+/// (which it ends) and the float elements (0 for a stage without one);
+/// a sharded weight's dtc.flat_offset is then relative to its stage's region
+/// (DenseI64ArrayAttr, one entry per stage).
+inline constexpr char kStageFlatStateOffset[] = "dtc.stage_flat_state_offset";
+inline constexpr char kStageFlatStateElements[] = "dtc.stage_flat_state_elements";
+/// On the module of such a pipeline: the replicas each stage shards over (I64).
+inline constexpr char kShardReplicas[] = "dtc.shard_replicas";
 
 /// dtc --tp=K (dtc-tensor-parallel). On the module: K, the ranks of a
 /// tensor-parallel group (I64). On a split weight: [dim, outer, inner]: the

@@ -12,6 +12,9 @@
 // unowned ones (read-only constants), and each stage gets a buffer of its
 // own (dtc.stage_state_bytes): the constants, then the stage's range, moved
 // down by dtc.stage_state_base. A rank allocates only its stage's buffer.
+// When the stages shard over their replicas, each stage's sharded weights
+// are its own flat region, at the end of its range (and so of its buffer):
+// dtc.stage_flat_state_offset/elements, dtc.flat_offset relative to it.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/MemoryPlan.h"
@@ -83,6 +86,7 @@ struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
     Builder b(module);
     SmallVector<std::pair<int64_t, ParamOp>> params;
     SmallVector<ParamOp> flat;  // sharded weights: the flat region, last
+    SmallVector<std::pair<int64_t, ParamOp>> stagedFlat;  // a stage's: its region
     for (auto param : module.getOps<ParamOp>()) {
       if (param->hasAttr(attr::kSharded)) {
         // Sharded optimizer state lives in the runtime's shard slots.
@@ -96,7 +100,10 @@ struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
             !llvm::cast<ShapedType>(param.getType()).getElementType().isF32())
           return (void)param.emitOpError("only float32 weights can be sharded"),
                  signalPassFailure();
-        flat.push_back(param);
+        if (auto stage = param->getAttrOfType<IntegerAttr>(attr::kStage))
+          stagedFlat.push_back({stage.getInt(), param});
+        else
+          flat.push_back(param);
         continue;
       }
       FailureOr<int64_t> stage = owningStage(param, symbols);
@@ -104,6 +111,36 @@ struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
         return signalPassFailure();
       params.push_back({*stage, param});
     }
+    if (!stagedFlat.empty() && !flat.empty())
+      return (void)flat.front().emitOpError("is sharded but belongs to no pipeline stage, "
+                                            "while other sharded weights do"),
+             signalPassFailure();
+    // The updates' order (dtc.gather_weight_shards lists them): the order
+    // backward produces the gradients, so that a gradient bucket, laid out
+    // back to back in the arena, mirrors a range of a flat region.
+    llvm::DenseMap<Attribute, unsigned> updateOrder;
+    module.walk([&](GatherWeightShardsOp gather) {
+      for (auto [i, name] : llvm::enumerate(gather.getParams()))
+        updateOrder.try_emplace(llvm::cast<FlatSymbolRefAttr>(name).getAttr(), i);
+    });
+    auto byUpdateOrder = [&](ParamOp a, ParamOp b) {
+      return updateOrder.lookup(a.getSymNameAttr()) < updateOrder.lookup(b.getSymNameAttr());
+    };
+    // A stage's sharded weights follow its other params, in update order.
+    llvm::stable_sort(stagedFlat, [&](auto &a, auto &b) {
+      return a.first != b.first ? a.first < b.first : byUpdateOrder(a.second, b.second);
+    });
+    for (auto [stage, weight] : stagedFlat)
+      params.push_back({stage, weight});
+    // Sharded optimizer state has no place in the buffer, but a stage.
+    for (auto param : module.getOps<ParamOp>())
+      if (param->hasAttr(attr::kShardSlot) && !stagedFlat.empty()) {
+        FailureOr<int64_t> stage = owningStage(param, symbols);
+        if (failed(stage))
+          return signalPassFailure();
+        if (*stage >= 0)
+          param->setAttr(attr::kStage, b.getI64IntegerAttr(*stage));
+      }
     // Each stage's params one contiguous range, in declaration order.
     llvm::stable_sort(params, [](auto &a, auto &b) { return a.first < b.first; });
     int64_t offset = 0;
@@ -114,11 +151,22 @@ struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
     };
     int64_t unownedEnd = 0;  // the constants shared by every stage end here
     SmallVector<std::pair<int64_t, int64_t>> stageRanges;  // [begin, end) per stage
+    SmallVector<std::pair<int64_t, int64_t>> stageFlat;    // [begin, end) per stage
     for (auto [stage, param] : params) {
       if (stage >= 0 && param.getKind() == ParamKind::optimizer_state)
         param->setAttr(attr::kStage, b.getI64IntegerAttr(stage));
       const int64_t begin = offset;
+      if (param->hasAttr(attr::kSharded)) {
+        if (int64_t(stageFlat.size()) <= stage)
+          stageFlat.resize(stage + 1, {-1, -1});
+        if (stageFlat[stage].first < 0)
+          stageFlat[stage].first = begin;
+        param->setAttr(attr::kFlatOffset,
+                       b.getI64IntegerAttr((begin - stageFlat[stage].first) / 4));
+      }
       place(param);
+      if (param->hasAttr(attr::kSharded))
+        stageFlat[stage].second = offset;
       if (stage < 0) {
         unownedEnd = offset;
         continue;
@@ -131,20 +179,34 @@ struct LayoutStatePass : dtc::impl::LayoutStateBase<LayoutStatePass> {
     }
     if (!stageRanges.empty())
       layoutStageBuffers(module, b, stageRanges, unownedEnd);
+    if (!stageFlat.empty()) {
+      // Each stage's region in its own buffer, where its range starts at
+      // unownedEnd; it ends the range, so the buffer too.
+      stageFlat.resize(stageRanges.size(), {-1, -1});
+      SmallVector<int64_t> regionOffset, regionElements;
+      for (auto [s, region] : llvm::enumerate(stageFlat)) {
+        if (region.first < 0) {
+          regionOffset.push_back(0);
+          regionElements.push_back(0);
+          continue;
+        }
+        if (region.second != stageRanges[s].second) {
+          module.emitError("stage ") << s << "'s flat weight region does not end its state range";
+          return signalPassFailure();
+        }
+        regionOffset.push_back(unownedEnd + region.first - stageRanges[s].first);
+        regionElements.push_back((region.second - region.first) / 4);
+      }
+      module->setAttr(attr::kStageFlatStateOffset, b.getDenseI64ArrayAttr(regionOffset));
+      module->setAttr(attr::kStageFlatStateElements, b.getDenseI64ArrayAttr(regionElements));
+    }
     // The flat weight region ends the buffer, so that the runtime can pad it
     // to equal shards per rank without moving anything else. Its order is
     // the updates' (dtc.gather_weight_shards lists them): the order backward
     // produces the gradients, so that a gradient bucket, laid out back to
     // back in the arena, mirrors a range of the region.
     if (!flat.empty()) {
-      llvm::DenseMap<Attribute, unsigned> updateOrder;
-      module.walk([&](GatherWeightShardsOp gather) {
-        for (auto [i, name] : llvm::enumerate(gather.getParams()))
-          updateOrder.try_emplace(llvm::cast<FlatSymbolRefAttr>(name).getAttr(), i);
-      });
-      llvm::stable_sort(flat, [&](ParamOp a, ParamOp b) {
-        return updateOrder.lookup(a.getSymNameAttr()) < updateOrder.lookup(b.getSymNameAttr());
-      });
+      llvm::stable_sort(flat, byUpdateOrder);
       const int64_t base = offset;
       for (ParamOp weight : flat) {
         weight->setAttr(attr::kFlatOffset, b.getI64IntegerAttr((offset - base) / 4));

@@ -751,6 +751,14 @@ def ShardOptimizerState : Pass<"dtc-shard-optimizer-state", "mlir::ModuleOp"> {
     rest of backward. Gradient clipping by global norm needs every gradient
     before any update and is refused.
 
+    In a pipeline with replicas (`--strategy=pipeline|model --dp=K
+    --shard=optimizer`) there is no @train_step: the pass does the same in
+    every `@stage<S>_step` that updates weights, each ending with its own
+    `dtc.gather_weight_shards`. Each stage's optimizer state is then sharded
+    over that stage's K replicas, the ranks its gradient all-reduce and its
+    gather run on; `dtc.strategy` stays the pipeline's, and the module gets
+    `dtc.shard_replicas = K` (the `replicas` option) for the memory report.
+
     Before:
     ```mlir
     dtc.adam_update @w, %g {exp_avg = @w.exp_avg, exp_avg_sq = @w.exp_avg_sq, ...}
@@ -764,7 +772,9 @@ def ShardOptimizerState : Pass<"dtc-shard-optimizer-state", "mlir::ModuleOp"> {
   let dependentDialects = ["dtc::DtcDialect"];
   let options = [
     Option<"gradients", "gradients", "bool", /*default=*/"false",
-           "also free each bucket's gradients once its updates ran (ZeRO-2)">
+           "also free each bucket's gradients once its updates ran (ZeRO-2)">,
+    Option<"replicas", "replicas", "int64_t", /*default=*/"0",
+           "a pipeline's replicas per stage, which its stages shard over">
   ];
 }
 
@@ -829,6 +839,12 @@ def LayoutState : Pass<"dtc-layout-state", "mlir::ModuleOp"> {
     `dtc.flat_state_elements`; the runtime pads the region to a multiple of
     the world size and splits it into equal shards. Sharded optimizer state
     gets no offset: it lives in the rank's shard slots (`dtc.shard_slot`).
+    In a pipeline whose stages shard over their replicas, each stage's
+    sharded weights are its own flat region at the end of its range (and so
+    of its buffer): the module gets `dtc.stage_flat_state_offset` (bytes in
+    the stage's buffer) and `dtc.stage_flat_state_elements` per stage, each
+    weight's `dtc.flat_offset` counts from its stage's region, and sharded
+    optimizer state gets its weight's `dtc.stage`.
 
     After:
     ```mlir

@@ -63,9 +63,12 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
                                    o.weightDecay, o.nesterov, o.beta1, o.beta2, o.eps,
                                    o.noDecay, o.lrScale, o.clipGradNorm, o.clipGradValue}));
     pm.addPass(createCanonicalizerPass());
-    // ZeRO-1: each rank updates (and keeps the state of) its shard.
+    // ZeRO-1: each rank updates (and keeps the state of) its shard; in a
+    // pipeline, each stage's replicas shard that stage's state.
     if (o.strategy == Options::Strategy::Fsdp)
-      pm.addPass(createShardOptimizerState({o.shard != Options::Shard::Optimizer}));
+      pm.addPass(createShardOptimizerState({o.shard != Options::Shard::Optimizer, 0}));
+    else if (o.isPipeline() && o.shardReplicas)
+      pm.addPass(createShardOptimizerState({/*gradients=*/false, o.dataParallel}));
     // ZeRO-3: the weights too, gathered per group where they are read.
     if (o.strategy == Options::Strategy::Fsdp && o.shard == Options::Shard::Parameters)
       pm.addPass(createShardParameters());
@@ -158,6 +161,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
       llvm::cl::values(clEnumValN(Options::Schedule::OneFOneB, "1f1b", ""),
                        clEnumValN(Options::Schedule::GPipe, "gpipe", ""))};
   Option<int64_t> dataParallel{*this, "dp", llvm::cl::init(1)};
+  Option<bool> shardReplicas{*this, "shard-replicas", llvm::cl::init(false)};
   Option<int64_t> tensorParallel{*this, "tp", llvm::cl::init(1)};
   Option<bool> sendEarly{*this, "send-early", llvm::cl::init(true)};
 
@@ -194,6 +198,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
     o.microBatches = microBatches;
     o.schedule = schedule;
     o.dataParallel = dataParallel;
+    o.shardReplicas = shardReplicas;
     o.tensorParallel = tensorParallel;
     o.sendEarly = sendEarly;
     return o;

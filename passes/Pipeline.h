@@ -58,6 +58,9 @@ struct TrainingPipelineOptions {
   int64_t microBatches = 1;
   Schedule schedule = Schedule::OneFOneB;
   int64_t dataParallel = 1; // replicas of the pipeline
+  // --shard=optimizer with --dp: each stage's optimizer state sharded over
+  // that stage's replicas (ZeRO-1 inside the pipeline's data parallelism).
+  bool shardReplicas = false;
   int64_t tensorParallel = 1; // --tp: ranks of a tensor-parallel group
   bool sendEarly = true;
 

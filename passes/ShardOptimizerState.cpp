@@ -3,12 +3,15 @@
 // --strategy=fsdp --shard=optimizer. Marks the optimizer updates of
 // @train_step, their weights and their optimizer state as sharded, numbers
 // the state's shard slots, and ends the step with the all-gather of the
-// updated weight shards. Where a shard lies is dtc-layout-state's (the flat
+// updated weight shards. In a pipeline with replicas (--dp, --shard) it does
+// the same in every @stage<S>_step: each stage's state is sharded over that
+// stage's replicas, the ranks its collectives run on. Where a shard lies is dtc-layout-state's (the flat
 // weight region) and the runtime's (its split by the world size) business;
 // see Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/PipelineSimulation.h"
 
 #include "dialect/DtcDialect.h"
 #include "dialect/PlanAttributes.h"
@@ -91,37 +94,68 @@ struct ShardOptimizerStatePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto train = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!train) {
-      module.emitError("dtc-shard-optimizer-state needs @train_step (run dtc-add-optimizer "
-                       "first)");
+    SmallVector<func::FuncOp> steps;
+    if (auto train = module.lookupSymbol<func::FuncOp>("train_step"))
+      steps.push_back(train);
+    else
+      steps = stageFunctions(module);
+    if (steps.empty()) {
+      module.emitError("dtc-shard-optimizer-state needs @train_step or pipeline stage steps "
+                       "(run dtc-add-optimizer first)");
       return signalPassFailure();
     }
     SymbolTable symbols(module);
     Builder b(module);
+    Operation *first = nullptr;  // every update keeps the same kind of state
+    for (func::FuncOp step : steps) {
+      FailureOr<bool> sharded = shardStep(step, symbols, b, first);
+      if (failed(sharded))
+        return signalPassFailure();
+    }
+    if (!first) {
+      module.emitError(steps.size() > 1 ? "--shard: no weight is trained (nothing to shard)"
+                                        : "--strategy=fsdp: no weight is trained (nothing to "
+                                          "shard)");
+      return signalPassFailure();
+    }
+    module->setAttr(attr::kShardSlots,
+                    b.getI64IntegerAttr(static_cast<int64_t>(stateSlots(first).size())));
+    // A pipeline stays one (its stages shard over their replicas).
+    if (!module->hasAttr(dtc::attr::kPipeline))
+      module->setAttr(dtc::attr::kStrategy, b.getStringAttr("fsdp"));
+    else if (replicas > 0)
+      module->setAttr(attr::kShardReplicas, b.getI64IntegerAttr(replicas));
+    module->setAttr(attr::kShardLevel, b.getStringAttr(gradients ? "gradients" : "optimizer"));
+  }
+
+  /// Shards the updates of one step function; `first` is the first update
+  /// seen in any step (all must keep the same state). Steps without updates
+  /// (a stage of constants only) are left alone.
+  FailureOr<bool> shardStep(func::FuncOp train, SymbolTable &symbols, Builder &b,
+                            Operation *&first) {
     SmallVector<Operation *> updates;
     for (Operation &op : train.front())
       if (isa<SgdUpdateOp, AdamUpdateOp>(op))
         updates.push_back(&op);
-    if (updates.empty()) {
-      module.emitError("--strategy=fsdp: no weight is trained (nothing to shard)");
-      return signalPassFailure();
-    }
+    if (updates.empty())
+      return false;
+    if (!first)
+      first = updates.front();
     // Slots are shared by every update: all of them must keep the same state.
-    const size_t slots = stateSlots(updates.front()).size();
+    const size_t slots = stateSlots(first).size();
     SmallVector<Attribute> weights;
     for (Operation *update : updates) {
       auto slotted = stateSlots(update);
-      if (slotted.size() != slots || update->getName() != updates.front()->getName()) {
+      if (slotted.size() != slots || update->getName() != first->getName()) {
         update->emitOpError("keeps other optimizer state than ")
-            << updates.front()->getName() << ": fsdp shards one kind of update only";
-        return signalPassFailure();
+            << first->getName() << ": fsdp shards one kind of update only";
+        return failure();
       }
       auto weightName = update->getAttrOfType<FlatSymbolRefAttr>("param");
       auto weight = symbols.lookup<ParamOp>(weightName.getValue());
       if (!weight || weight->hasAttr(attr::kSharded)) {
         update->emitOpError("updates ") << weightName << ", which is not a weight updated once";
-        return signalPassFailure();
+        return failure();
       }
       weight->setAttr(attr::kSharded, b.getUnitAttr());
       update->setAttr(attr::kSharded, b.getUnitAttr());
@@ -150,17 +184,15 @@ struct ShardOptimizerStatePass
       for (auto clip : train.getOps<ClipGradNormOp>()) {
         clip.emitOpError("--shard=gradients|parameters: clipping by global norm needs every gradient "
                          "before any update (use --shard=optimizer)");
-        return signalPassFailure();
+        return failure();
       }
       if (failed(freeGradientsEarly(train)))
-        return signalPassFailure();
+        return failure();
     }
     // After the last update (and any op between it and the return).
     OpBuilder after(train.front().getTerminator());
     after.create<GatherWeightShardsOp>(train.getLoc(), b.getArrayAttr(weights));
-    module->setAttr(attr::kShardSlots, b.getI64IntegerAttr(static_cast<int64_t>(slots)));
-    module->setAttr(dtc::attr::kStrategy, b.getStringAttr("fsdp"));
-    module->setAttr(attr::kShardLevel, b.getStringAttr(gradients ? "gradients" : "optimizer"));
+    return true;
   }
 };
 

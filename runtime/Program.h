@@ -373,6 +373,14 @@ struct ProgramSpec {
   // the labels) and writes *ctx.loss and *ctx.correct on the last stage (0
   // on the others).
   const StepFunction* stageEvalSteps = nullptr;
+  // A pipeline whose stages shard over their --dp replicas (dtc --shard with
+  // --strategy=pipeline|model): stage s's flat weight region, at byte
+  // stageFlatStateOffset[s] of the stage's own buffer (which it ends), of
+  // stageFlatStateElements[s] floats (0: none), split over the stage's
+  // replicas as flatState* is over the ranks; shardSlots as above. Null
+  // otherwise.
+  const size_t* stageFlatStateOffset = nullptr;     // [pipelineStages]
+  const int64_t* stageFlatStateElements = nullptr;  // [pipelineStages]
 };
 
 } // namespace dtcrt

@@ -72,7 +72,7 @@ std::vector<ByteRange> stageStateRanges(const ProgramSpec& spec) {
   std::vector<bool> seen(ranges.size(), false);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec& p = spec.params[i];
-    if (p.stage == -1) continue;
+    if (p.stage == -1 || p.shardSlot >= 0) continue;  // constants; state in shard slots
     if (p.stage < -1 || p.stage >= n)
       fail("internal: param '", p.tensor.name, "' belongs to stage ", p.stage, " of ", n);
     const size_t end = std::min(spec.stateBytes, (p.offset + byteSize(p.tensor) + 63) / 64 * 64);

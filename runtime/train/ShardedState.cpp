@@ -23,25 +23,45 @@ constexpr int64_t kShardAlignFloats = 16;  // 64 bytes, like every other tensor
 size_t alignUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
 } // namespace
 
-ShardLayout shardLayout(const ProgramSpec& spec, int worldSize) {
+namespace {
+// A flat region of `elements` floats at byte `offset` of a buffer of
+// `bytes`, split over `ranks`: the region padded to equal shards, the slots
+// after it.
+ShardLayout splitRegion(const ProgramSpec& spec, size_t bytes, size_t offset, int64_t elements,
+                        int ranks) {
   ShardLayout layout;
-  layout.stateBytes = spec.stateBytes;
-  if (!isSharded(spec)) return layout;
-  const int64_t n = worldSize > 0 ? worldSize : 1;
+  layout.stateBytes = bytes;
+  if (elements <= 0) return layout;
+  const int64_t n = ranks > 0 ? ranks : 1;
   layout.ranks = static_cast<int32_t>(n);
-  const int64_t perRank = (spec.flatStateElements + n - 1) / n;
+  layout.regionOffset = offset;
+  const int64_t perRank = (elements + n - 1) / n;
   layout.elements = (perRank + kShardAlignFloats - 1) / kShardAlignFloats * kShardAlignFloats;
   const size_t paddedRegion = static_cast<size_t>(n * layout.elements) * sizeof(float);
-  layout.slotsOffset = alignUp(spec.flatStateOffset + paddedRegion);
+  layout.slotsOffset = alignUp(offset + paddedRegion);
   layout.stateBytes = layout.slotsOffset + static_cast<size_t>(spec.shardSlots) *
                                                static_cast<size_t>(layout.elements) * sizeof(float);
   return layout;
 }
+} // namespace
+
+ShardLayout shardLayout(const ProgramSpec& spec, int worldSize) {
+  if (!isSharded(spec)) return splitRegion(spec, spec.stateBytes, 0, 0, 1);
+  return splitRegion(spec, spec.stateBytes, spec.flatStateOffset, spec.flatStateElements,
+                     worldSize);
+}
+
+ShardLayout stageShardLayout(const ProgramSpec& spec, int stage, int replicas) {
+  if (!isStageSharded(spec) || stage < 0 || stage >= spec.pipelineStages)
+    fail("internal: no stage ", stage, " with a flat weight region");
+  return splitRegion(spec, spec.stageStateBytes[stage], spec.stageFlatStateOffset[stage],
+                     spec.stageFlatStateElements[stage], replicas);
+}
 
 StateShard stateShard(const ProgramSpec& spec, const ShardLayout& layout, char* state, int rank) {
   StateShard shard;
-  if (!isSharded(spec)) return shard;
-  shard.region = reinterpret_cast<float*>(state + spec.flatStateOffset);
+  if (layout.elements == 0) return shard;
+  shard.region = reinterpret_cast<float*>(state + layout.regionOffset);
   shard.begin = static_cast<int64_t>(rank) * layout.elements;
   shard.elements = layout.elements;
   shard.slots = reinterpret_cast<float*>(state + layout.slotsOffset);

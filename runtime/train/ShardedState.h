@@ -24,19 +24,30 @@
 
 namespace dtcrt {
 
-// True when the program shards anything (its updates, maybe its state).
+// True when the program shards anything over the whole job (fsdp).
 inline bool isSharded(const ProgramSpec& spec) { return spec.flatStateElements > 0; }
+// True when a pipeline's stages shard their state over their replicas.
+inline bool isStageSharded(const ProgramSpec& spec) {
+  return spec.stageFlatStateOffset != nullptr;
+}
 
 // The layout of one rank's sharded state in a job of `worldSize` ranks.
 struct ShardLayout {
   int64_t elements = 0;     // S: floats per shard (0: nothing sharded)
+  size_t regionOffset = 0;  // bytes: where the flat region starts in the state buffer
   size_t slotsOffset = 0;   // bytes: where the slots start in the state buffer
   size_t stateBytes = 0;    // bytes of the whole state buffer of a rank
-  int32_t ranks = 1;        // the world size it was made for
+  int32_t ranks = 1;        // the world size (or the stage's replicas) it was made for
 };
 ShardLayout shardLayout(const ProgramSpec& spec, int worldSize);
+// A pipeline whose stages shard over their replicas: stage `stage`'s own
+// buffer (ProgramSpec::stageStateBytes) with its flat region split over
+// `replicas` and the slots after it. The buffer of a stage without a region
+// is unchanged.
+ShardLayout stageShardLayout(const ProgramSpec& spec, int stage, int replicas);
 
-// Rank `rank`'s StateShard over `state` (a buffer of layout.stateBytes).
+// Rank `rank`'s StateShard over `state` (a buffer of layout.stateBytes); in
+// a stage-sharded pipeline `rank` is the replica.
 StateShard stateShard(const ProgramSpec& spec, const ShardLayout& layout, char* state, int rank);
 
 class Communicator;

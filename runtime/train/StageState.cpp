@@ -9,6 +9,9 @@
 #include "runtime/support/TensorInfo.h"
 #include "runtime/support/TensorSlices.h"
 #include "runtime/train/CheckpointShards.h"
+#include "runtime/train/ShardedState.h"
+
+#include <algorithm>
 
 #include <cstring>
 
@@ -34,6 +37,8 @@ ByteRange ownRange(const std::vector<ByteRange>& ranges, int stage) {
 } // namespace
 
 bool stageHolds(const ProgramSpec& spec, int stage, int32_t i) {
+  // Sharded optimizer state lives in the shard slots, not the buffer.
+  if (spec.params[i].shardSlot >= 0) return false;
   const int32_t owner = spec.params[i].stage;
   return owner == -1 || owner == stage;
 }
@@ -67,17 +72,36 @@ void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank)
 }
 
 StageCheckpointState::StageCheckpointState(const ProgramSpec& spec, char* state, int stage,
-                                           bool saves)
-    : spec_(spec), state_(state), stage_(stage), saves_(saves) {}
+                                           bool saves, const StateShard& shard)
+    : spec_(spec), state_(state), stage_(stage), saves_(saves), shard_(shard) {}
+
+int64_t StageCheckpointState::flatOffset(int32_t param) const {
+  const ParamSpec& p = spec_.params[param];
+  if (p.shardSlot >= 0) {
+    if (p.ownerIndex < 0 || p.ownerIndex >= spec_.numParams)
+      fail("internal: sharded optimizer state '", p.tensor.name, "' has no weight");
+    return flatOffset(p.ownerIndex);
+  }
+  if (!isStageSharded(spec_) || p.kind != ParamKind::Weight || p.stage < 0) return -1;
+  const size_t region = spec_.stageFlatStateOffset[p.stage];
+  if (spec_.stageFlatStateElements[p.stage] == 0 || stageOffset(spec_, param) < region) return -1;
+  return static_cast<int64_t>((stageOffset(spec_, param) - region) / sizeof(float));
+}
 
 std::vector<CheckpointState::Slice> StageCheckpointState::savedSlices() const {
   std::vector<Slice> slices;
-  if (!saves_) return slices;
   for (int32_t i = 0; i < spec_.numParams; ++i) {
     const ParamSpec& p = spec_.params[i];
     if (p.kind == ParamKind::Constant) continue;
+    if (p.shardSlot >= 0) {
+      // Every replica its part of the stage's sharded optimizer state.
+      if (p.stage != stage_) continue;
+      const ShardRange r = shard_.of(flatOffset(i), elementCount(p.tensor));
+      if (r.count > 0) slices.push_back({i, r.begin, r.begin + r.count});
+      continue;
+    }
     // Unowned params that are not constants (unused ones): stage 0 writes them.
-    if (p.stage == stage_ || (p.stage == -1 && stage_ == 0))
+    if (saves_ && (p.stage == stage_ || (p.stage == -1 && stage_ == 0)))
       slices.push_back({i, 0, elementCount(p.tensor)});
   }
   return slices;
@@ -85,24 +109,39 @@ std::vector<CheckpointState::Slice> StageCheckpointState::savedSlices() const {
 
 std::vector<CheckpointState::Slice> StageCheckpointState::loadedSlices() const {
   std::vector<Slice> slices;
-  for (int32_t i = 0; i < spec_.numParams; ++i)
-    if (spec_.params[i].kind != ParamKind::Constant && stageHolds(spec_, stage_, i))
-      slices.push_back({i, 0, elementCount(spec_.params[i].tensor)});
+  for (int32_t i = 0; i < spec_.numParams; ++i) {
+    const ParamSpec& p = spec_.params[i];
+    if (p.shardSlot >= 0 && p.stage == stage_) {
+      const ShardRange r = shard_.of(flatOffset(i), elementCount(p.tensor));
+      if (r.count > 0) slices.push_back({i, r.begin, r.begin + r.count});
+    } else if (p.kind != ParamKind::Constant && stageHolds(spec_, stage_, i)) {
+      slices.push_back({i, 0, elementCount(p.tensor)});
+    }
+  }
   return slices;
+}
+
+char* StageCheckpointState::at(int32_t param, int64_t index) const {
+  const ParamSpec& p = spec_.params[param];
+  if (p.shardSlot < 0) {
+    if (!stageHolds(spec_, stage_, param))
+      fail("internal: stage ", stage_, " does not hold '", p.tensor.name, "'");
+    return state_ + stageOffset(spec_, param) + static_cast<size_t>(index) * dtypeSize(p.tensor.dtype);
+  }
+  const int64_t position = flatOffset(param) + index - shard_.begin;
+  if (p.stage != stage_ || position < 0 || position >= shard_.elements)
+    fail("internal: element ", index, " of '", p.tensor.name, "' is not in this replica's shard");
+  return reinterpret_cast<char*>(shard_.slot(p.shardSlot) + position);
 }
 
 void StageCheckpointState::get(const Slice& s, void* dst) const {
   const size_t elem = dtypeSize(spec_.params[s.param].tensor.dtype);
-  std::memcpy(dst, state_ + stageOffset(spec_, s.param) + static_cast<size_t>(s.begin) * elem,
-              static_cast<size_t>(s.end - s.begin) * elem);
+  std::memcpy(dst, at(s.param, s.begin), static_cast<size_t>(s.end - s.begin) * elem);
 }
 
 void StageCheckpointState::put(const Slice& s, const void* src) {
-  if (!stageHolds(spec_, stage_, s.param))
-    fail("internal: stage ", stage_, " does not hold '", spec_.params[s.param].tensor.name, "'");
   const size_t elem = dtypeSize(spec_.params[s.param].tensor.dtype);
-  std::memcpy(state_ + stageOffset(spec_, s.param) + static_cast<size_t>(s.begin) * elem, src,
-              static_cast<size_t>(s.end - s.begin) * elem);
+  std::memcpy(at(s.param, s.begin), src, static_cast<size_t>(s.end - s.begin) * elem);
 }
 
 std::vector<char> gatherWholeState(Communicator& pipe, const ProgramSpec& spec,
@@ -254,6 +293,13 @@ RankMemory plannedStageMemory(const ProgramSpec& spec, int stage, size_t workspa
     if (p.kind == ParamKind::OptimizerState) m.optimizerBytes += bytes;
   }
   m.stateBytes = static_cast<int64_t>(stageBytes(spec, stage));
+  // Sharded over the stage's replicas: the slots of one replica's shard.
+  if (isStageSharded(spec) && spec.stageFlatStateElements[stage] > 0) {
+    const ShardLayout layout = stageShardLayout(spec, stage, std::max(1, spec.dataParallel));
+    const int64_t slots = static_cast<int64_t>(layout.stateBytes - layout.slotsOffset);
+    m.optimizerBytes += slots;
+    m.stateBytes = static_cast<int64_t>(layout.stateBytes);
+  }
   m.arenaBytes = static_cast<int64_t>(spec.stageArenaBytes[stage]);
   m.workspaceBytes = static_cast<int64_t>(workspaceBytes);
   return m;

@@ -42,20 +42,31 @@ void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank 
 
 // A stage's buffer meets a checkpoint: it saves its stage's params when
 // `saves` (the stage's rank of replica 0; stage 0 also the unowned params
-// that are not constants), and loads exactly the params it holds.
+// that are not constants), and loads exactly the params it holds. When the
+// stages shard over their replicas (`shard` non-empty: this replica's shard
+// of the stage's flat region), every replica saves and loads its slices of
+// the sharded optimizer state; the whole weights as before.
 class StageCheckpointState : public CheckpointState {
 public:
-  StageCheckpointState(const ProgramSpec& spec, char* state, int stage, bool saves);
+  StageCheckpointState(const ProgramSpec& spec, char* state, int stage, bool saves,
+                       const StateShard& shard = {});
   std::vector<Slice> savedSlices() const override;
   void get(const Slice& s, void* dst) const override;
   std::vector<Slice> loadedSlices() const override;
   void put(const Slice& s, const void* src) override;
 
 private:
+  // The first element of `param`'s weight in the stage's flat region (slot
+  // state answers for its weight), or -1 when it is not sharded.
+  int64_t flatOffset(int32_t param) const;
+  // Where element `index` of `param` lives in this rank's memory.
+  char* at(int32_t param, int64_t index) const;
+
   const ProgramSpec& spec_;
   char* state_;
   int stage_;
   bool saves_;
+  StateShard shard_;
 };
 
 // The whole-model state buffer (ProgramSpec::stateBytes, laid out per

@@ -34,13 +34,30 @@ namespace dtcrt {
 
 namespace {
 
-// The state buffer a rank allocates: its stage's under stage-owned
-// pipelines, else the whole (fsdp: with the rank's shard slots).
-size_t rankStateBytes(const ProgramSpec& spec, const ShardLayout& layout, Communicator* comm) {
-  if (!isStageOwned(spec)) return layout.stateBytes;
-  const int rank = comm ? comm->rank() : 0;
+// pipelinePlace's stage and replica of `comm`'s rank, known before the run.
+int stageOf(const ProgramSpec& spec, Communicator* comm) {
   const int tp = spec.tensorParallel > 1 ? spec.tensorParallel : 1;
-  return spec.stageStateBytes[(rank / tp) % spec.pipelineStages];  // pipelinePlace's stage
+  return ((comm ? comm->rank() : 0) / tp) % spec.pipelineStages;
+}
+int replicaOf(const ProgramSpec& spec, Communicator* comm) {
+  const int tp = spec.tensorParallel > 1 ? spec.tensorParallel : 1;
+  return (comm ? comm->rank() : 0) / (tp * spec.pipelineStages);
+}
+
+// How a rank's state is sharded: over the job (fsdp), over its stage's
+// replicas (a stage-sharded pipeline), or not at all.
+ShardLayout rankShardLayout(const ProgramSpec& spec, Communicator* comm) {
+  if (isStageSharded(spec))
+    return stageShardLayout(spec, stageOf(spec, comm), std::max(1, spec.dataParallel));
+  return shardLayout(spec, comm ? comm->size() : 1);
+}
+
+// The state buffer a rank allocates: its stage's under stage-owned
+// pipelines (with the shard slots when the stages shard), else the whole
+// (fsdp: with the rank's shard slots).
+size_t rankStateBytes(const ProgramSpec& spec, const ShardLayout& layout, Communicator* comm) {
+  if (!isStageOwned(spec) || isStageSharded(spec)) return layout.stateBytes;
+  return spec.stageStateBytes[stageOf(spec, comm)];
 }
 
 } // namespace
@@ -50,14 +67,15 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
     : spec_(spec), opts_(opts), forceTty_(forceTty), comm_(comm),
       pipeline_(spec.pipelineStages > 0),
       stepRows_(spec.batchSize * (pipeline_ ? std::max(1, spec.microBatches) : 1)),
-      shardLayout_(shardLayout(spec, comm ? comm->size() : 1)),
+      shardLayout_(rankShardLayout(spec, comm)),
       state_(rankStateBytes(spec, shardLayout_, comm)), arena_(spec.device ? 0 : spec.arenaBytes),
       workspace_(spec.device || !spec.workspaceBytes ? 0 : spec.workspaceBytes()),
       labels_(spec.device ? 0
                           : byteSize(spec.labels) * static_cast<size_t>(stepRows_ / spec.batchSize)) {
   // A pipeline step reads M micro-batches: the batch buffers hold M * b rows
   // (evaluation uses the first b).
-  shard_ = stateShard(spec, shardLayout_, state_.data(), comm ? comm->rank() : 0);
+  shard_ = stateShard(spec, shardLayout_, state_.data(),
+                      isStageSharded(spec) ? replicaOf(spec, comm) : comm ? comm->rank() : 0);
   const size_t perStep = static_cast<size_t>(stepRows_ / spec.batchSize);
   for (int32_t i = 0; i < spec.numInputs; ++i)
     if (spec.inputs[i].rank < 1 || spec.inputs[i].dims[0] != spec.batchSize)
@@ -186,7 +204,7 @@ std::unique_ptr<CheckpointState> Trainer::checkpointState() {
         spec_, state_.data(), place_.tpRank, /*saves=*/place_.replica == 0, place_.stage);
   if (isStageOwned(spec_))
     return std::make_unique<StageCheckpointState>(spec_, state_.data(), place_.stage,
-                                                  /*saves=*/place_.replica == 0);
+                                                  /*saves=*/place_.replica == 0, shard_);
   if (isSharded(spec_))
     return std::make_unique<ShardedCheckpointState>(spec_, state_.data(), shard_,
                                                     comm_ ? comm_->rank() : 0);

@@ -179,8 +179,14 @@ void Trainer::loadStartState(Run& run) {
     groups_ = makePipelineGroups(*comm_, place_);
     if (tensorParallel() > 1 && !isStageOwned(spec_))
       fail("internal: a tensor-parallel pipeline program without stage-owned state");
+    // Every replica of a stage starts from replica 0's buffer; not the shard
+    // slots after it when the stages shard (each replica loaded its own).
     if (isStageOwned(spec_))
-      groups_.dataParallel->broadcast(state_.data(), state_.size(), 0)->wait();
+      groups_.dataParallel
+          ->broadcast(state_.data(),
+                      isStageSharded(spec_) ? spec_.stageStateBytes[place_.stage] : state_.size(),
+                      0)
+          ->wait();
     // Connects what the groups' send/recv need before the first step.
     groups_.pipe->barrier();
     groups_.dataParallel->barrier();
@@ -273,6 +279,9 @@ std::string Trainer::layoutDescription(const Run& run) const {
                         world == 1 ? " rank" : " ranks", " (ZeRO-3)")
                   : str(", optimizer state sharded over ", world, world == 1 ? " rank" : " ranks",
                         " (ZeRO-1)");
+  if (isStageSharded(spec_))
+    layout += str(", each stage's optimizer state sharded over its ", spec_.dataParallel,
+                  " replicas (ZeRO-1)");
   if (spec_.precision && std::string(spec_.precision) == "bf16") layout += ", bf16 products";
   if (device_)
     layout += str(", on ", Device::targetOf(spec_),

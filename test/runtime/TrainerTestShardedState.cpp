@@ -52,6 +52,40 @@ TEST(ShardedState, UnshardedProgramsKeepTheirStateSize) {
   EXPECT_EQ(stateShard(spec, layout, state.data(), 2).region, nullptr);
 }
 
+// A pipeline whose stages shard over their replicas: each stage's region is
+// split in its own buffer, the slots after it; a stage without a region
+// keeps its buffer as it is.
+TEST(ShardedState, StageLayoutSplitsEachStagesRegionOverItsReplicas) {
+  const size_t stageBytes[] = {128 + 50 * 4, 64};
+  const size_t flatOffset[] = {128, 0};
+  const int64_t flatElements[] = {50, 0};
+  ProgramSpec spec{};
+  spec.pipelineStages = 2;
+  spec.shardSlots = 2;
+  spec.stageStateBytes = stageBytes;
+  spec.stageFlatStateOffset = flatOffset;
+  spec.stageFlatStateElements = flatElements;
+  EXPECT_TRUE(isStageSharded(spec));
+  EXPECT_FALSE(isSharded(spec));
+  // Stage 0 over 3 replicas: as the whole-job layout above (32 floats each,
+  // slots at 512).
+  const ShardLayout layout = stageShardLayout(spec, 0, 3);
+  EXPECT_EQ(layout.elements, 32);
+  EXPECT_EQ(layout.regionOffset, 128u);
+  EXPECT_EQ(layout.slotsOffset, 512u);
+  EXPECT_EQ(layout.stateBytes, 512u + 2 * 32 * 4);
+  std::vector<char> state(layout.stateBytes);
+  const StateShard shard = stateShard(spec, layout, state.data(), 2);
+  EXPECT_EQ(reinterpret_cast<char*>(shard.region), state.data() + 128);
+  EXPECT_EQ(shard.begin, 64);
+  EXPECT_EQ(shard.ranks, 3);
+  // Stage 1 shards nothing.
+  const ShardLayout none = stageShardLayout(spec, 1, 3);
+  EXPECT_EQ(none.elements, 0);
+  EXPECT_EQ(none.stateBytes, 64u);
+  EXPECT_EQ(stateShard(spec, none, state.data(), 1).region, nullptr);
+}
+
 TEST(ShardedState, RangeOfAWeight) {
   StateShard rank1;
   rank1.begin = 32;

@@ -41,6 +41,34 @@ static SmallVector<Operation *> forwardOps(func::FuncOp stage) {
 }
 
 /// Per stage: its ops, params, planned activation memory and predicted time.
+/// A pipeline's state per rank of each stage: the stage's buffer; when the
+/// stages shard over their K replicas (dtc.shard_replicas), the flat region
+/// padded to K shards of S floats (S = ceil(elements / K) rounded up to 16)
+/// and the slots of one shard, as runtime/train/ShardedState.cpp lays out.
+static SmallVector<int64_t> stageRankStateBytes(ModuleOp module) {
+  SmallVector<int64_t> perRank;
+  auto bytes = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageStateBytes);
+  if (!bytes)
+    return perRank;
+  perRank.assign(bytes.asArrayRef().begin(), bytes.asArrayRef().end());
+  auto replicas = module->getAttrOfType<IntegerAttr>(attr::kShardReplicas);
+  auto offsets = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageFlatStateOffset);
+  auto elements = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageFlatStateElements);
+  auto slots = module->getAttrOfType<IntegerAttr>(attr::kShardSlots);
+  if (!replicas || !offsets || !elements || !slots || replicas.getInt() < 1 ||
+      size_t(elements.size()) != perRank.size() || size_t(offsets.size()) != perRank.size())
+    return perRank;
+  const int64_t k = replicas.getInt();
+  for (auto [s, flat] : llvm::enumerate(elements.asArrayRef())) {
+    if (flat == 0)
+      continue;
+    const int64_t shard = ((flat + k - 1) / k + 15) / 16 * 16;
+    const int64_t slotsAt = (offsets[s] + 4 * k * shard + 63) / 64 * 64;
+    perRank[s] = slotsAt + slots.getInt() * shard * 4;
+  }
+  return perRank;
+}
+
 static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
   SmallVector<func::FuncOp> stages = stageFunctions(module);
   auto pipeline = module->getAttrOfType<DictionaryAttr>(dtc::attr::kPipeline);
@@ -85,12 +113,17 @@ static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
                        megabytes(plan->peakBytes()).c_str(),
                        timeline->busySeconds[s] * 1e3);
   }
-  // Stage-owned state: what each rank allocates (its stage's buffer).
+  // Stage-owned state: what each rank allocates (its stage's buffer, and
+  // when the stages shard over their replicas its optimizer-state shard).
   if (auto bytes = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageStateBytes)) {
+    SmallVector<int64_t> perRank = stageRankStateBytes(module);
     os << "  planned state per rank (rank r runs stage r % " << stages.size() << "):";
-    for (auto [s, b] : llvm::enumerate(bytes.asArrayRef()))
+    for (auto [s, b] : llvm::enumerate(perRank))
       os << (s ? "," : "") << " stage " << s << " " << megabytes(b);
-    if (auto whole = module->getAttrOfType<IntegerAttr>(attr::kStateBytes))
+    if (auto replicas = module->getAttrOfType<IntegerAttr>(attr::kShardReplicas))
+      os << " (each stage's optimizer state sharded over its " << replicas.getInt()
+         << " replicas)";
+    else if (auto whole = module->getAttrOfType<IntegerAttr>(attr::kStateBytes))
       os << " (the whole model's " << megabytes(whole.getInt()) << ")";
     os << "\n";
   }
@@ -170,10 +203,10 @@ FailureOr<RankBytes> plannedRankBytes(ModuleOp module, int64_t ranks) {
   if (!state)
     return module.emitError("the module has no state layout (dtc.state_bytes)");
   bytes.state = state.getInt();
-  // A pipeline rank holds only its stage's buffer: the largest is the bound.
-  if (auto stages = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageStateBytes))
-    if (!stages.empty())
-      bytes.state = *llvm::max_element(stages.asArrayRef());
+  // A pipeline rank holds only its stage's buffer (with its optimizer-state
+  // shard when the stages shard): the largest is the bound.
+  if (SmallVector<int64_t> stages = stageRankStateBytes(module); !stages.empty())
+    bytes.state = *llvm::max_element(stages);
   auto intAttr = [&](const char *name) {
     auto value = module->getAttrOfType<IntegerAttr>(name);
     return value ? value.getInt() : int64_t(0);

@@ -490,6 +490,7 @@ mlir::FailureOr<dtc::CompileJob> jobFromFlags(mlir::MLIRContext &context) {
   o.microBatches = 1;  // pipelines: resolveMicroBatches
   o.schedule = schedule == "gpipe" ? Options::Schedule::GPipe : Options::Schedule::OneFOneB;
   o.dataParallel = dataParallel;
+  o.shardReplicas = isPipeline() && shard.getNumOccurrences() > 0;
   o.tensorParallel = tensorParallel;
   o.sendEarly = sendEarly;
   return job;
@@ -688,8 +689,22 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (shard.getNumOccurrences() && strategy != "fsdp") {
-    llvm::errs() << "dtc: error: --shard is for --strategy=fsdp\n";
-    return 1;
+    // A pipeline's replicas may shard each stage's optimizer state (ZeRO-1).
+    std::string refusal;
+    if (!isPipeline())
+      refusal = "--shard is for --strategy=fsdp, and --strategy=model|pipeline with --dp";
+    else if (dataParallel < 2)
+      refusal = "--shard with --strategy=" + strategy.getValue() +
+                " shards each stage's state over its --dp replicas: give --dp=2 or more";
+    else if (shard != "optimizer")
+      refusal = "--shard=" + shard.getValue() + " within pipeline replicas is not available "
+                "yet (--shard=optimizer is)";
+    else if (tensorParallel > 1)
+      refusal = "--shard with --tp is not available yet";
+    if (!refusal.empty()) {
+      llvm::errs() << "dtc: error: " << refusal << "\n";
+      return 1;
+    }
   }
   if (strategy == "fsdp" && shard != "optimizer" && shard != "gradients" &&
       shard != "parameters") {
