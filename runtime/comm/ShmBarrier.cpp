@@ -42,11 +42,12 @@ void Barrier::leave() {
   aborting_ = true;
 }
 
-// Throws if some peer failed or died, or if `awaited` (the rank being
-// waited for) left before reaching generation g: a rank that finished its
-// last operation and left is no error (it published g before it marked
-// itself gone, so seeing "left" means its counter is visible too). The
-// liveness probe reads /proc: only every ~50 ms, in the slow path.
+// Throws if some peer failed, or died before reaching generation g, or if
+// `awaited` (the rank being waited for) left before reaching g: a rank that
+// finished its last operation and left or exited is no error (it published
+// g before it marked itself gone, so seeing "left" means its counter is
+// visible too). The liveness probe reads /proc: only every ~50 ms, in the
+// slow path.
 void Barrier::checkPeers(const char* operation, bool probe, int awaited, uint32_t g, int only) {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_ || (only >= 0 && r != only)) continue;
@@ -78,6 +79,12 @@ void Barrier::checkPeers(const char* operation, bool probe, int awaited, uint32_
                           " left the job (its communicator was destroyed)");
         continue;
       }
+      // A barrier wait needs nothing more of a rank that reached its
+      // generation: it may have finished the operation and exited (the
+      // last collective before a rank ends) while this rank was still
+      // looking at a slower peer. Its death fails the next wait on it.
+      if (!alive && only < 0 && reached(segment_.sync(r)->seq.load(std::memory_order_acquire), g))
+        continue;
       if (!alive) throw CommError(std::string(operation) + " failed: " + who + " died");
     }
   }
