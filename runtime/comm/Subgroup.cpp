@@ -120,14 +120,18 @@ public:
 
   std::unique_ptr<Work> allGather(const void* in, void* out, size_t bytes) override {
     return enqueue("all-gather", [this, in, out, bytes](int tag) {
-      Exchange x(*this, "all-gather");
-      char* o = static_cast<char*>(out);
-      for (int p = 0; p < size(); ++p)
-        if (p != rank_) x.recv(o + size_t(p) * bytes, bytes, p, tag);
-      for (int p = 0; p < size(); ++p)
-        if (p != rank_) x.send(in, bytes, p, tag);
-      x.waitAll();
-      if (bytes && o + size_t(rank_) * bytes != in) std::memmove(o + size_t(rank_) * bytes, in, bytes);
+      allGatherNow(in, static_cast<char*>(out), std::vector<size_t>(ranks_.size(), bytes), tag);
+    });
+  }
+
+  // Every member sends its block to every other one: each block crosses
+  // each link once, its bits unchanged (-0.0 stays -0.0).
+  std::unique_ptr<Work> allGatherBlocks(const float* mine, float* out,
+                                        std::vector<size_t> counts) override {
+    checkCounts("all-gather", counts);
+    for (size_t& c : counts) c *= sizeof(float);
+    return enqueue("all-gather", [this, mine, out, bytes = std::move(counts)](int tag) {
+      allGatherNow(mine, reinterpret_cast<char*>(out), bytes, tag);
     });
   }
 
@@ -137,23 +141,20 @@ public:
                                       ReduceOp op) override {
     bool mean = op == ReduceOp::Mean;
     return enqueue("reduce-scatter", [this, in, out, count, mean](int tag) {
-      if (count == 0) return;
-      const int n = size();
-      const size_t bytes = count * sizeof(float);
-      scratch_.resize(size_t(n));
-      Exchange x(*this, "reduce-scatter");
-      for (int p = 0; p < n; ++p)
-        if (p != rank_) {
-          scratch_[size_t(p)].resize(count);
-          x.recv(scratch_[size_t(p)].data(), bytes, p, tag);
-        }
-      for (int p = 0; p < n; ++p)
-        if (p != rank_) x.send(in + size_t(p) * count, bytes, p, tag);
-      x.waitAll();
-      std::vector<const float*> srcs(static_cast<size_t>(n));
-      for (int p = 0; p < n; ++p)
-        srcs[size_t(p)] = p == rank_ ? in + size_t(rank_) * count : scratch_[size_t(p)].data();
-      reduceRankOrderInto(out, srcs.data(), n, count, mean);  // in place: out == srcs[rank_]
+      reduceScatterNow(in, out, std::vector<size_t>(ranks_.size(), count), mean, tag);
+    });
+  }
+
+  // The same with blocks of any size, in place: block p goes to member p
+  // only; this member's block gets the all-reduce's bits for it.
+  std::unique_ptr<Work> reduceScatterBlocks(float* data, std::vector<size_t> counts,
+                                            ReduceOp op) override {
+    checkCounts("reduce-scatter", counts);
+    bool mean = op == ReduceOp::Mean;
+    return enqueue("reduce-scatter", [this, data, counts = std::move(counts), mean](int tag) {
+      size_t own = 0;
+      for (int p = 0; p < rank_; ++p) own += counts[size_t(p)];
+      reduceScatterNow(data, data + own, counts, mean, tag);
     });
   }
 
@@ -229,6 +230,65 @@ private:
     const char* name_;
     std::vector<Pending> pending_;
   };
+
+  void checkCounts(const char* name, const std::vector<size_t>& counts) const {
+    if (counts.size() != ranks_.size())
+      throw CommError(std::string(name) + ": " + std::to_string(counts.size()) +
+                      " block sizes for " + std::to_string(size()) + " ranks");
+  }
+
+  // Block p of `in` (counts[p] floats, after the blocks before it) goes to
+  // member p; `out` (counts[rank_] floats: this member's block of `in`, or
+  // memory apart from `in`) gets ((x0 + x1) + x2) + ... of the blocks
+  // received, in group rank order (/ size() for mean), as allReduceNow sums.
+  // Empty blocks are neither sent nor received.
+  void reduceScatterNow(const float* in, float* out, const std::vector<size_t>& counts, bool mean,
+                        int tag) {
+    const int n = size();
+    const size_t count = counts[size_t(rank_)];
+    scratch_.resize(size_t(n));
+    Exchange x(*this, "reduce-scatter");
+    if (count > 0)
+      for (int p = 0; p < n; ++p)
+        if (p != rank_) {
+          scratch_[size_t(p)].resize(count);
+          x.recv(scratch_[size_t(p)].data(), count * sizeof(float), p, tag);
+        }
+    size_t offset = 0, own = 0;
+    for (int p = 0; p < n; ++p) {
+      const size_t c = counts[size_t(p)];
+      if (p == rank_) own = offset;
+      else if (c > 0) x.send(in + offset, c * sizeof(float), p, tag);
+      offset += c;
+    }
+    x.waitAll();
+    if (count == 0) return;
+    std::vector<const float*> srcs(static_cast<size_t>(n));
+    for (int p = 0; p < n; ++p)
+      srcs[size_t(p)] = p == rank_ ? in + own : scratch_[size_t(p)].data();
+    reduceRankOrderInto(out, srcs.data(), n, count, mean);  // in place when out == srcs[rank_]
+  }
+
+  // Member p's block (bytes[p] bytes) goes to `out` after the blocks before
+  // it; this member's comes from `mine` (moved unless it is already there).
+  // Empty blocks are neither sent nor received.
+  void allGatherNow(const void* mine, char* out, const std::vector<size_t>& bytes, int tag) {
+    const int n = size();
+    Exchange x(*this, "all-gather");
+    size_t offset = 0, own = 0;
+    for (int p = 0; p < n; ++p) {
+      const size_t b = bytes[size_t(p)];
+      if (p == rank_) own = offset;
+      else if (b > 0) x.recv(out + offset, b, p, tag);
+      offset += b;
+    }
+    const size_t mineBytes = bytes[size_t(rank_)];
+    if (mineBytes > 0)
+      for (int p = 0; p < n; ++p)
+        if (p != rank_) x.send(mine, mineBytes, p, tag);
+    x.waitAll();
+    if (mineBytes > 0 && out + own != mine) std::memmove(out + own, mine, mineBytes);
+  }
 
   void allReduceNow(float* data, size_t count, bool mean, int tag) {
     if (count == 0) return;

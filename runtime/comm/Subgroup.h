@@ -16,7 +16,14 @@
 // member sends its buffer to all others and each sums the n buffers in group
 // rank order ((x0 + x1) + x2) + ..., so every member gets the same bits;
 // reduce-scatter: every member sends chunk p to member p and sums what it
-// gets in the same order (the all-reduce's bits).
+// gets in the same order (the all-reduce's bits). reduceScatterBlocks and
+// allGatherBlocks are overridden (not the Communicator defaults, which
+// all-reduce the whole buffer: twice the traffic): reduceScatterBlocks is
+// that reduce-scatter with blocks of any size, block p (counts[p] floats)
+// to member p only, its own block summed in the same order (the
+// all-reduce's bits for it, Mean included); allGatherBlocks sends each
+// member's block to every other member once, bits copied (-0.0 stays -0.0).
+// Empty blocks send nothing; a wrong number of counts is a CommError.
 // Failures are CommError naming the operation and the peer's parent rank;
 // later collectives of a failed group fail at once. A group of one member
 // needs no parent traffic: its collectives are the identity.

@@ -6,7 +6,11 @@
 // member, several in flight, send/recv by group index without mixing tags of
 // groups that share a pair of ranks, broadcast, all-gather, barrier, a dead
 // peer in an all-reduce, a recv or a reduce-scatter (a CommError naming it,
-// not a hang), and the argument checks.
+// not a hang), and the argument checks. reduceScatterBlocks and
+// allGatherBlocks (overridden by subgroups) on 2-, 3- and 4-member groups of
+// the 4 ranks: uneven blocks with an empty one, the all-reduce's bits for the
+// owned block (sum and mean), gathered bits exact (-0.0 stays -0.0), in place
+// and not, and a wrong number of block sizes refused.
 #include "CommTestUtil.h"
 
 #include "runtime/comm/Subgroup.h"
@@ -88,6 +92,41 @@ std::string sameBits(const std::vector<float>& got, const std::vector<float>& wa
       return what + ": [" + std::to_string(i) + "] = " + std::to_string(got[i]) + ", want " +
              std::to_string(want[i]);
   return "";
+}
+
+// A 3-member group of the 4 ranks, in an order whose sums depend on it;
+// rank 1 is not a member (null).
+const std::vector<int> kTrio = {3, 0, 2};
+constexpr int kTrioBase = 4 << 24;
+std::unique_ptr<Communicator> trioOf(Communicator& world, int r) {
+  if (std::find(kTrio.begin(), kTrio.end(), r) == kTrio.end()) return nullptr;
+  return makeSubgroup(world, kTrio, kTrioBase);
+}
+
+// The parent ranks of each group in Groups, by group rank, for parent rank r.
+std::vector<int> pipeMembersOf(int r) { return {2 * (r / 2), 2 * (r / 2) + 1}; }
+std::vector<int> dpMembersOf(int r) { return {r % 2, r % 2 + 2}; }
+
+// Uneven block sizes with an empty block, for a group of n members.
+std::vector<size_t> unevenCounts(size_t n) {
+  switch (n) {
+    case 2: return {0, 5003};
+    case 3: return {7, 0, 9000};
+    default: return {4099, 1, 0, 2050};
+  }
+}
+
+size_t offsetOf(const std::vector<size_t>& counts, int block) {
+  size_t o = 0;
+  for (int p = 0; p < block; ++p) o += counts[size_t(p)];
+  return o;
+}
+
+// Block g (counts[g] floats, after the blocks before it) of `all`.
+std::vector<float> ownBlock(const std::vector<float>& all, const std::vector<size_t>& counts, int g) {
+  const size_t o = offsetOf(counts, g);
+  return std::vector<float>(all.begin() + std::ptrdiff_t(o),
+                            all.begin() + std::ptrdiff_t(o + counts[size_t(g)]));
 }
 
 class SubgroupBackend : public ::testing::TestWithParam<std::string> {};
@@ -262,6 +301,154 @@ TEST_P(SubgroupBackend, BroadcastAllGatherBarrier) {
   alarm(0);
 }
 
+// reduceScatterBlocks on 2-member groups of 4 ranks (pipe, dp), the 3-member
+// trio and the 4-member shuffled group, all in flight at once: each member's
+// block has exactly the bits of the same group's all-reduce for that block
+// (and of the rank-order sum), for sum and mean, with uneven blocks and an
+// empty one. Run twice with the counts reversed, so that every member owns
+// an empty block once and a non-empty one once.
+TEST_P(SubgroupBackend, ReduceScatterBlocksHasTheAllReduceBits) {
+  alarm(60);
+  auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
+    auto trio = trioOf(g.world, r);
+    struct Case {
+      const char* name;
+      Communicator* comm;
+      std::vector<int> members;
+    };
+    std::vector<Case> cases = {{"pipe", &g.pipe, pipeMembersOf(r)},
+                               {"dp", &g.dp, dpMembersOf(r)},
+                               {"all", &g.all, kShuffled}};
+    if (trio) cases.push_back({"trio", trio.get(), kTrio});
+    for (bool reversed : {false, true})
+      for (bool mean : {false, true}) {
+        const ReduceOp op = mean ? ReduceOp::Mean : ReduceOp::Sum;
+        std::vector<std::vector<float>> blocks, reduced;
+        std::vector<std::vector<size_t>> counts;
+        std::vector<std::unique_ptr<Work>> works;
+        for (Case& c : cases) {
+          counts.push_back(unevenCounts(c.members.size()));
+          if (reversed) std::reverse(counts.back().begin(), counts.back().end());
+          const size_t total = offsetOf(counts.back(), int(c.members.size()));
+          blocks.push_back(mine(r, total));
+          reduced.push_back(mine(r, total));
+          works.push_back(c.comm->reduceScatterBlocks(blocks.back().data(), counts.back(), op));
+          works.push_back(c.comm->allReduce(reduced.back().data(), total, op));
+        }
+        for (size_t k = works.size(); k-- > 0;) works[k]->wait();
+        for (size_t k = 0; k < cases.size(); ++k) {
+          const Case& c = cases[k];
+          const int me = c.comm->rank();
+          const size_t total = offsetOf(counts[k], int(c.members.size()));
+          const std::string what = std::string(c.name) + (mean ? " mean" : " sum") +
+                                   (reversed ? " reversed" : "") + ", member " + std::to_string(me);
+          const std::vector<float> got = ownBlock(blocks[k], counts[k], me);
+          for (std::string e :
+               {sameBits(got, ownBlock(reduced[k], counts[k], me), what + " vs all-reduce"),
+                sameBits(got, ownBlock(expectedSum(c.members, total, mean), counts[k], me),
+                         what + " vs rank-order sum")})
+            if (!e.empty()) return e;
+        }
+      }
+    // The 3-member order matters for these values.
+    if (sameBits(expectedSum({0, 2, 3}, 9007, false), expectedSum(kTrio, 9007, false), "").empty())
+      return "test values do not depend on the trio's summation order";
+    g.world.barrier();
+    return "";
+  });
+  EXPECT_ALL_OK(results);
+  alarm(0);
+}
+
+// allGatherBlocks on the same groups, out of place and in place: block q of
+// every member's `out` holds member q's block bit for bit (a -0.0 at its
+// start stays -0.0, which the all-reduce default would turn into +0.0), an
+// empty block takes no space, and a wrong number of block sizes is refused.
+TEST_P(SubgroupBackend, AllGatherBlocksCopiesBitsInAndOutOfPlace) {
+  alarm(60);
+  auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
+    auto trio = trioOf(g.world, r);
+    struct Case {
+      const char* name;
+      Communicator* comm;
+      std::vector<int> members;
+    };
+    std::vector<Case> cases = {{"pipe", &g.pipe, pipeMembersOf(r)},
+                               {"dp", &g.dp, dpMembersOf(r)},
+                               {"all", &g.all, kShuffled}};
+    if (trio) cases.push_back({"trio", trio.get(), kTrio});
+    // Parent rank p's block: valueOf(p, i + 100 * p), with -0.0 first.
+    auto blockOf = [](int p, size_t count) {
+      std::vector<float> v(count);
+      for (size_t i = 0; i < count; ++i) v[i] = i == 0 ? -0.0f : valueOf(p, i + 100 * size_t(p));
+      return v;
+    };
+    for (bool reversed : {false, true})
+      for (bool inPlace : {false, true}) {
+        std::vector<std::vector<float>> outs, mines;
+        std::vector<std::vector<size_t>> counts;
+        std::vector<std::unique_ptr<Work>> works;
+        for (Case& c : cases) {
+          counts.push_back(unevenCounts(c.members.size()));
+          if (reversed) std::reverse(counts.back().begin(), counts.back().end());
+          const int me = c.comm->rank();
+          const size_t total = offsetOf(counts.back(), int(c.members.size()));
+          const size_t own = counts.back()[size_t(me)];
+          outs.emplace_back(total, 12345.0f);
+          mines.push_back(blockOf(r, own));
+          const float* src = mines.back().data();
+          if (inPlace) {
+            float* at = outs.back().data() + offsetOf(counts.back(), me);
+            if (own) std::memcpy(at, src, own * sizeof(float));
+            src = at;
+          }
+          works.push_back(c.comm->allGatherBlocks(src, outs.back().data(), counts.back()));
+        }
+        for (size_t k = works.size(); k-- > 0;) works[k]->wait();
+        for (size_t k = 0; k < cases.size(); ++k) {
+          const Case& c = cases[k];
+          std::vector<float> want;
+          for (size_t q = 0; q < c.members.size(); ++q) {
+            std::vector<float> b = blockOf(c.members[q], counts[k][q]);
+            want.insert(want.end(), b.begin(), b.end());
+          }
+          std::string e = sameBits(outs[k], want,
+                                   std::string(c.name) + (inPlace ? " in place" : " out of place") +
+                                       (reversed ? " reversed" : "") + ", member " +
+                                       std::to_string(c.comm->rank()));
+          if (!e.empty()) return e;
+        }
+      }
+    // One block size too few or too many: refused at the call, nothing sent.
+    for (Case& c : cases) {
+      float x[8] = {};
+      for (size_t n : {c.members.size() - 1, c.members.size() + 1}) {
+        std::vector<size_t> bad(n, 1);
+        try {
+          c.comm->reduceScatterBlocks(x, bad, ReduceOp::Sum);
+          return std::string(c.name) + ": reduceScatterBlocks took " + std::to_string(n) + " sizes";
+        } catch (const CommError& e) {
+          if (std::string(e.what()).find("block sizes for") == std::string::npos) return e.what();
+        }
+        try {
+          c.comm->allGatherBlocks(x, x, bad);
+          return std::string(c.name) + ": allGatherBlocks took " + std::to_string(n) + " sizes";
+        } catch (const CommError& e) {
+          if (std::string(e.what()).find("block sizes for") == std::string::npos) return e.what();
+        }
+      }
+    }
+    // The groups still work after the refusals.
+    float one = 1;
+    g.all.allReduce(&one, 1, ReduceOp::Sum)->wait();
+    if (one != 4.0f) return "all-reduce after the refusals: " + std::to_string(one);
+    g.world.barrier();
+    return "";
+  });
+  EXPECT_ALL_OK(results);
+  alarm(0);
+}
+
 // Rank 3 dies after the groups are up: its data-parallel peer (rank 1, in an
 // all-reduce) and its pipeline peer (rank 2, in a recv) get a CommError
 // naming rank 3 within the timeout; the group then fails fast.
@@ -384,6 +571,16 @@ TEST(CommSubgroup, ArgumentChecksAndSingleMemberGroups) {
   EXPECT_THROW(one->broadcast(&in, sizeof in, 1), CommError);
   EXPECT_THROW(one->send(&in, sizeof in, 1, 0), CommError);
   EXPECT_THROW(one->recv(&in, sizeof in, 0, 0), CommError);
+  // The block collectives of one member: the identity, bits kept.
+  float blocks[2] = {-0.0f, 2.5f}, gathered[2] = {7, 7};
+  one->reduceScatterBlocks(blocks, {2}, ReduceOp::Mean)->wait();
+  EXPECT_TRUE(std::signbit(blocks[0]));
+  EXPECT_EQ(blocks[1], 2.5f);
+  one->allGatherBlocks(blocks, gathered, {2})->wait();
+  EXPECT_TRUE(std::signbit(gathered[0]));
+  EXPECT_EQ(gathered[1], 2.5f);
+  EXPECT_THROW(one->reduceScatterBlocks(blocks, {1, 1}, ReduceOp::Sum), CommError);
+  EXPECT_THROW(one->allGatherBlocks(blocks, gathered, {}), CommError);
 }
 
 TEST(CommSubgroup, NotAMemberIsRefused) {
