@@ -122,6 +122,13 @@ inline bool shardsParameters(mlir::ModuleOp module) {
   return level && level.getValue() == "parameters";
 }
 
+/// --shard=gradients (ZeRO-2): buckets reduce-scattered, gradients freed
+/// in backward (dtc-shard-optimizer-state with gradients).
+inline bool shardsGradients(mlir::ModuleOp module) {
+  auto level = module->getAttrOfType<mlir::StringAttr>(dtc::attr::kShardLevel);
+  return level && level.getValue() == "gradients";
+}
+
 inline mlir::InFlightDiagnostic codegenError(mlir::Operation *op) {
   return mlir::emitError(op->getLoc()) << "codegen: " << op->getName().getStringRef() << ": ";
 }

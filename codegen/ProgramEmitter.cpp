@@ -815,6 +815,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    .flatStateElements = " << state->flatElements << ",\n"
      << "    .shardSlots = " << state->shardSlots << ",\n"
      << "    .shardParameters = " << (shardsParameters(module) ? "true" : "false") << ",\n"
+     << "    .shardGradients = " << (shardsGradients(module) ? "true" : "false") << ",\n"
      << stageStateSpec
      << "    .tensorParallel = " << tensorParallelOf(module) << ",\n"
      << stageEvalSpec

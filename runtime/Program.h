@@ -353,6 +353,11 @@ struct ProgramSpec {
   // region; the train step gathers whole weights into its arena where it
   // reads them, and the rest of the region holds nothing between steps.
   bool shardParameters = false;
+  // --shard=gradients (ZeRO-2, fsdp or pipeline replicas): each bucket's
+  // gradients are reduce-scattered and its updates run as soon as they
+  // arrive, so no gradient outlives its bucket (the arena reuses it). What
+  // the runtime does is unchanged; it says so in the banner.
+  bool shardGradients = false;
   // Pipeline programs with stage-owned state (null: every rank holds the
   // whole state buffer, laid out per ParamSpec::offset). A rank of stage s
   // allocates only stageStateBytes[s]: the unowned params (stage -1,

@@ -277,11 +277,17 @@ std::string Trainer::layoutDescription(const Run& run) const {
     layout += spec_.shardParameters
                   ? str(", weights, gradients and optimizer state sharded over ", world,
                         world == 1 ? " rank" : " ranks", " (ZeRO-3)")
+              : spec_.shardGradients
+                  ? str(", optimizer state and gradients sharded over ", world,
+                        world == 1 ? " rank" : " ranks", " (ZeRO-2)")
                   : str(", optimizer state sharded over ", world, world == 1 ? " rank" : " ranks",
                         " (ZeRO-1)");
   if (isStageSharded(spec_))
-    layout += str(", each stage's optimizer state sharded over its ", spec_.dataParallel,
-                  " replicas (ZeRO-1)");
+    layout += spec_.shardGradients
+                  ? str(", each stage's optimizer state and gradients sharded over its ",
+                        spec_.dataParallel, " replicas (ZeRO-2)")
+                  : str(", each stage's optimizer state sharded over its ", spec_.dataParallel,
+                        " replicas (ZeRO-1)");
   if (spec_.precision && std::string(spec_.precision) == "bf16") layout += ", bf16 products";
   if (device_)
     layout += str(", on ", Device::targetOf(spec_),
