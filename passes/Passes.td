@@ -752,12 +752,16 @@ def ShardOptimizerState : Pass<"dtc-shard-optimizer-state", "mlir::ModuleOp"> {
     before any update and is refused.
 
     In a pipeline with replicas (`--strategy=pipeline|model --dp=K
-    --shard=optimizer`) there is no @train_step: the pass does the same in
-    every `@stage<S>_step` that updates weights, each ending with its own
-    `dtc.gather_weight_shards`. Each stage's optimizer state is then sharded
-    over that stage's K replicas, the ranks its gradient all-reduce and its
-    gather run on; `dtc.strategy` stays the pipeline's, and the module gets
-    `dtc.shard_replicas = K` (the `replicas` option) for the memory report.
+    --shard=optimizer|gradients`) there is no @train_step: the pass does the
+    same in every `@stage<S>_step` that updates weights, each ending with its
+    own `dtc.gather_weight_shards`. Each stage's optimizer state is then
+    sharded over that stage's K replicas, the ranks its gradient all-reduce
+    and its gather run on; `dtc.strategy` stays the pipeline's, and the
+    module gets `dtc.shard_replicas = K` (the `replicas` option) for the
+    memory report. With `gradients`, each stage step's buckets move up as
+    above: a stage's micro-batch gradient sums live from its first backward
+    phase anyway, so what ZeRO-2 frees there is each bucket's sums once its
+    updates ran, during the stage's last backward phase.
 
     Before:
     ```mlir

@@ -49,7 +49,9 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
       // it can afford one weight-gradient GEMM over all of them.
       pm.addPass(createFoldGradientSums({/*batch=*/gpipe}));
       if (o.dataParallel > 1)
-        pm.addPass(createDataParallel({o.bucketCapMb, /*firstBucketMb=*/1.0}));
+        pm.addPass(createDataParallel(
+            {o.bucketCapMb, /*firstBucketMb=*/1.0,
+             /*separateLarge=*/o.shardReplicas && o.shard != Options::Shard::Optimizer}));
     } else {
       pm.addPass(createDifferentiate());
       pm.addPass(createAccumulateGradients({o.accumulate}));
@@ -68,7 +70,8 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
     if (o.strategy == Options::Strategy::Fsdp)
       pm.addPass(createShardOptimizerState({o.shard != Options::Shard::Optimizer, 0}));
     else if (o.isPipeline() && o.shardReplicas)
-      pm.addPass(createShardOptimizerState({/*gradients=*/false, o.dataParallel}));
+      pm.addPass(createShardOptimizerState(
+          {/*gradients=*/o.shard != Options::Shard::Optimizer, o.dataParallel}));
     // ZeRO-3: the weights too, gathered per group where they are read.
     if (o.strategy == Options::Strategy::Fsdp && o.shard == Options::Shard::Parameters)
       pm.addPass(createShardParameters());

@@ -120,9 +120,13 @@ static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
     os << "  planned state per rank (rank r runs stage r % " << stages.size() << "):";
     for (auto [s, b] : llvm::enumerate(perRank))
       os << (s ? "," : "") << " stage " << s << " " << megabytes(b);
+    auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
+    const bool gradientsFreed = level && level.getValue() == "gradients";
     if (auto replicas = module->getAttrOfType<IntegerAttr>(attr::kShardReplicas))
       os << " (each stage's optimizer state sharded over its " << replicas.getInt()
-         << " replicas)";
+         << " replicas"
+         << (gradientsFreed ? "; gradients freed in backward, in the arena" : "")
+         << ")";
     else if (auto whole = module->getAttrOfType<IntegerAttr>(attr::kStateBytes))
       os << " (the whole model's " << megabytes(whole.getInt()) << ")";
     os << "\n";

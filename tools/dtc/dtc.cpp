@@ -689,16 +689,20 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (shard.getNumOccurrences() && strategy != "fsdp") {
-    // A pipeline's replicas may shard each stage's optimizer state (ZeRO-1).
+    // A pipeline's replicas may shard each stage's optimizer state (ZeRO-1)
+    // and gradients (ZeRO-2).
     std::string refusal;
     if (!isPipeline())
       refusal = "--shard is for --strategy=fsdp, and --strategy=model|pipeline with --dp";
     else if (dataParallel < 2)
       refusal = "--shard with --strategy=" + strategy.getValue() +
                 " shards each stage's state over its --dp replicas: give --dp=2 or more";
-    else if (shard != "optimizer")
-      refusal = "--shard=" + shard.getValue() + " within pipeline replicas is not available "
-                "yet (--shard=optimizer is)";
+    else if (shard != "optimizer" && shard != "gradients" && shard != "parameters")
+      refusal = "--shard=" + shard.getValue() +
+                " is not a sharding level (expected optimizer, gradients or parameters)";
+    else if (shard == "parameters")
+      refusal = "--shard=parameters within pipeline replicas is not available yet "
+                "(--shard=optimizer and gradients are)";
     else if (tensorParallel > 1)
       refusal = "--shard with --tp is not available yet";
     if (!refusal.empty()) {
