@@ -8,6 +8,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"
 
+#include <optional>
+
 using namespace mlir;
 
 namespace dtc {
@@ -208,16 +210,36 @@ FailureOr<RankBytes> plannedRankBytes(ModuleOp module, int64_t ranks) {
     return module.emitError("the module has no state layout (dtc.state_bytes)");
   bytes.state = state.getInt();
   // A pipeline rank holds only its stage's buffer (with its optimizer-state
-  // shard when the stages shard): the largest is the bound.
-  if (SmallVector<int64_t> stages = stageRankStateBytes(module); !stages.empty())
-    bytes.state = *llvm::max_element(stages);
+  // shard when the stages shard): the largest is the bound, and the
+  // optimizer state counted is that stage's.
+  std::optional<int64_t> stage;
+  if (SmallVector<int64_t> stages = stageRankStateBytes(module); !stages.empty()) {
+    stage = llvm::max_element(stages) - stages.begin();
+    bytes.state = stages[*stage];
+  }
   auto intAttr = [&](const char *name) {
     auto value = module->getAttrOfType<IntegerAttr>(name);
     return value ? value.getInt() : int64_t(0);
   };
-  for (auto param : module.getOps<ParamOp>())
-    if (param.getKind() == ParamKind::optimizer_state && !param->hasAttr(attr::kSharded))
+  for (auto param : module.getOps<ParamOp>()) {
+    if (param.getKind() != ParamKind::optimizer_state)
+      continue;
+    auto paramStage = param->getAttrOfType<IntegerAttr>(attr::kStage);
+    if (stage && (!paramStage || paramStage.getInt() != *stage))
+      continue;
+    // Sharded over a stage's replicas: one shard of each slot.
+    if (!param->hasAttr(attr::kSharded))
       bytes.optimizer += tensorBytes(param.getType());
+  }
+  if (auto replicas = module->getAttrOfType<IntegerAttr>(attr::kShardReplicas);
+      stage && replicas && replicas.getInt() > 0) {
+    auto elements = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageFlatStateElements);
+    if (elements && *stage < int64_t(elements.size())) {
+      const int64_t k = replicas.getInt();
+      const int64_t shard = ((elements[*stage] + k - 1) / k + 15) / 16 * 16;
+      bytes.optimizer += intAttr(attr::kShardSlots) * shard * 4;
+    }
+  }
   // fsdp: the runtime pads the flat region to N equal shards and adds the
   // rank's optimizer-state slots (runtime/train/ShardedState.cpp).
   if (int64_t flat = intAttr(attr::kFlatStateElements)) {

@@ -341,7 +341,9 @@ bool checkMemoryLimit(mlir::ModuleOp module, const dtc::CompileJob &job,
   const Options &o = job.pipeline;
   const bool ddp = o.strategy == Options::Strategy::Ddp;
   const bool fsdp = o.strategy == Options::Strategy::Fsdp;
-  const int64_t n = ranks > 0 ? int64_t(ranks) : o.isPipeline() ? o.stages : 1;
+  const int64_t n = ranks > 0                ? int64_t(ranks)
+                    : o.isPipeline()           ? int64_t(o.stages) * std::max<int64_t>(1, o.dataParallel)
+                                               : 1;
   mlir::FailureOr<dtc::RankBytes> plan = dtc::plannedRankBytes(module, std::max<int64_t>(n, 1));
   if (mlir::failed(plan))
     return false;
@@ -365,6 +367,21 @@ bool checkMemoryLimit(mlir::ModuleOp module, const dtc::CompileJob &job,
       hint = "; try --shard=parameters, more --ranks or a smaller --batch-size";
     else
       hint = "; try more --ranks or a smaller --batch-size";
+  } else if (o.isPipeline()) {
+    // A stage's replicas may shard its optimizer state (1/K of it each).
+    const int64_t k = o.dataParallel;
+    if (k > 1 && !o.shardReplicas && plan->optimizer > 0) {
+      const int64_t needs = plan->total() - plan->optimizer + plan->optimizer / k;
+      hint = needs <= limit ? "; --shard=optimizer (each stage's optimizer state over its " +
+                                  std::to_string(k) + " replicas) would need about " +
+                                  mebibytes(needs)
+                            : "; even --shard=optimizer would need about " + mebibytes(needs) +
+                                  " (try more --stages or a smaller --batch-size)";
+    } else {
+      hint = k > 1 ? "; try more --stages or a smaller --batch-size"
+                   : "; try more --stages, or --dp=2 or more with --shard=optimizer, or a "
+                     "smaller --batch-size";
+    }
   }
   llvm::errs() << "dtc: error: --memory-limit=" << memoryLimit << ": the plan needs "
                << mebibytes(plan->total()) << " per rank on " << n
@@ -889,6 +906,31 @@ int main(int argc, char **argv) {
                      << (level == PipelineOptions::Shard::Gradients ? "gradients (ZeRO-2)"
                                                                     : "parameters (ZeRO-3)")
                      << " to fit (--shard=" << name << ")\n";
+    }
+  }
+  // A pipeline with replicas and no --shard likewise: each stage's
+  // optimizer state sharded over its replicas (ZeRO-1), then its gradients
+  // freed in backward too (ZeRO-2), whichever fits first (if none does, the
+  // finest one's plan is reported).
+  if (!memoryLimit.empty() && job.runPipeline && job.pipeline.isPipeline() &&
+      job.pipeline.dataParallel > 1 && job.pipeline.tensorParallel <= 1 && !autoPlanned &&
+      !shard.getNumOccurrences() && parseSize(memoryLimit) > 0 && ranks >= 0) {
+    for (PipelineOptions::Shard level :
+         {PipelineOptions::Shard::Optimizer, PipelineOptions::Shard::Gradients}) {
+      if (checkMemoryLimit(*module, job, /*quiet=*/true))
+        break;
+      job.pipeline.shardReplicas = true;
+      job.pipeline.shard = level;
+      module = dtc::compile(context, job, &binaryModel);
+      if (!module)
+        return 1;
+      if (checkMemoryLimit(*module, job, /*quiet=*/true))
+        llvm::errs() << "dtc: note: --memory-limit=" << memoryLimit << ": sharding each stage's "
+                     << (level == PipelineOptions::Shard::Optimizer
+                             ? "optimizer state over its replicas (ZeRO-1) to fit "
+                               "(--shard=optimizer)\n"
+                             : "optimizer state and gradients over its replicas (ZeRO-2) to fit "
+                               "(--shard=gradients)\n");
     }
   }
   if (!memoryLimit.empty() && job.runPipeline && !autoPlanned &&
