@@ -2,6 +2,7 @@
 #include "passes/PipelineSimulation.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "passes/MemoryPlan.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -67,6 +68,10 @@ class Simulation {
 public:
   Simulation(SmallVector<func::FuncOp> funcs, const MachineModel &machine)
       : funcs(funcs), machine(machine), runs(funcs.size()) {
+    if (!funcs.empty())
+      if (auto replicas = funcs.front()->getParentOfType<ModuleOp>()->getAttrOfType<IntegerAttr>(
+              attr::kShardReplicas))
+        shardReplicas = std::max<int64_t>(1, replicas.getInt());
     for (auto [run, func] : llvm::zip(runs, this->funcs))
       for (Operation &op : func.front().without_terminator())
         run.ops.push_back(&op);
@@ -82,6 +87,7 @@ private:
 
   SmallVector<func::FuncOp> funcs;
   const MachineModel &machine;
+  int64_t shardReplicas = 1;  // dtc.shard_replicas: a stage's updates split K ways
   SmallVector<StageRun> runs;
   std::map<Channel, SmallVector<Message>> channels;
   std::map<Channel, size_t> received;
@@ -141,15 +147,28 @@ FailureOr<bool> Simulation::step(int64_t s) {
     run.clock = std::max(run.clock, message.receivedAt);
   } else if (auto reduce = dyn_cast<AllReduceStartOp>(op)) {
     // Reduced with this stage's replicas (same program): the ring moves
-    // about twice the bucket; counted when it is waited for.
+    // about twice the bucket, a reduce-scatter (a sharded bucket) about
+    // once; counted when it is waited for.
     (void)reduce;
   } else if (auto wait = dyn_cast<AllReduceWaitOp>(op)) {
     double bytes = 0;
     for (Value grad : wait.getGrads())
       bytes += double(tensorBytes(grad.getType()));
-    run.clock += transferSeconds(2 * bytes, machine);
+    const bool scattered = wait.getStart()->hasAttr(attr::kSharded);
+    run.clock += transferSeconds(scattered ? bytes : 2 * bytes, machine);
+  } else if (auto gather = dyn_cast<GatherWeightShardsOp>(op)) {
+    // The replicas' updated shards, all-gathered: the ring's other half.
+    double bytes = 0;
+    for (Attribute name : gather.getParams())
+      if (auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(
+              op, llvm::cast<FlatSymbolRefAttr>(name)))
+        bytes += double(tensorBytes(param.getType()));
+    run.clock += transferSeconds(bytes, machine);
   } else {
     double seconds = estimateSeconds(op, machine);
+    // A sharded update runs on this replica's shard only.
+    if (isa<SgdUpdateOp, AdamUpdateOp>(op) && op->hasAttr(attr::kSharded))
+      seconds /= double(shardReplicas);
     run.clock += seconds;
     run.busy += seconds;
   }

@@ -18,9 +18,11 @@ int64_t Plan::ranks() const {
 std::string Plan::describe() const {
   std::string tp = tensorParallel > 1 ? llvm::formatv("tp {0}", tensorParallel).str() : "";
   if (strategy == "pipeline")
-    return llvm::formatv("pipeline {0} stages x {1} micro-batches{2}{3}", stages, microBatches,
+    return llvm::formatv("pipeline {0} stages x {1} micro-batches{2}{3}{4}", stages,
+                         microBatches,
                          replicas > 1 ? llvm::formatv(" x {0} replicas", replicas).str() : "",
-                         tp.empty() ? "" : " x " + tp)
+                         tp.empty() ? "" : " x " + tp,
+                         shard.empty() ? "" : shard == "optimizer" ? ", ZeRO-1" : ", ZeRO-2")
         .str();
   if (strategy == "ddp" || strategy == "fsdp") {
     std::string name = strategy == "ddp" ? "ddp" : "fsdp " + shard;
@@ -38,6 +40,7 @@ std::string Plan::flags() const {
     f += llvm::formatv(" --stages={0} --micro-batches={1}{2}", stages, microBatches,
                        replicas > 1 ? llvm::formatv(" --dp={0}", replicas).str() : "")
              .str();
+  if (strategy == "pipeline" && !shard.empty()) f += " --shard=" + shard;
   if (tensorParallel > 1) f += llvm::formatv(" --tp={0}", tensorParallel).str();
   f += llvm::formatv(" --batch-size={0}", batchSize).str();
   return llvm::StringRef(f).ltrim().str();
@@ -87,6 +90,13 @@ std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
         p.microBatches = micro;
         p.batchSize = perReplica;
         plans.push_back(p);
+        // Each stage's state sharded over its replicas (not with --tp yet).
+        if (replicas > 1 && tp == 1)
+          for (const char *level : {"optimizer", "gradients"}) {
+            Plan f = p;
+            f.shard = level;
+            plans.push_back(f);
+          }
       }
     }
   }
@@ -123,10 +133,10 @@ void printPlans(const std::vector<PlanResult> &results, int chosen, int64_t glob
   os << "strategy=auto: " << results.size() << " plans for " << devices
      << " devices, a step of " << globalBatch << " samples (predicted"
      << (measured ? "; measured by --tune" : "") << ")\n";
-  os << "  plan                                                step ms   MiB/device   comm MiB"
+  os << "  plan                                                        step ms   MiB/device   comm MiB"
      << (measured ? "  measured ms" : "") << "  flags\n";
   for (auto [i, r] : llvm::enumerate(results)) {
-    os << llvm::format("  %-50s", r.plan.describe().c_str());
+    os << llvm::format("  %-58s", r.plan.describe().c_str());
     if (!r.refusal.empty()) {
       os << "  -- " << r.refusal << "\n";
       continue;

@@ -3,7 +3,8 @@
 // --strategy=auto --devices=N --cluster=FILE: every way dtc can spread one
 // training step of --batch-size samples over N devices (ddp, fsdp at each
 // sharding level, tensor parallelism alone and with ddp, pipelines of 2..N
-// stages with replicas, tensor parallelism inside stages, and several
+// stages with replicas (their stages' state sharded over the replicas or
+// not), tensor parallelism inside stages, and several
 // micro-batch counts) is compiled, its step predicted on the cluster model
 // (passes/ScalingSimulation.h for data and tensor parallelism,
 // passes/PipelineSimulation.h for pipelines) and its memory per device read
@@ -29,7 +30,8 @@ namespace dtc {
 /// One way to run the step on `ranks()` devices, as dtc's flags say it.
 struct Plan {
   std::string strategy = "none";  // none (one process or --tp alone), ddp, fsdp, pipeline
-  std::string shard;              // fsdp: optimizer, gradients or parameters
+  std::string shard;              // fsdp: optimizer, gradients or parameters;
+                                  // pipeline with replicas: optimizer, gradients or none
   int64_t tensorParallel = 1;     // --tp
   int64_t stages = 0;             // pipeline: --stages
   int64_t replicas = 1;           // pipeline: --dp; ddp/fsdp: the ranks (of groups with --tp)

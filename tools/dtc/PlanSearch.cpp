@@ -134,6 +134,7 @@ CompileJob withPlan(const CompileJob &base, const Plan &plan) {
   o.tensorParallel = plan.tensorParallel;
   o.stages = plan.stages;
   o.dataParallel = plan.strategy == "pipeline" ? plan.replicas : 1;
+  o.shardReplicas = plan.strategy == "pipeline" && !plan.shard.empty();
   o.microBatches = plan.microBatches;
   job.batchSize = plan.batchSize;
   return job;
