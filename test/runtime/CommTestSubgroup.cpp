@@ -301,6 +301,26 @@ TEST_P(SubgroupBackend, BroadcastAllGatherBarrier) {
   alarm(0);
 }
 
+namespace {
+
+// Each group a rank of 4 belongs to, with its members' parent ranks: the
+// 2-member pipe and dp groups, the shuffled 4-member group and (on the
+// trio's ranks) the 3-member one.
+struct GroupCase {
+  const char* name;
+  Communicator* comm;
+  std::vector<int> members;
+};
+std::vector<GroupCase> groupCases(Groups& g, int r, Communicator* trio) {
+  std::vector<GroupCase> cases = {{"pipe", &g.pipe, pipeMembersOf(r)},
+                                  {"dp", &g.dp, dpMembersOf(r)},
+                                  {"all", &g.all, kShuffled}};
+  if (trio) cases.push_back({"trio", trio, kTrio});
+  return cases;
+}
+
+}  // namespace
+
 // reduceScatterBlocks on 2-member groups of 4 ranks (pipe, dp), the 3-member
 // trio and the 4-member shuffled group, all in flight at once: each member's
 // block has exactly the bits of the same group's all-reduce for that block
@@ -311,22 +331,14 @@ TEST_P(SubgroupBackend, ReduceScatterBlocksHasTheAllReduceBits) {
   alarm(60);
   auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
     auto trio = trioOf(g.world, r);
-    struct Case {
-      const char* name;
-      Communicator* comm;
-      std::vector<int> members;
-    };
-    std::vector<Case> cases = {{"pipe", &g.pipe, pipeMembersOf(r)},
-                               {"dp", &g.dp, dpMembersOf(r)},
-                               {"all", &g.all, kShuffled}};
-    if (trio) cases.push_back({"trio", trio.get(), kTrio});
+    std::vector<GroupCase> cases = groupCases(g, r, trio.get());
     for (bool reversed : {false, true})
       for (bool mean : {false, true}) {
         const ReduceOp op = mean ? ReduceOp::Mean : ReduceOp::Sum;
         std::vector<std::vector<float>> blocks, reduced;
         std::vector<std::vector<size_t>> counts;
         std::vector<std::unique_ptr<Work>> works;
-        for (Case& c : cases) {
+        for (GroupCase& c : cases) {
           counts.push_back(unevenCounts(c.members.size()));
           if (reversed) std::reverse(counts.back().begin(), counts.back().end());
           const size_t total = offsetOf(counts.back(), int(c.members.size()));
@@ -337,7 +349,7 @@ TEST_P(SubgroupBackend, ReduceScatterBlocksHasTheAllReduceBits) {
         }
         for (size_t k = works.size(); k-- > 0;) works[k]->wait();
         for (size_t k = 0; k < cases.size(); ++k) {
-          const Case& c = cases[k];
+          const GroupCase& c = cases[k];
           const int me = c.comm->rank();
           const size_t total = offsetOf(counts[k], int(c.members.size()));
           const std::string what = std::string(c.name) + (mean ? " mean" : " sum") +
@@ -368,15 +380,7 @@ TEST_P(SubgroupBackend, AllGatherBlocksCopiesBitsInAndOutOfPlace) {
   alarm(60);
   auto results = onGroups(GetParam(), [](Groups& g, int r) -> std::string {
     auto trio = trioOf(g.world, r);
-    struct Case {
-      const char* name;
-      Communicator* comm;
-      std::vector<int> members;
-    };
-    std::vector<Case> cases = {{"pipe", &g.pipe, pipeMembersOf(r)},
-                               {"dp", &g.dp, dpMembersOf(r)},
-                               {"all", &g.all, kShuffled}};
-    if (trio) cases.push_back({"trio", trio.get(), kTrio});
+    std::vector<GroupCase> cases = groupCases(g, r, trio.get());
     // Parent rank p's block: valueOf(p, i + 100 * p), with -0.0 first.
     auto blockOf = [](int p, size_t count) {
       std::vector<float> v(count);
@@ -388,7 +392,7 @@ TEST_P(SubgroupBackend, AllGatherBlocksCopiesBitsInAndOutOfPlace) {
         std::vector<std::vector<float>> outs, mines;
         std::vector<std::vector<size_t>> counts;
         std::vector<std::unique_ptr<Work>> works;
-        for (Case& c : cases) {
+        for (GroupCase& c : cases) {
           counts.push_back(unevenCounts(c.members.size()));
           if (reversed) std::reverse(counts.back().begin(), counts.back().end());
           const int me = c.comm->rank();
@@ -406,7 +410,7 @@ TEST_P(SubgroupBackend, AllGatherBlocksCopiesBitsInAndOutOfPlace) {
         }
         for (size_t k = works.size(); k-- > 0;) works[k]->wait();
         for (size_t k = 0; k < cases.size(); ++k) {
-          const Case& c = cases[k];
+          const GroupCase& c = cases[k];
           std::vector<float> want;
           for (size_t q = 0; q < c.members.size(); ++q) {
             std::vector<float> b = blockOf(c.members[q], counts[k][q]);
@@ -420,7 +424,7 @@ TEST_P(SubgroupBackend, AllGatherBlocksCopiesBitsInAndOutOfPlace) {
         }
       }
     // One block size too few or too many: refused at the call, nothing sent.
-    for (Case& c : cases) {
+    for (GroupCase& c : cases) {
       float x[8] = {};
       for (size_t n : {c.members.size() - 1, c.members.size() + 1}) {
         std::vector<size_t> bad(n, 1);
