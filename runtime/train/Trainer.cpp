@@ -229,7 +229,10 @@ void Trainer::connectTensorParallel() {
   const int k = tensorParallel();
   if (!comm_) fail("internal: a tensor-parallel program without a communicator");
   if (comm_->size() == k) {
+    // One group: its data-parallel collectives (ddp with --tp on K ranks)
+    // are over one replica, the identity, never over the group's slices.
     tp_ = comm_;
+    tpReplicas_ = makeSubgroup(*comm_, {comm_->rank()}, kSubgroupTagSpan);
     return;
   }
   // Groups of K consecutive ranks (a node's GPUs, as Megatron-LM places
