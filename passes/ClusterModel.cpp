@@ -42,31 +42,38 @@ double ClusterModel::intraBusBandwidth(Collective collective, double bytes) cons
 }
 
 double ClusterModel::ringSeconds(Collective collective, double bytes, int64_t n, double fraction,
-                                 int64_t stepsPerDevice) const {
+                                 int64_t stepsPerDevice, int64_t stride) const {
   if (n <= 1)
     return 0.0;
-  const int64_t nodesUsed = (n + devicesPerNode - 1) / devicesPerNode;
-  const int64_t perNode = std::min(n, devicesPerNode);
+  // Members `stride` apart: a node holds devicesPerNode / stride of them
+  // (at least one), and as many rings as its devices a stride spans run at
+  // once, one per offset.
+  const int64_t ringsPerNode = std::clamp<int64_t>(stride, 1, devicesPerNode);
+  const int64_t membersPerNode = std::max<int64_t>(1, devicesPerNode / ringsPerNode);
+  const int64_t nodesUsed = (n + membersPerNode - 1) / membersPerNode;
+  const int64_t perNode = std::min(n, membersPerNode);
   // Every byte a ring moves crosses each node boundary once per step: over
-  // several nodes the node's network interfaces together carry it.
+  // several nodes the node's network interfaces together carry it, shared
+  // by the node's concurrent rings.
   double busBandwidth = intraBusBandwidth(collective, bytes);
   if (nodesUsed > 1)
-    busBandwidth = std::min(busBandwidth, double(nicsPerNode) * nicBytesPerSecond);
+    busBandwidth = std::min(busBandwidth, double(nicsPerNode) * nicBytesPerSecond /
+                                              double(ringsPerNode));
   const double latency = double(stepsPerDevice) * (double(perNode - 1) * intraLatencySeconds +
                                                    double(nodesUsed - 1) * interLatencySeconds);
   return fraction * bytes / busBandwidth + latency;
 }
 
-double ClusterModel::allReduceSeconds(double bytes, int64_t n) const {
-  return ringSeconds(Collective::AllReduce, bytes, n, 2.0 * double(n - 1) / double(n), 2);
+double ClusterModel::allReduceSeconds(double bytes, int64_t n, int64_t stride) const {
+  return ringSeconds(Collective::AllReduce, bytes, n, 2.0 * double(n - 1) / double(n), 2, stride);
 }
 
-double ClusterModel::allGatherSeconds(double bytes, int64_t n) const {
-  return ringSeconds(Collective::AllGather, bytes, n, double(n - 1) / double(n), 1);
+double ClusterModel::allGatherSeconds(double bytes, int64_t n, int64_t stride) const {
+  return ringSeconds(Collective::AllGather, bytes, n, double(n - 1) / double(n), 1, stride);
 }
 
-double ClusterModel::reduceScatterSeconds(double bytes, int64_t n) const {
-  return ringSeconds(Collective::ReduceScatter, bytes, n, double(n - 1) / double(n), 1);
+double ClusterModel::reduceScatterSeconds(double bytes, int64_t n, int64_t stride) const {
+  return ringSeconds(Collective::ReduceScatter, bytes, n, double(n - 1) / double(n), 1, stride);
 }
 
 namespace {

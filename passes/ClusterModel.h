@@ -73,12 +73,15 @@ struct ClusterModel {
   /// The roofline machine of one device, for estimateSeconds.
   MachineModel machineModel() const;
   /// Predicted seconds of a ring all-reduce of `bytes` (the whole buffer)
-  /// over the first `n` devices (filling nodes one after the other).
-  double allReduceSeconds(double bytes, int64_t n) const;
+  /// over `n` devices `stride` devices apart, from the first (filling nodes
+  /// one after the other). A stride of K is the data-parallel ring between
+  /// tensor-parallel groups of K: a node then holds devicesPerNode / K of
+  /// its members, and K such rings share the node's network interfaces.
+  double allReduceSeconds(double bytes, int64_t n, int64_t stride = 1) const;
   /// An all-gather whose gathered result is `bytes` (each device owns 1/n).
-  double allGatherSeconds(double bytes, int64_t n) const;
+  double allGatherSeconds(double bytes, int64_t n, int64_t stride = 1) const;
   /// A reduce-scatter of a `bytes` buffer (each device keeps 1/n reduced).
-  double reduceScatterSeconds(double bytes, int64_t n) const;
+  double reduceScatterSeconds(double bytes, int64_t n, int64_t stride = 1) const;
 
   /// The bus bandwidth of `collective` on a `bytes` buffer inside a node.
   double intraBusBandwidth(Collective collective, double bytes) const;
@@ -87,7 +90,7 @@ private:
   /// `fraction` of `bytes` through the ring's bottleneck link plus
   /// `stepsPerDevice` ring steps for each further device.
   double ringSeconds(Collective collective, double bytes, int64_t n, double fraction,
-                     int64_t stepsPerDevice) const;
+                     int64_t stepsPerDevice, int64_t stride) const;
 };
 
 /// Reads a cluster file. The error names the file and what is wrong with it

@@ -114,14 +114,14 @@ private:
       const double bytes = bytesOf(start.getGrads());
       prediction.communicatedBytes += bytes;
       streams.start(&op, start->hasAttr(attr::kSharded)
-                             ? cluster.reduceScatterSeconds(bytes, replicas)
-                             : cluster.allReduceSeconds(bytes, replicas));
+                             ? cluster.reduceScatterSeconds(bytes, replicas, groupSize)
+                             : cluster.allReduceSeconds(bytes, replicas, groupSize));
     } else if (auto wait = dyn_cast<AllReduceWaitOp>(&op)) {
       streams.wait(wait.getStart());
     } else if (auto start = dyn_cast<GatherParamsStartOp>(&op)) {
       const double bytes = bytesOf(start.getGathered());
       prediction.communicatedBytes += bytes;
-      streams.start(&op, cluster.allGatherSeconds(bytes, replicas));
+      streams.start(&op, cluster.allGatherSeconds(bytes, replicas, groupSize));
     } else if (auto wait = dyn_cast<GatherParamsWaitOp>(&op)) {
       streams.wait(wait.getStart());
     } else if (auto gather = dyn_cast<GatherWeightShardsOp>(&op)) {
@@ -134,7 +134,7 @@ private:
         if (auto param = module.lookupSymbol<ParamOp>(cast<FlatSymbolRefAttr>(name).getValue()))
           bytes += double(tensorBytes(param.getType()));
       prediction.communicatedBytes += bytes;
-      streams.blocking(cluster.allGatherSeconds(bytes, replicas));
+      streams.blocking(cluster.allGatherSeconds(bytes, replicas, groupSize));
     } else {
       double seconds = estimateSeconds(&op, machine);
       // A sharded update runs on the device's 1/n of the weight.
