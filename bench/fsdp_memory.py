@@ -58,8 +58,9 @@ def export(path):
     return sum(p.numel() for p in model.parameters())
 
 
-def run(build, program, ranks, steps, metrics):
-    """Trains `steps` steps; returns (steady-state samples/s, rank memory rows)."""
+def run(build, program, ranks, steps, metrics, rows_per_step=None):
+    """Trains `steps` steps; returns (steady-state samples/s, rank memory rows).
+    A step trains BATCH rows per rank, or `rows_per_step` (--tp: per group)."""
     args = [os.path.join(build, "bin", "dtcrun"), f"--nproc-per-node={ranks}",
             f"--master-port={free_port()}", program, "--data=synthetic", "--epochs=1000",
             f"--max-steps={steps}", "--threads=1", f"--metrics={metrics}", "--timeout=600",
@@ -67,7 +68,7 @@ def run(build, program, ranks, steps, metrics):
     subprocess.run(args, check=True, capture_output=True, text=True)
     records = [json.loads(l) for l in open(metrics)]
     step_s = sorted(r["step_s"] for r in records if "step_s" in r and r["step"] > WARMUP)
-    rate = BATCH * ranks / statistics.median(step_s)
+    rate = (rows_per_step or BATCH * ranks) / statistics.median(step_s)
     rows = [r["rank_memory"] for r in records if "rank_memory" in r]
     memory = rows[0] if rows else None  # one process logs none
     return rate, memory
