@@ -38,6 +38,17 @@ SplitView splitView(const ParamSpec& p, int parts) {
   return view;
 }
 
+SliceRuns sliceRuns(const ParamSpec& p, int parts) {
+  const SplitView view = splitView(p, parts);
+  SliceRuns r;
+  for (int i = 0; i < view.dim; ++i) r.blocks *= view.dims[static_cast<size_t>(i)];
+  r.whole = view.dims[static_cast<size_t>(view.dim)];
+  r.local = r.whole / parts;
+  for (size_t i = static_cast<size_t>(view.dim) + 1; i < view.dims.size(); ++i)
+    r.trailing *= view.dims[i];
+  return r;
+}
+
 namespace {
 // The tensor as `outer` blocks of dims[dim] rows of `inner` bytes: a slice
 // takes the same `chunk` rows of every block.

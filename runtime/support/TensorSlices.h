@@ -30,6 +30,17 @@ struct SplitView {
 };
 SplitView splitView(const ParamSpec& p, int parts);
 
+// A split param's whole tensor as `blocks` x `whole` x `trailing` elements
+// (splitView's dims before, at and after its `dim`); rank t of the group
+// holds elements [(b * whole + t * local) * trailing, + local * trailing)
+// of each block b, its slice's [b * local * trailing, + local * trailing).
+struct SliceRuns {
+  int64_t blocks = 1, whole = 0, local = 0, trailing = 1;
+  // Elements of one rank's run in one block.
+  int64_t run() const { return local * trailing; }
+};
+SliceRuns sliceRuns(const ParamSpec& p, int parts);
+
 // Slice `part` of `parts` equal slices along dimension `dim` of the
 // row-major tensor `whole` (dims `dims`, `elementBytes` per element):
 // copied to `slice` (numElements(dims) / parts elements), or written back

@@ -13,24 +13,6 @@
 
 namespace dtcrt {
 
-namespace {
-// A split param's whole tensor as `blocks` x S x `trailing` elements; the
-// rank holds S / K of each block.
-struct Runs {
-  int64_t blocks = 1, whole = 0, local = 0, trailing = 1;
-};
-
-Runs runsOf(const ParamSpec& p, int parts) {
-  const SplitView view = splitView(p, parts);
-  Runs r;
-  for (int i = 0; i < view.dim; ++i) r.blocks *= view.dims[static_cast<size_t>(i)];
-  r.whole = view.dims[static_cast<size_t>(view.dim)];
-  r.local = r.whole / parts;
-  for (size_t i = static_cast<size_t>(view.dim) + 1; i < view.dims.size(); ++i)
-    r.trailing *= view.dims[i];
-  return r;
-}
-} // namespace
 
 TensorParallelCheckpointState::TensorParallelCheckpointState(const ProgramSpec& spec, char* state,
                                                              int tpRank, bool saves, int stage)
@@ -50,7 +32,7 @@ bool TensorParallelCheckpointState::savesParam(int32_t param) const {
 std::vector<CheckpointState::Slice> TensorParallelCheckpointState::held(int32_t param) const {
   const ParamSpec& p = spec_.params[param];
   if (p.tpSplitDim < 0) return {Slice{param, 0, numElements(p.tensor)}};
-  const Runs r = runsOf(p, spec_.tensorParallel);
+  const SliceRuns r = sliceRuns(p, spec_.tensorParallel);
   std::vector<Slice> out;
   for (int64_t b = 0; b < r.blocks; ++b) {
     const int64_t begin = (b * r.whole + tpRank_ * r.local) * r.trailing;
@@ -80,7 +62,7 @@ char* TensorParallelCheckpointState::at(int32_t param, int64_t index) const {
   const ParamSpec& p = spec_.params[param];
   int64_t local = index;
   if (p.tpSplitDim >= 0) {
-    const Runs r = runsOf(p, spec_.tensorParallel);
+    const SliceRuns r = sliceRuns(p, spec_.tensorParallel);
     const int64_t t = index % r.trailing, step = index / r.trailing;
     const int64_t b = step / r.whole, s = step % r.whole - tpRank_ * r.local;
     if (s < 0 || s >= r.local)
