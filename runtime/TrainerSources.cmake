@@ -48,6 +48,7 @@ add_library(dtcrt_trainer STATIC
   ${DTCRT_RUNTIME_DIR}/train/ShardedCheckpoint.cpp
   ${DTCRT_RUNTIME_DIR}/train/StageState.cpp
   ${DTCRT_RUNTIME_DIR}/train/TensorParallelState.cpp
+  ${DTCRT_RUNTIME_DIR}/train/TensorParallelShards.cpp
   ${DTCRT_RUNTIME_DIR}/train/Pipeline.cpp
   ${DTCRT_RUNTIME_DIR}/train/StepGraphs.cpp
   ${DTCRT_RUNTIME_DIR}/train/Trace.cpp

@@ -11,8 +11,12 @@
 namespace dtcrt {
 
 ShardedCheckpointState::ShardedCheckpointState(const ProgramSpec& spec, char* state,
-                                               const StateShard& shard, int rank)
-    : spec_(spec), state_(state), shard_(shard), rank_(rank) {}
+                                               const StateShard& shard, int rank,
+                                               bool sliceIndices)
+    : spec_(spec), state_(state), shard_(shard), rank_(rank) {
+  if (spec.tensorParallel > 1 && !sliceIndices)
+    fail("internal: a tensor-parallel rank's shards without their slices' mapping");
+}
 
 int64_t ShardedCheckpointState::flatOffset(int32_t param) const {
   const ParamSpec& p = spec_.params[param];

@@ -19,7 +19,11 @@ namespace dtcrt {
 class ShardedCheckpointState : public CheckpointState {
 public:
   // `state` is the rank's state buffer, `shard` its StateShard over it.
-  ShardedCheckpointState(const ProgramSpec& spec, char* state, const StateShard& shard, int rank);
+  // Under --tp the element indices are those of the rank's slices, which
+  // no checkpoint may see: only TensorParallelShards wraps such a state,
+  // and says so with `sliceIndices`.
+  ShardedCheckpointState(const ProgramSpec& spec, char* state, const StateShard& shard, int rank,
+                         bool sliceIndices = false);
   std::vector<Slice> savedSlices() const override;
   void get(const Slice& s, void* dst) const override;
   std::vector<Slice> loadedSlices() const override;

@@ -31,7 +31,20 @@ inline bool isStageSharded(const ProgramSpec& spec) {
   return spec.stageFlatStateOffset != nullptr;
 }
 
-// The layout of one rank's sharded state in a job of `worldSize` ranks.
+// fsdp with --tp=K: the ranks at the same place of each tensor-parallel
+// group hold the same slices, and shard those slices' state between them
+// (Megatron-LM's distributed optimizer): `worldSize` / K ranks, rank r's
+// shard is r / K. Without --tp, the job and the rank.
+inline int shardRanks(const ProgramSpec& spec, int worldSize) {
+  const int k = spec.tensorParallel > 1 ? spec.tensorParallel : 1;
+  return worldSize >= k ? worldSize / k : 1;
+}
+inline int shardIndex(const ProgramSpec& spec, int rank) {
+  return rank / (spec.tensorParallel > 1 ? spec.tensorParallel : 1);
+}
+
+// The layout of one rank's sharded state in a job of `worldSize` ranks
+// (fsdp: shardRanks of the job).
 struct ShardLayout {
   int64_t elements = 0;     // S: floats per shard (0: nothing sharded)
   size_t regionOffset = 0;  // bytes: where the flat region starts in the state buffer

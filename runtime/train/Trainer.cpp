@@ -17,6 +17,7 @@
 #include "runtime/train/Profiler.h"
 #include "runtime/train/StopAgreement.h"
 #include "runtime/train/StopSignal.h"
+#include "runtime/train/TensorParallelShards.h"
 #include "runtime/train/TensorParallelState.h"
 #include "runtime/train/TestHooks.h"
 #include "runtime/train/Trace.h"
@@ -44,12 +45,13 @@ int replicaOf(const ProgramSpec& spec, Communicator* comm) {
   return (comm ? comm->rank() : 0) / (tp * spec.pipelineStages);
 }
 
-// How a rank's state is sharded: over the job (fsdp), over its stage's
-// replicas (a stage-sharded pipeline), or not at all.
+// How a rank's state is sharded: over the job (fsdp; with --tp, over the
+// ranks holding the same slices), over its stage's replicas (a
+// stage-sharded pipeline), or not at all.
 ShardLayout rankShardLayout(const ProgramSpec& spec, Communicator* comm) {
   if (isStageSharded(spec))
     return stageShardLayout(spec, stageOf(spec, comm), std::max(1, spec.dataParallel));
-  return shardLayout(spec, comm ? comm->size() : 1);
+  return shardLayout(spec, comm ? shardRanks(spec, comm->size()) : 1);
 }
 
 // The state buffer a rank allocates: its stage's under stage-owned
@@ -75,7 +77,9 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   // A pipeline step reads M micro-batches: the batch buffers hold M * b rows
   // (evaluation uses the first b).
   shard_ = stateShard(spec, shardLayout_, state_.data(),
-                      isStageSharded(spec) ? replicaOf(spec, comm) : comm ? comm->rank() : 0);
+                      isStageSharded(spec) ? replicaOf(spec, comm)
+                      : comm               ? shardIndex(spec, comm->rank())
+                                           : 0);
   const size_t perStep = static_cast<size_t>(stepRows_ / spec.batchSize);
   for (int32_t i = 0; i < spec.numInputs; ++i)
     if (spec.inputs[i].rank < 1 || spec.inputs[i].dims[0] != spec.batchSize)
@@ -205,6 +209,14 @@ std::unique_ptr<CheckpointState> Trainer::checkpointState() {
   if (isStageOwned(spec_))
     return std::make_unique<StageCheckpointState>(spec_, state_.data(), place_.stage,
                                                   /*saves=*/place_.replica == 0, shard_);
+  // fsdp with --tp: this rank's shard of its slices, as whole-tensor ranges.
+  if (isSharded(spec_) && tensorParallel() > 1)
+    return std::make_unique<TensorParallelShards>(
+        spec_,
+        std::make_unique<ShardedCheckpointState>(spec_, state_.data(), shard_,
+                                                 shardIndex(spec_, processRank()),
+                                                 /*sliceIndices=*/true),
+        processRank() % tensorParallel());
   if (isSharded(spec_))
     return std::make_unique<ShardedCheckpointState>(spec_, state_.data(), shard_,
                                                     comm_ ? comm_->rank() : 0);

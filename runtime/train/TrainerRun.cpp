@@ -273,15 +273,21 @@ std::string Trainer::layoutDescription(const Run& run) const {
                  world > 1 ? str(" per rank on ", world, " ranks (", spec_.batchSize * world,
                                  " per step)")
                            : std::string());
-  if (isSharded(spec_))
-    layout += spec_.shardParameters
-                  ? str(", weights, gradients and optimizer state sharded over ", world,
-                        world == 1 ? " rank" : " ranks", " (ZeRO-3)")
-              : spec_.shardGradients
-                  ? str(", optimizer state and gradients sharded over ", world,
-                        world == 1 ? " rank" : " ranks", " (ZeRO-2)")
-                  : str(", optimizer state sharded over ", world, world == 1 ? " rank" : " ranks",
-                        " (ZeRO-1)");
+  // fsdp: sharded over the job; with --tp over the ranks holding the same
+  // slices (one per data-parallel group).
+  if (isSharded(spec_)) {
+    const char* what = spec_.shardParameters ? "weights, gradients and optimizer state"
+                       : spec_.shardGradients ? "optimizer state and gradients"
+                                              : "optimizer state";
+    const char* level = spec_.shardParameters ? " (ZeRO-3)"
+                        : spec_.shardGradients ? " (ZeRO-2)"
+                                               : " (ZeRO-1)";
+    layout += tensorParallel() > 1
+                  ? str(", ", what, " of each slice sharded over the ", shards,
+                        shards == 1 ? " rank" : " ranks", " holding it", level)
+                  : str(", ", what, " sharded over ", world, world == 1 ? " rank" : " ranks",
+                        level);
+  }
   if (isStageSharded(spec_))
     layout += spec_.shardGradients
                   ? str(", each stage's optimizer state and gradients sharded over its ",

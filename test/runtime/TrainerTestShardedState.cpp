@@ -42,6 +42,21 @@ TEST(ShardedState, LayoutPadsTheRegionToEqualAlignedShards) {
   EXPECT_EQ(reinterpret_cast<char*>(shard.slot(1)), state.data() + 512 + 32 * 4);
 }
 
+// fsdp with --tp=2 on 4 ranks: the ranks holding the same slices (0 and 2,
+// 1 and 3) shard them in 2; without --tp, over the job.
+TEST(ShardedState, TensorParallelShardsOverTheGroups) {
+  ProgramSpec spec = shardedSpec(64, 100, 2);
+  EXPECT_EQ(shardRanks(spec, 4), 4);
+  EXPECT_EQ(shardIndex(spec, 3), 3);
+  spec.tensorParallel = 2;
+  EXPECT_EQ(shardRanks(spec, 4), 2);
+  EXPECT_EQ(shardRanks(spec, 2), 1);
+  EXPECT_EQ(shardIndex(spec, 2), 1);
+  EXPECT_EQ(shardIndex(spec, 3), 1);
+  EXPECT_EQ(shardIndex(spec, 1), 0);
+  EXPECT_EQ(shardLayout(spec, shardRanks(spec, 4)).ranks, 2);
+}
+
 TEST(ShardedState, UnshardedProgramsKeepTheirStateSize) {
   ProgramSpec spec{};
   spec.stateBytes = 1000;

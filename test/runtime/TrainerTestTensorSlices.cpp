@@ -4,11 +4,13 @@
 // ranges a rank's slices are in checkpoints.
 #include "runtime/io/OnnxModel.h"
 #include "runtime/support/TensorSlices.h"
+#include "runtime/train/TensorParallelShards.h"
 #include "runtime/train/TensorParallelState.h"
 
 #include "TrainerTestUtil.h"
 
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <tuple>
 
@@ -151,4 +153,75 @@ TEST(TensorSlices, CheckpointRangesOfARanksSlices) {
   EXPECT_EQ(rank0.savedSlices().size(), 3u);  // its 2 ranges and the bias
   TensorParallelCheckpointState otherGroup(spec, state.data(), 0, /*saves=*/false);
   EXPECT_TRUE(otherGroup.savedSlices().empty());
+}
+
+namespace {
+// A rank's state in its slices' indices, as fsdp's ShardedCheckpointState
+// gives it: fixed saved and loaded ranges; get() hands out each element's
+// slice index, put() records what it was given.
+struct SliceIndexedState : CheckpointState {
+  std::vector<Slice> saved, loaded;
+  std::vector<std::tuple<int32_t, int64_t, int64_t, float>> puts;
+  std::vector<Slice> savedSlices() const override { return saved; }
+  std::vector<Slice> loadedSlices() const override { return loaded; }
+  void get(const Slice& s, void* dst) const override {
+    for (int64_t i = s.begin; i < s.end; ++i) static_cast<float*>(dst)[i - s.begin] = float(i);
+  }
+  void put(const Slice& s, const void* src) override {
+    puts.emplace_back(s.param, s.begin, s.end, *static_cast<const float*>(src));
+  }
+};
+
+std::vector<std::tuple<int32_t, int64_t, int64_t>> rangesOf(
+    const std::vector<CheckpointState::Slice>& slices) {
+  std::vector<std::tuple<int32_t, int64_t, int64_t>> out;
+  for (const auto& s : slices) out.emplace_back(s.param, s.begin, s.end);
+  return out;
+}
+} // namespace
+
+// fsdp with --tp: rank 1 of a group of 2 holds columns 2-3 of a [3, 4]
+// weight (a [3, 2] slice) and its shard is slice elements [1, 5): in the
+// whole tensor that is column 3 of row 0, row 1's columns 2-3 and column 2
+// of row 2, three ranges. The replicated bias is saved by the group's rank
+// 0 only, loaded by both; data moves piece by piece between the whole
+// ranges and the slice, and a range outside the slice is an error.
+TEST(TensorSlices, ShardsOfARanksSlicesAreWholeTensorRanges) {
+  ParamSpec params[2]{};
+  params[0].tensor = TensorSpec{"w", DType::F32, 2, {3, 2}};
+  params[0].kind = ParamKind::Weight;
+  params[0].tpSplitDim = 1;
+  params[1].tensor = TensorSpec{"b", DType::F32, 1, {4}};
+  params[1].kind = ParamKind::Weight;
+  ProgramSpec spec{};
+  spec.params = params;
+  spec.numParams = 2;
+  spec.tensorParallel = 2;
+  using Ranges = std::vector<std::tuple<int32_t, int64_t, int64_t>>;
+  auto stateOf = [] {
+    auto state = std::make_unique<SliceIndexedState>();
+    state->saved = {{0, 1, 5}, {1, 0, 2}};
+    state->loaded = {{0, 1, 5}, {1, 0, 4}};
+    return state;
+  };
+  auto owned = stateOf();
+  SliceIndexedState* inner = owned.get();
+  TensorParallelShards rank1(spec, std::move(owned), 1);
+  EXPECT_EQ(rangesOf(rank1.savedSlices()), (Ranges{{0, 3, 4}, {0, 6, 8}, {0, 10, 11}}));
+  EXPECT_EQ(rangesOf(rank1.loadedSlices()),
+            (Ranges{{0, 3, 4}, {0, 6, 8}, {0, 10, 11}, {1, 0, 4}}));
+  float got[2];
+  rank1.get({0, 6, 8}, got);  // row 1's columns 2-3: slice elements 2 and 3
+  EXPECT_EQ(got[0], 2.0f);
+  EXPECT_EQ(got[1], 3.0f);
+  const float value = 7.0f;
+  rank1.put({0, 10, 11}, &value);  // row 2, column 2: slice element 4
+  ASSERT_EQ(inner->puts.size(), 1u);
+  EXPECT_EQ(inner->puts[0], std::make_tuple(int32_t{0}, int64_t{4}, int64_t{5}, 7.0f));
+  EXPECT_NE(errorOf([&] { rank1.get({0, 3, 5}, got); })
+                .find("element 4 of 'w' is not in tensor-parallel rank 1's slice"),
+            std::string::npos);
+  // Rank 0 of the group: columns 0-1, and the bias's shard.
+  TensorParallelShards rank0(spec, stateOf(), 0);
+  EXPECT_EQ(rangesOf(rank0.savedSlices()), (Ranges{{0, 1, 2}, {0, 4, 6}, {0, 8, 9}, {1, 0, 2}}));
 }

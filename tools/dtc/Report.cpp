@@ -164,11 +164,18 @@ static void printDataParallelMemory(ModuleOp module, int64_t trainable, int64_t 
   const bool gradientsFreed = level && (level.getValue() == "gradients" || weightsSharded);
   const int64_t flat = intAttr(attr::kFlatStateElements), slots = intAttr(attr::kShardSlots);
   const int64_t gradientBytes = gradientsFreed ? 0 : 4 * trainable;
+  // --tp=K: a rank holds its slices, and the N in the table counts the
+  // data-parallel groups (its slices' replicas), N x K ranks in all.
+  const int64_t tp = std::max<int64_t>(1, intAttr(attr::kTensorParallel));
   os << "model state per rank (" << strategy.getValue()
      << (sharded ? ", optimizer state sharded" : "")
      << (gradientsFreed ? ", gradients freed in backward: in the arena" : "")
-     << (weightsSharded ? ", weights sharded: gathered groups in the arena" : "") << ")\n";
-  os << "  ranks  weights     gradients   optimizer   total       bytes/param\n";
+     << (weightsSharded ? ", weights sharded: gathered groups in the arena" : "")
+     << (tp > 1 ? ", a rank's slices of --tp=" + std::to_string(tp) + " over N groups"
+                : std::string())
+     << ")\n";
+  os << (tp > 1 ? "  groups" : "  ranks ")
+     << " weights     gradients   optimizer   total       bytes/param\n";
   for (int64_t n : {1, 2, 4, 8}) {
     int64_t optimizer = optimizerBytes, weights = weightBytes;
     if (sharded) {
@@ -178,7 +185,7 @@ static void printDataParallelMemory(ModuleOp module, int64_t trainable, int64_t 
         weights = weightBytes - 4 * flat + 4 * shard;
     }
     const int64_t total = weights + gradientBytes + optimizer;
-    os << llvm::format("  %5lld  %-10s  %-10s  %-10s  %-10s  %.2f\n", (long long)n,
+    os << llvm::format("  %6lld %-10s  %-10s  %-10s  %-10s  %.2f\n", (long long)n,
                        megabytes(weights).c_str(), megabytes(gradientBytes).c_str(),
                        megabytes(optimizer).c_str(), megabytes(total).c_str(),
                        double(total) / double(trainable));

@@ -341,10 +341,15 @@ bool checkMemoryLimit(mlir::ModuleOp module, const dtc::CompileJob &job,
   const Options &o = job.pipeline;
   const bool ddp = o.strategy == Options::Strategy::Ddp;
   const bool fsdp = o.strategy == Options::Strategy::Fsdp;
-  const int64_t n = ranks > 0                ? int64_t(ranks)
-                    : o.isPipeline()           ? int64_t(o.stages) * std::max<int64_t>(1, o.dataParallel)
-                                               : 1;
-  mlir::FailureOr<dtc::RankBytes> plan = dtc::plannedRankBytes(module, std::max<int64_t>(n, 1));
+  // --tp=K: a rank holds its slices; ddp and fsdp replicate (or shard)
+  // them over the n / K data-parallel groups.
+  const int64_t tp = std::max<int64_t>(1, o.tensorParallel);
+  const int64_t n = ranks > 0      ? int64_t(ranks)
+                    : o.isPipeline() ? int64_t(o.stages) * std::max<int64_t>(1, o.dataParallel) * tp
+                                     : tp;
+  const int64_t replicas = o.isPipeline() ? n : n / tp;
+  mlir::FailureOr<dtc::RankBytes> plan =
+      dtc::plannedRankBytes(module, std::max<int64_t>(replicas, 1));
   if (mlir::failed(plan))
     return false;
   if (plan->total() <= limit)
@@ -352,18 +357,22 @@ bool checkMemoryLimit(mlir::ModuleOp module, const dtc::CompileJob &job,
   if (quiet)
     return false;
   std::string hint;
-  if ((ddp || (fsdp && plan->optimizer > 0)) && n > 1) {
+  if ((ddp || (fsdp && plan->optimizer > 0)) && replicas > 1) {
     // Sharding the optimizer state keeps 1/N of it (as fsdp would lay it out).
-    const int64_t sharded = ddp ? plan->optimizer / n : plan->optimizer;
+    const int64_t sharded = ddp ? plan->optimizer / replicas : plan->optimizer;
     const int64_t needs = plan->total() - plan->optimizer + sharded;
     if (ddp)
       hint = needs <= limit ? "; --strategy=fsdp would need about " + mebibytes(needs)
                             : "; even --strategy=fsdp would need about " + mebibytes(needs) +
-                                  " (try --shard=gradients or parameters, more --ranks or a "
-                                  "smaller batch)";
+                                  (tp > 1 ? " (try --shard=gradients, more --ranks or a smaller "
+                                            "batch)"
+                                          : " (try --shard=gradients or parameters, more --ranks or "
+                                            "a smaller batch)");
     else if (o.shard == Options::Shard::Optimizer)
-      hint = "; try --shard=gradients or parameters, more --ranks or a smaller --batch-size";
-    else if (o.shard == Options::Shard::Gradients)
+      hint = tp > 1 ? "; try --shard=gradients, more --ranks or a smaller --batch-size"
+                    : "; try --shard=gradients or parameters, more --ranks or a smaller "
+                      "--batch-size";
+    else if (o.shard == Options::Shard::Gradients && tp == 1)
       hint = "; try --shard=parameters, more --ranks or a smaller --batch-size";
     else
       hint = "; try more --ranks or a smaller --batch-size";
@@ -773,11 +782,15 @@ int main(int argc, char **argv) {
     std::string refusal;
     if (mode != Mode::Train)
       refusal = "needs --mode=train";
-    else if (strategy == "fsdp")
-      refusal = "with --strategy=fsdp is not available yet (--strategy=none, ddp, model or "
-                "pipeline)";
+    else if (strategy == "fsdp" && shard == "parameters")
+      refusal = "with --shard=parameters is not available yet (--shard=optimizer and gradients "
+                "are)";
     else if (target != "cpu")
       refusal = "is not available for --target=" + target.getValue() + " yet";
+    else if (ranks > 0 && !isPipeline() && ranks % tensorParallel != 0)
+      refusal = "needs --ranks to be a multiple of " + std::to_string(tensorParallel) +
+                " (the ranks form groups of " + std::to_string(tensorParallel) + "), got " +
+                std::to_string(ranks);
     if (!refusal.empty()) {
       llvm::errs() << "dtc: error: --tp=" << tensorParallel << " " << refusal << "\n";
       return 1;
@@ -895,6 +908,9 @@ int main(int argc, char **argv) {
     for (PipelineOptions::Shard level :
          {PipelineOptions::Shard::Gradients, PipelineOptions::Shard::Parameters}) {
       if (checkMemoryLimit(*module, job, /*quiet=*/true))
+        break;
+      // --tp shards up to the gradients (ZeRO-3 with --tp is not there yet).
+      if (level == PipelineOptions::Shard::Parameters && job.pipeline.tensorParallel > 1)
         break;
       job.pipeline.shard = level;
       module = dtc::compile(context, job, &binaryModel);
