@@ -57,8 +57,8 @@ std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
   for (int64_t tp = 1; tp <= devices; ++tp) {
     if (devices % tp != 0) continue;
     const int64_t groups = devices / tp;
-    // Data parallel over the groups (ddp, fsdp at each level; fsdp is not
-    // combined with --tp yet).
+    // Data parallel over the groups (ddp, fsdp at each level; with --tp,
+    // each slice's state sharded over its groups, ZeRO-3 not yet).
     if (globalBatch % groups == 0) {
       Plan p;
       p.tensorParallel = tp;
@@ -66,8 +66,9 @@ std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
       p.batchSize = globalBatch / groups;
       p.strategy = groups == 1 ? "none" : "ddp";
       plans.push_back(p);
-      if (groups > 1 && tp == 1)
+      if (groups > 1)
         for (const char *level : {"optimizer", "gradients", "parameters"}) {
+          if (tp > 1 && llvm::StringRef(level) == "parameters") continue;
           Plan f = p;
           f.strategy = "fsdp";
           f.shard = level;
