@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Tensor parallelism on this machine: memory per rank and speed of
-dtc --tp=2 against one process and against --strategy=ddp on 2 ranks.
+dtc --tp=2 against one process and against --strategy=ddp on 2 ranks; and
+on 4 ranks (2 groups of 2) ddp between the groups against fsdp, each
+slice's optimizer state (and gradients) sharded over its 2 groups.
 
 The model: the MLP of bench/fsdp_memory.py (784 -> 4 x 4096 -> 10, 53.6M
 parameters), Adam (float32), synthetic batches of 32, one thread per rank.
@@ -9,7 +11,8 @@ rank holds half of 99.9% of the weights, their gradients and Adam's
 moments, and both ranks work on the same 32 rows (one all-reduce of a
 32 x 4096 activation per pair forward, one of the input's gradient
 backward). ddp on 2 ranks holds everything twice and trains 2 x 32 rows
-per step. For each: per-rank planned weights, optimizer state and arena,
+per step. With --tp=2 on 4 ranks each group trains 32 rows; fsdp halves a
+rank's moments again. For each: per-rank planned weights, optimizer state and arena,
 what the OS holds of the state buffer after step 1, the process peak
 (getrusage), and samples/s (best of 3 runs).
 
@@ -46,7 +49,11 @@ def main():
              "arena MiB | process peak MiB | samples/s |",
              "|---|---|---|---|---|---|---|---|---|"]
     configs = [("one process", [], 1), ("--tp=2", ["--tp=2"], 2),
-               ("--strategy=ddp", ["--strategy=ddp"], 2)]
+               ("--strategy=ddp", ["--strategy=ddp"], 2),
+               ("--strategy=ddp --tp=2", ["--strategy=ddp", "--tp=2"], 4),
+               ("--strategy=fsdp --tp=2", ["--strategy=fsdp", "--tp=2"], 4),
+               ("--strategy=fsdp --shard=gradients --tp=2",
+                ["--strategy=fsdp", "--shard=gradients", "--tp=2"], 4)]
     rates = {}
     for name, flags, ranks in configs:
         program = os.path.join(work, "train-" + (name.strip("-").replace("=", "").replace(" ", "")))
@@ -55,8 +62,11 @@ def main():
                        check=True)
         best, memory = 0.0, None
         for attempt in range(3):
+            # --tp=2: the 2 ranks of a group train the same rows.
+            groups = ranks // 2 if "--tp=2" in flags else ranks
             rate, memory = fsdp_memory.run(a.build, program, ranks, a.steps,
-                                           os.path.join(work, f"{ranks}-{attempt}.jsonl"))
+                                           os.path.join(work, f"{ranks}-{attempt}.jsonl"),
+                                           rows_per_step=fsdp_memory.BATCH * groups)
             best = max(best, rate)
         rates[name] = best
         if not memory or ranks == 1:  # one process logs no per-rank memory
@@ -71,6 +81,12 @@ def main():
     lines.append("")
     lines.append(f"samples/s against one process: --tp=2 {rates['--tp=2'] / one:.2f}x, "
                  f"ddp on 2 ranks {rates['--strategy=ddp'] / one:.2f}x.")
+    lines.append("")
+    hybrid = rates["--strategy=ddp --tp=2"]
+    lines.append("4 ranks, 2 groups of 2 (4 processes on this machine's 2 cores: compare these "
+                 "rows with each other only): samples/s against ddp with --tp=2: fsdp ZeRO-1 "
+                 f"{rates['--strategy=fsdp --tp=2'] / hybrid:.2f}x, ZeRO-2 "
+                 f"{rates['--strategy=fsdp --shard=gradients --tp=2'] / hybrid:.2f}x.")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
