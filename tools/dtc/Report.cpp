@@ -119,7 +119,13 @@ static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
   // when the stages shard over their replicas its optimizer-state shard).
   if (auto bytes = module->getAttrOfType<DenseI64ArrayAttr>(attr::kStageStateBytes)) {
     SmallVector<int64_t> perRank = stageRankStateBytes(module);
-    os << "  planned state per rank (rank r runs stage r % " << stages.size() << "):";
+    // --tp=K: a stage's K ranks are consecutive (runtime/train/Pipeline.h).
+    auto tp = module->getAttrOfType<IntegerAttr>(attr::kTensorParallel);
+    if (tp && tp.getInt() > 1)
+      os << "  planned state per rank (rank r runs stage (r / " << tp.getInt() << ") % "
+         << stages.size() << ", a slice of it):";
+    else
+      os << "  planned state per rank (rank r runs stage r % " << stages.size() << "):";
     for (auto [s, b] : llvm::enumerate(perRank))
       os << (s ? "," : "") << " stage " << s << " " << megabytes(b);
     auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
