@@ -202,6 +202,14 @@ void Trainer::enableBackgroundFill(const Dataset& train) {
 Trainer::~Trainer() = default;
 
 std::unique_ptr<CheckpointState> Trainer::checkpointState() {
+  // --tp in a pipeline whose stages shard over their replicas: this
+  // replica's shard of the stage's slices, as whole-tensor ranges.
+  if (isStageSharded(spec_) && place_.tensorParallel > 1)
+    return std::make_unique<TensorParallelShards>(
+        spec_,
+        std::make_unique<StageCheckpointState>(spec_, state_.data(), place_.stage,
+                                               /*saves=*/place_.replica == 0, shard_),
+        place_.tpRank);
   // --tp in a pipeline: this stage's slices, as element ranges.
   if (isStageOwned(spec_) && place_.tensorParallel > 1)
     return std::make_unique<TensorParallelCheckpointState>(

@@ -729,8 +729,6 @@ int main(int argc, char **argv) {
     else if (shard == "parameters")
       refusal = "--shard=parameters within pipeline replicas is not available yet "
                 "(--shard=optimizer and gradients are)";
-    else if (tensorParallel > 1)
-      refusal = "--shard with --tp is not available yet";
     if (!refusal.empty()) {
       llvm::errs() << "dtc: error: " << refusal << "\n";
       return 1;
@@ -929,7 +927,7 @@ int main(int argc, char **argv) {
   // freed in backward too (ZeRO-2), whichever fits first (if none does, the
   // finest one's plan is reported).
   if (!memoryLimit.empty() && job.runPipeline && job.pipeline.isPipeline() &&
-      job.pipeline.dataParallel > 1 && job.pipeline.tensorParallel <= 1 && !autoPlanned &&
+      job.pipeline.dataParallel > 1 && !autoPlanned &&
       !shard.getNumOccurrences() && parseSize(memoryLimit) > 0 && ranks >= 0) {
     for (PipelineOptions::Shard level :
          {PipelineOptions::Shard::Optimizer, PipelineOptions::Shard::Gradients}) {
