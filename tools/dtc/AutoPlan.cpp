@@ -6,7 +6,10 @@
 #include "passes/ScalingSimulation.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatAdapters.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
 
 namespace dtc {
 
@@ -91,8 +94,8 @@ std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
         p.microBatches = micro;
         p.batchSize = perReplica;
         plans.push_back(p);
-        // Each stage's state sharded over its replicas (not with --tp yet).
-        if (replicas > 1 && tp == 1)
+        // Each stage's state sharded over its replicas.
+        if (replicas > 1)
           for (const char *level : {"optimizer", "gradients"}) {
             Plan f = p;
             f.shard = level;
@@ -134,10 +137,13 @@ void printPlans(const std::vector<PlanResult> &results, int chosen, int64_t glob
   os << "strategy=auto: " << results.size() << " plans for " << devices
      << " devices, a step of " << globalBatch << " samples (predicted"
      << (measured ? "; measured by --tune" : "") << ")\n";
-  os << "  plan                                                        step ms   MiB/device   comm MiB"
+  // The plan column as wide as its longest name.
+  size_t width = 58;
+  for (const PlanResult &r : results) width = std::max(width, r.plan.describe().size());
+  os << "  " << llvm::left_justify("plan", width) << "  step ms   MiB/device   comm MiB"
      << (measured ? "  measured ms" : "") << "  flags\n";
   for (auto [i, r] : llvm::enumerate(results)) {
-    os << llvm::format("  %-58s", r.plan.describe().c_str());
+    os << "  " << llvm::left_justify(r.plan.describe(), width);
     if (!r.refusal.empty()) {
       os << "  -- " << r.refusal << "\n";
       continue;
