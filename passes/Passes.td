@@ -810,6 +810,16 @@ def ShardParameters : Pass<"dtc-shard-parameters", "mlir::ModuleOp"> {
     `dtc.shard_level` becomes "parameters"; the runtime keeps the rest of
     the flat region unbacked (see runtime/train/ShardedState.h).
 
+    In a pipeline whose stages shard over their replicas
+    (`--strategy=pipeline --dp=K --shard=parameters`), each stage step's
+    groups are its own buckets, and a group is gathered before the first
+    reader in every schedule phase (`dtc.schedule_phase`) that reads it: 2M
+    gathers per step for M micro-batches where forward and backward read
+    it, so a replica holds its stage's whole weights only while a phase
+    computes. The stage's evaluation step (@stage<S>_eval) gathers each
+    group once; a pipeline whose evaluation is one whole-model @eval_step
+    is refused.
+
     Before (one group, one bucket):
     ```mlir
     %w = dtc.param_ref @w : tensor<10x4xf32>

@@ -73,7 +73,8 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
       pm.addPass(createShardOptimizerState(
           {/*gradients=*/o.shard != Options::Shard::Optimizer, o.dataParallel}));
     // ZeRO-3: the weights too, gathered per group where they are read.
-    if (o.strategy == Options::Strategy::Fsdp && o.shard == Options::Shard::Parameters)
+    if (o.shard == Options::Shard::Parameters &&
+        (o.strategy == Options::Strategy::Fsdp || (o.isPipeline() && o.shardReplicas)))
       pm.addPass(createShardParameters());
     if (o.precision == Options::Precision::Bf16)
       pm.addPass(createBf16Products());

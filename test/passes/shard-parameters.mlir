@@ -89,7 +89,7 @@ module attributes {dtc.shard_level = "gradients", dtc.shard_slots = 0 : i64, dtc
 // -----
 
 // Only after dtc-shard-optimizer-state with gradients.
-// expected-error @below {{dtc-shard-parameters needs @train_step sharded by dtc-shard-optimizer-state with gradients}}
+// expected-error @below {{dtc-shard-parameters needs @train_step or a pipeline's stage steps sharded by dtc-shard-optimizer-state with gradients}}
 module attributes {dtc.shard_level = "optimizer"} {
   func.func @train_step() {
     return
