@@ -85,6 +85,17 @@ void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t 
   std::memcpy(dst, h.data.data(), h.data.size());
 }
 
+void copyInitializerRange(const ParamSpec& p, const HostTensor& h, int64_t begin, int64_t count,
+                          char* param) {
+  checkInitializer(p, h);
+  const size_t elem = dtypeSize(p.tensor.dtype);
+  if (begin < 0 || count < 0 || begin + count > numElements(p.tensor))
+    fail("internal: elements [", begin, ", ", begin + count, ") of '", p.tensor.name, "'");
+  if (count > 0)
+    std::memcpy(param + static_cast<size_t>(begin) * elem,
+                h.data.data() + static_cast<size_t>(begin) * elem, static_cast<size_t>(count) * elem);
+}
+
 void OnnxModel::loadState(const ProgramSpec& spec, char* state, int tpRank) const {
   const TpSlice slice{tpRank, spec.tensorParallel};
   std::memset(state, 0, spec.stateBytes);
@@ -114,14 +125,9 @@ void OnnxModel::loadStateShard(const ProgramSpec& spec, char* state,
     // A weight of the flat region: only the elements of this rank's shard.
     if (!hasInitializer(p.tensor.name))
       fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
-    const HostTensor h = initializer(p.tensor.name);
-    checkInitializer(p, h);
     const int64_t flat = static_cast<int64_t>((p.offset - spec.flatStateOffset) / sizeof(float));
     const ShardRange r = shard.of(flat, numElements(p.tensor));
-    if (r.count == 0) continue;
-    std::memcpy(state + p.offset + static_cast<size_t>(r.begin) * sizeof(float),
-                h.data.data() + static_cast<size_t>(r.begin) * sizeof(float),
-                static_cast<size_t>(r.count) * sizeof(float));
+    copyInitializerRange(p, initializer(p.tensor.name), r.begin, r.count, state + p.offset);
   }
 }
 

@@ -65,6 +65,11 @@ private:
 // split param: `slice` of it.
 void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room,
                      TpSlice slice = {});
+// ZeRO-3: elements [begin, begin + count) of initializer `h` of param `p`
+// to the same elements of `param` (the param's first element); the same
+// errors.
+void copyInitializerRange(const ParamSpec& p, const HostTensor& h, int64_t begin, int64_t count,
+                          char* param);
 
 // Initial state of a program: OnnxModel(spec.onnxBytes).loadState, or all
 // zeros when the program embeds no model (onnxSize == 0, hand-written specs).

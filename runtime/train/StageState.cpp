@@ -51,9 +51,12 @@ size_t stageOffset(const ProgramSpec& spec, int32_t i) {
   return p.offset - spec.stageStateBase[p.stage];
 }
 
-void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank) {
+void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank,
+                    const StateShard* shard) {
   const size_t bytes = stageBytes(spec, stage);
-  std::memset(state, 0, bytes);
+  // ZeRO-3: the region's pages outside the shard are never touched.
+  const size_t region = shard && shard->region ? spec.stageFlatStateOffset[stage] : bytes;
+  std::memset(state, 0, region);
   if (!spec.onnxBytes || spec.onnxSize == 0) return;
   // Decodes only the initializers this stage holds, one at a time.
   const OnnxInitializers model(spec.onnxBytes, spec.onnxSize);
@@ -66,6 +69,14 @@ void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank)
            "'s state buffer (", bytes, " bytes)");
     if (!model.has(p.tensor.name))
       fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
+    if (at >= region && p.kind == ParamKind::Weight) {
+      if (spec.tensorParallel > 1) fail("internal: sharded parameters with --tp");
+      // A weight of the sharded region: only this replica's elements.
+      const ShardRange r =
+          shard->of(static_cast<int64_t>((at - region) / sizeof(float)), numElements(p.tensor));
+      copyInitializerRange(p, model.get(p.tensor.name), r.begin, r.count, state + at);
+      continue;
+    }
     copyInitializer(p, model.get(p.tensor.name), state + at, bytes - at,
                     TpSlice{tpRank, spec.tensorParallel});
   }
@@ -74,6 +85,10 @@ void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank)
 StageCheckpointState::StageCheckpointState(const ProgramSpec& spec, char* state, int stage,
                                            bool saves, const StateShard& shard)
     : spec_(spec), state_(state), stage_(stage), saves_(saves), shard_(shard) {}
+
+bool StageCheckpointState::sharded(int32_t param) const {
+  return spec_.params[param].shardSlot >= 0 || (spec_.shardParameters && flatOffset(param) >= 0);
+}
 
 int64_t StageCheckpointState::flatOffset(int32_t param) const {
   const ParamSpec& p = spec_.params[param];
@@ -93,8 +108,9 @@ std::vector<CheckpointState::Slice> StageCheckpointState::savedSlices() const {
   for (int32_t i = 0; i < spec_.numParams; ++i) {
     const ParamSpec& p = spec_.params[i];
     if (p.kind == ParamKind::Constant) continue;
-    if (p.shardSlot >= 0) {
-      // Every replica its part of the stage's sharded optimizer state.
+    if (sharded(i)) {
+      // Every replica its part of the stage's sharded optimizer state (and
+      // under ZeRO-3 of its sharded weights).
       if (p.stage != stage_) continue;
       const ShardRange r = shard_.of(flatOffset(i), elementCount(p.tensor));
       if (r.count > 0) slices.push_back({i, r.begin, r.begin + r.count});
@@ -111,7 +127,7 @@ std::vector<CheckpointState::Slice> StageCheckpointState::loadedSlices() const {
   std::vector<Slice> slices;
   for (int32_t i = 0; i < spec_.numParams; ++i) {
     const ParamSpec& p = spec_.params[i];
-    if (p.shardSlot >= 0 && p.stage == stage_) {
+    if (sharded(i) && p.stage == stage_) {
       const ShardRange r = shard_.of(flatOffset(i), elementCount(p.tensor));
       if (r.count > 0) slices.push_back({i, r.begin, r.begin + r.count});
     } else if (p.kind != ParamKind::Constant && stageHolds(spec_, stage_, i)) {
@@ -126,6 +142,10 @@ char* StageCheckpointState::at(int32_t param, int64_t index) const {
   if (p.shardSlot < 0) {
     if (!stageHolds(spec_, stage_, param))
       fail("internal: stage ", stage_, " does not hold '", p.tensor.name, "'");
+    // ZeRO-3: a sharded weight's elements outside the shard are not held.
+    if (sharded(param) && (flatOffset(param) + index < shard_.begin ||
+                           flatOffset(param) + index >= shard_.begin + shard_.elements))
+      fail("internal: element ", index, " of '", p.tensor.name, "' is not in this replica's shard");
     return state_ + stageOffset(spec_, param) + static_cast<size_t>(index) * dtypeSize(p.tensor.dtype);
   }
   const int64_t position = flatOffset(param) + index - shard_.begin;
@@ -283,6 +303,18 @@ void saveStagedModel(Communicator& world, const ProgramSpec& spec, const Pipelin
   writeFileAtomic(path, bytes);
 }
 
+std::vector<char> gatherStageWeights(Communicator& replicas, const ProgramSpec& spec, int stage,
+                                     const char* state, const StateShard& shard) {
+  const size_t bytes = spec.stageStateBytes[stage], region = spec.stageFlatStateOffset[stage];
+  std::vector<char> out(bytes);
+  std::memcpy(out.data(), state, region);
+  if (!shard.region) return out;
+  std::vector<float> all(static_cast<size_t>(shard.elements) * static_cast<size_t>(shard.ranks));
+  replicas.allGather(shard.mine(), all.data(), shard.bytes())->wait();
+  std::memcpy(out.data() + region, all.data(), std::min(bytes - region, all.size() * sizeof(float)));
+  return out;
+}
+
 RankMemory plannedStageMemory(const ProgramSpec& spec, int stage, size_t workspaceBytes) {
   RankMemory m;
   for (int32_t i = 0; i < spec.numParams; ++i) {
@@ -299,6 +331,13 @@ RankMemory plannedStageMemory(const ProgramSpec& spec, int stage, size_t workspa
     const int64_t slots = static_cast<int64_t>(layout.stateBytes - layout.slotsOffset);
     m.optimizerBytes += slots;
     m.stateBytes = static_cast<int64_t>(layout.stateBytes);
+    if (spec.shardParameters) {
+      // ZeRO-3: of the region's weights, only this replica's shard is held.
+      const int64_t region = static_cast<int64_t>(layout.ranks) * layout.elements * 4;
+      m.weightBytes -= static_cast<int64_t>(spec.stageFlatStateElements[stage]) * 4;
+      m.weightBytes += layout.elements * 4;
+      m.stateBytes -= region - layout.elements * 4;
+    }
   }
   m.arenaBytes = static_cast<int64_t>(spec.stageArenaBytes[stage]);
   m.workspaceBytes = static_cast<int64_t>(workspaceBytes);

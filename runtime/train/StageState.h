@@ -37,15 +37,20 @@ size_t stageOffset(const ProgramSpec& spec, int32_t i);
 
 // Stage `stage`'s buffer (stageStateBytes[stage] bytes) as the program
 // starts: its params' initializers from the embedded ONNX (tensor-parallel
-// rank `tpRank`'s slices of the split ones), zero optimizer state.
-void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank = 0);
+// rank `tpRank`'s slices of the split ones), zero optimizer state. With a
+// `shard` (the stages shard parameters over their replicas, ZeRO-3), of
+// the weights of the stage's flat region only the shard's elements: the
+// rest of the region stays zero, never written.
+void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank = 0,
+                    const StateShard* shard = nullptr);
 
 // A stage's buffer meets a checkpoint: it saves its stage's params when
 // `saves` (the stage's rank of replica 0; stage 0 also the unowned params
 // that are not constants), and loads exactly the params it holds. When the
 // stages shard over their replicas (`shard` non-empty: this replica's shard
 // of the stage's flat region), every replica saves and loads its slices of
-// the sharded optimizer state; the whole weights as before.
+// the sharded optimizer state (ZeRO-3: and of the sharded weights); the
+// whole weights as before.
 class StageCheckpointState : public CheckpointState {
 public:
   StageCheckpointState(const ProgramSpec& spec, char* state, int stage, bool saves,
@@ -59,6 +64,9 @@ private:
   // The first element of `param`'s weight in the stage's flat region (slot
   // state answers for its weight), or -1 when it is not sharded.
   int64_t flatOffset(int32_t param) const;
+  // Whether each replica holds only its shard of `param`: sharded optimizer
+  // state, and the sharded weights under ZeRO-3.
+  bool sharded(int32_t param) const;
   // Where element `index` of `param` lives in this rank's memory.
   char* at(int32_t param, int64_t index) const;
 
@@ -68,6 +76,12 @@ private:
   bool saves_;
   StateShard shard_;
 };
+
+// --save under ZeRO-3 in the stages: a copy of stage `stage`'s buffer
+// (without the shard slots) with its flat region's weights gathered from
+// the stage's replicas. Collective over `replicas`.
+std::vector<char> gatherStageWeights(Communicator& replicas, const ProgramSpec& spec, int stage,
+                                     const char* state, const StateShard& shard);
 
 // The whole-model state buffer (ProgramSpec::stateBytes, laid out per
 // ParamSpec::offset; with --tp this rank's slices) from every stage's

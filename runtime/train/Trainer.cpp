@@ -238,7 +238,8 @@ std::unique_ptr<CheckpointState> Trainer::checkpointState() {
 
 void Trainer::loadRankState() {
   if (isStageOwned(spec_))
-    loadStageState(spec_, place_.stage, state_.data(), place_.tpRank);
+    loadStageState(spec_, place_.stage, state_.data(), place_.tpRank,
+                   isStageSharded(spec_) && spec_.shardParameters ? &shard_ : nullptr);
   else if (spec_.shardParameters)
     loadInitialShard(spec_, state_.data(), shard_);  // never the whole weights
   else

@@ -180,13 +180,18 @@ void Trainer::loadStartState(Run& run) {
     if (tensorParallel() > 1 && !isStageOwned(spec_))
       fail("internal: a tensor-parallel pipeline program without stage-owned state");
     // Every replica of a stage starts from replica 0's buffer; not the shard
-    // slots after it when the stages shard (each replica loaded its own).
+    // slots after it when the stages shard (each replica loaded its own),
+    // nor the flat region when they shard parameters (ZeRO-3: each loaded
+    // its shard of it, and never holds the rest).
     if (isStageOwned(spec_))
       groups_.dataParallel
           ->broadcast(state_.data(),
-                      isStageSharded(spec_) ? spec_.stageStateBytes[place_.stage] : state_.size(),
+                      !isStageSharded(spec_)   ? state_.size()
+                      : spec_.shardParameters ? spec_.stageFlatStateOffset[place_.stage]
+                                              : spec_.stageStateBytes[place_.stage],
                       0)
           ->wait();
+    if (isStageSharded(spec_) && spec_.shardParameters) releaseOtherShards(shard_);
     // Connects what the groups' send/recv need before the first step.
     groups_.pipe->barrier();
     groups_.dataParallel->barrier();
@@ -289,7 +294,10 @@ std::string Trainer::layoutDescription(const Run& run) const {
                         level);
   }
   if (isStageSharded(spec_))
-    layout += spec_.shardGradients
+    layout += spec_.shardParameters
+                  ? str(", each stage's weights, gradients and optimizer state sharded over its ",
+                        spec_.dataParallel, " replicas (ZeRO-3)")
+              : spec_.shardGradients
                   ? str(", each stage's optimizer state and gradients sharded over its ",
                         spec_.dataParallel, " replicas (ZeRO-2)")
                   : str(", each stage's optimizer state sharded over its ", spec_.dataParallel,
@@ -614,7 +622,14 @@ void Trainer::finishRun(Run& run) {
   downloadState(run);  // GPU programs: state() and --save see the trained weights
   if (!opts_.save.empty() && !run.stoppedBySignal) {
     syncStagesIfNeeded(run);
-    if (isStageOwned(spec_))
+    if (isStageOwned(spec_) && isStageSharded(spec_) && spec_.shardParameters)
+      // ZeRO-3 in the stages: each stage's weights gathered once, for the save.
+      saveStagedModel(*comm_, spec_, place_,
+                      gatherStageWeights(*groups_.dataParallel, spec_, place_.stage,
+                                         state_.data(), shard_)
+                          .data(),
+                      opts_.save);
+    else if (isStageOwned(spec_))
       saveStagedModel(*comm_, spec_, place_, state_.data(), opts_.save);
     else if (spec_.shardParameters && comm_)
       saveShardedModel(*comm_, spec_, state_.data(), shard_, opts_.save);

@@ -386,6 +386,8 @@ bool checkMemoryLimit(mlir::ModuleOp module, const dtc::CompileJob &job,
                                   mebibytes(needs)
                             : "; even --shard=optimizer would need about " + mebibytes(needs) +
                                   " (try more --stages or a smaller --batch-size)";
+    } else if (k > 1 && o.shardReplicas && o.shard != Options::Shard::Parameters && tp == 1) {
+      hint = "; try --shard=parameters, more --stages or a smaller --batch-size";
     } else {
       hint = k > 1 ? "; try more --stages or a smaller --batch-size"
                    : "; try more --stages, or --dp=2 or more with --shard=optimizer, or a "
@@ -726,9 +728,6 @@ int main(int argc, char **argv) {
     else if (shard != "optimizer" && shard != "gradients" && shard != "parameters")
       refusal = "--shard=" + shard.getValue() +
                 " is not a sharding level (expected optimizer, gradients or parameters)";
-    else if (shard == "parameters")
-      refusal = "--shard=parameters within pipeline replicas is not available yet "
-                "(--shard=optimizer and gradients are)";
     if (!refusal.empty()) {
       llvm::errs() << "dtc: error: " << refusal << "\n";
       return 1;
@@ -924,14 +923,18 @@ int main(int argc, char **argv) {
   }
   // A pipeline with replicas and no --shard likewise: each stage's
   // optimizer state sharded over its replicas (ZeRO-1), then its gradients
-  // freed in backward too (ZeRO-2), whichever fits first (if none does, the
-  // finest one's plan is reported).
+  // freed in backward too (ZeRO-2), then its weights (ZeRO-3), whichever
+  // fits first (if none does, the finest one's plan is reported).
   if (!memoryLimit.empty() && job.runPipeline && job.pipeline.isPipeline() &&
       job.pipeline.dataParallel > 1 && !autoPlanned &&
       !shard.getNumOccurrences() && parseSize(memoryLimit) > 0 && ranks >= 0) {
     for (PipelineOptions::Shard level :
-         {PipelineOptions::Shard::Optimizer, PipelineOptions::Shard::Gradients}) {
+         {PipelineOptions::Shard::Optimizer, PipelineOptions::Shard::Gradients,
+          PipelineOptions::Shard::Parameters}) {
       if (checkMemoryLimit(*module, job, /*quiet=*/true))
+        break;
+      // ZeRO-3 with --tp is not there yet.
+      if (level == PipelineOptions::Shard::Parameters && job.pipeline.tensorParallel > 1)
         break;
       job.pipeline.shardReplicas = true;
       job.pipeline.shard = level;
@@ -943,8 +946,11 @@ int main(int argc, char **argv) {
                      << (level == PipelineOptions::Shard::Optimizer
                              ? "optimizer state over its replicas (ZeRO-1) to fit "
                                "(--shard=optimizer)\n"
-                             : "optimizer state and gradients over its replicas (ZeRO-2) to fit "
-                               "(--shard=gradients)\n");
+                         : level == PipelineOptions::Shard::Gradients
+                             ? "optimizer state and gradients over its replicas (ZeRO-2) to fit "
+                               "(--shard=gradients)\n"
+                             : "weights, gradients and optimizer state over its replicas "
+                               "(ZeRO-3) to fit (--shard=parameters)\n");
     }
   }
   if (!memoryLimit.empty() && job.runPipeline && !autoPlanned &&
