@@ -156,8 +156,22 @@ FailureOr<bool> Simulation::step(int64_t s) {
       bytes += double(tensorBytes(grad.getType()));
     const bool scattered = wait.getStart()->hasAttr(attr::kSharded);
     run.clock += transferSeconds(scattered ? bytes : 2 * bytes, machine);
+  } else if (isa<GatherParamsStartOp>(op)) {
+    // ZeRO-3: counted when it is waited for.
+  } else if (auto wait = dyn_cast<GatherParamsWaitOp>(op)) {
+    // A group's weights all-gathered from the replicas' shards.
+    double bytes = 0;
+    for (Value weight : wait.getWeights())
+      bytes += double(tensorBytes(weight.getType()));
+    run.clock += transferSeconds(bytes, machine);
   } else if (auto gather = dyn_cast<GatherWeightShardsOp>(op)) {
-    // The replicas' updated shards, all-gathered: the ring's other half.
+    // The replicas' updated shards, all-gathered: the ring's other half
+    // (under ZeRO-3 they stay sharded: the next step gathers them).
+    auto level = op->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(attr::kShardLevel);
+    if (level && level.getValue() == "parameters") {
+      ++run.next;
+      return true;
+    }
     double bytes = 0;
     for (Attribute name : gather.getParams())
       if (auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(

@@ -25,7 +25,10 @@ std::string Plan::describe() const {
                          microBatches,
                          replicas > 1 ? llvm::formatv(" x {0} replicas", replicas).str() : "",
                          tp.empty() ? "" : " x " + tp,
-                         shard.empty() ? "" : shard == "optimizer" ? ", ZeRO-1" : ", ZeRO-2")
+                         shard.empty()           ? ""
+                         : shard == "optimizer"  ? ", ZeRO-1"
+                         : shard == "gradients"  ? ", ZeRO-2"
+                                                 : ", ZeRO-3")
         .str();
   if (strategy == "ddp" || strategy == "fsdp") {
     std::string name = strategy == "ddp" ? "ddp" : "fsdp " + shard;
@@ -94,9 +97,11 @@ std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
         p.microBatches = micro;
         p.batchSize = perReplica;
         plans.push_back(p);
-        // Each stage's state sharded over its replicas.
+        // Each stage's state sharded over its replicas (its weights too,
+        // not with --tp yet).
         if (replicas > 1)
-          for (const char *level : {"optimizer", "gradients"}) {
+          for (const char *level : {"optimizer", "gradients", "parameters"}) {
+            if (tp > 1 && llvm::StringRef(level) == "parameters") continue;
             Plan f = p;
             f.shard = level;
             plans.push_back(f);

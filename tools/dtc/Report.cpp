@@ -61,12 +61,17 @@ static SmallVector<int64_t> stageRankStateBytes(ModuleOp module) {
       size_t(elements.size()) != perRank.size() || size_t(offsets.size()) != perRank.size())
     return perRank;
   const int64_t k = replicas.getInt();
+  auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
+  const bool weightsSharded = level && level.getValue() == "parameters";
   for (auto [s, flat] : llvm::enumerate(elements.asArrayRef())) {
     if (flat == 0)
       continue;
     const int64_t shard = ((flat + k - 1) / k + 15) / 16 * 16;
     const int64_t slotsAt = (offsets[s] + 4 * k * shard + 63) / 64 * 64;
     perRank[s] = slotsAt + slots.getInt() * shard * 4;
+    // ZeRO-3: of the region, only the replica's shard is backed.
+    if (weightsSharded)
+      perRank[s] -= 4 * (k - 1) * shard;
   }
   return perRank;
 }
@@ -129,12 +134,13 @@ static LogicalResult printPipeline(ModuleOp module, llvm::raw_ostream &os) {
     for (auto [s, b] : llvm::enumerate(perRank))
       os << (s ? "," : "") << " stage " << s << " " << megabytes(b);
     auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
-    const bool gradientsFreed = level && level.getValue() == "gradients";
+    const bool weightsSharded = level && level.getValue() == "parameters";
+    const bool gradientsFreed = level && (level.getValue() == "gradients" || weightsSharded);
     if (auto replicas = module->getAttrOfType<IntegerAttr>(attr::kShardReplicas))
-      os << " (each stage's optimizer state sharded over its " << replicas.getInt()
-         << " replicas"
+      os << " (each stage's " << (weightsSharded ? "weights and " : "")
+         << "optimizer state sharded over its " << replicas.getInt() << " replicas"
          << (gradientsFreed ? "; gradients freed in backward, in the arena" : "")
-         << ")";
+         << (weightsSharded ? "; weights gathered per phase, in the arena" : "") << ")";
     else if (auto whole = module->getAttrOfType<IntegerAttr>(attr::kStateBytes))
       os << " (the whole model's " << megabytes(whole.getInt()) << ")";
     os << "\n";
