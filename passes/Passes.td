@@ -799,7 +799,8 @@ def ShardParameters : Pass<"dtc-shard-parameters", "mlir::ModuleOp"> {
       gathered once, for both (it would be freed and gathered at once);
     * each gather starts right after the previous one arrived, so the next
       group's weights travel while this group computes (prefetch, depth
-      one);
+      one), but never while an earlier copy of the same group is still
+      read;
     * the memory plan frees each gathered copy after its last reader:
       a rank holds the whole weights of at most two groups at a time, plus
       the groups backward's readers keep alive (tied weights).

@@ -140,6 +140,7 @@ LogicalResult gatherWhereRead(func::FuncOp step, ArrayRef<Group> groups, Spans s
 
   Builder b(step);
   Operation *previousWait = nullptr;
+  llvm::DenseMap<size_t, Operation *> lastReaderOf;  // each group's latest copy's
   for (auto [number, gather] : llvm::enumerate(gathers)) {
     const Group &group = groups[gather.group];
     OpBuilder at(gather.readers.front());
@@ -148,10 +149,18 @@ LogicalResult gatherWhereRead(func::FuncOp step, ArrayRef<Group> groups, Spans s
         b.getArrayAttr(group.names), b.getI64IntegerAttr(int64_t(number)));
     auto wait =
         at.create<GatherParamsWaitOp>(step.getLoc(), start.getToken(), start.getGathered());
-    // Prefetch: start as soon as the previous gather has arrived.
-    if (previousWait)
-      start->moveAfter(previousWait);
+    // Prefetch: start as soon as the previous gather has arrived, but not
+    // while an earlier copy of the same group is still read (a stage step
+    // gathers its groups again in every phase: two live copies of one
+    // group would only double its arena).
+    Operation *after = previousWait;
+    if (Operation *reader = lastReaderOf.lookup(gather.group))
+      if (!after || after->isBeforeInBlock(reader))
+        after = reader;
+    if (after)
+      start->moveAfter(after);
     previousWait = wait;
+    lastReaderOf[gather.group] = gather.readers.back();
     llvm::SmallPtrSet<Operation *, 16> mine(gather.readers.begin(), gather.readers.end());
     for (auto [name, whole] : llvm::zip(group.names, wait.getWeights()))
       for (Value ref : refsOf.lookup(cast<FlatSymbolRefAttr>(name).getValue()))

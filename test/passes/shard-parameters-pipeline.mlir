@@ -2,8 +2,10 @@
 // (--strategy=pipeline --dp=2 --shard=parameters): each stage step gathers
 // its own buckets' weights in every schedule phase that reads them (a
 // stage holds only its shard between phases), each gather started as soon
-// as the one before it has arrived (prefetch); the stage's evaluation step
-// gathers the same group once. A pipeline whose evaluation reads the whole
+// as the one before it has arrived (prefetch) but not while the group's
+// previous copy is still read (one copy of a group at a time: here each
+// phase's gather starts after the last reader of the phase before); the
+// stage's evaluation step gathers the same group once. A pipeline whose evaluation reads the whole
 // model (@eval_step) is refused.
 // RUN: dtc-opt %s -split-input-file -dtc-shard-optimizer-state="gradients=true replicas=2" -dtc-shard-parameters \
 // RUN:   -verify-diagnostics | FileCheck %s
@@ -14,16 +16,16 @@
 // CHECK: dtc.schedule_phase {micro_batch = 0 : i64, phase = "forward"}
 // CHECK-NEXT: %[[G0:.*]], %[[T0:.*]] = dtc.gather_params_start {group = 0 : i64, params = [@w0]}
 // CHECK-NEXT: %[[W0:.*]] = dtc.gather_params_wait %[[T0]], %[[G0]]
-// CHECK-NEXT: %[[G1:.*]], %[[T1:.*]] = dtc.gather_params_start {group = 1 : i64, params = [@w0]}
 // CHECK-NEXT: dtc.mul %{{.*}}, %[[W0]]
+// CHECK-NEXT: %[[G1:.*]], %[[T1:.*]] = dtc.gather_params_start {group = 1 : i64, params = [@w0]}
 // CHECK-NEXT: dtc.schedule_phase {micro_batch = 1 : i64, phase = "forward"}
 // CHECK-NEXT: %[[W1:.*]] = dtc.gather_params_wait %[[T1]], %[[G1]]
-// CHECK-NEXT: %[[G2:.*]], %[[T2:.*]] = dtc.gather_params_start {group = 2 : i64, params = [@w0]}
 // CHECK-NEXT: dtc.mul %{{.*}}, %[[W1]]
+// CHECK-NEXT: %[[G2:.*]], %[[T2:.*]] = dtc.gather_params_start {group = 2 : i64, params = [@w0]}
 // CHECK-NEXT: dtc.schedule_phase {micro_batch = 0 : i64, phase = "backward"}
 // CHECK-NEXT: %[[W2:.*]] = dtc.gather_params_wait %[[T2]], %[[G2]]
-// CHECK-NEXT: %[[G3:.*]], %[[T3:.*]] = dtc.gather_params_start {group = 3 : i64, params = [@w0]}
 // CHECK-NEXT: dtc.mul %{{.*}}, %[[W2]]
+// CHECK-NEXT: %[[G3:.*]], %[[T3:.*]] = dtc.gather_params_start {group = 3 : i64, params = [@w0]}
 // CHECK-NEXT: dtc.schedule_phase {micro_batch = 1 : i64, phase = "backward"}
 // CHECK-NEXT: %[[W3:.*]] = dtc.gather_params_wait %[[T3]], %[[G3]]
 // CHECK-NEXT: dtc.mul %{{.*}}, %[[W3]]
