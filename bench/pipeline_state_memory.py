@@ -3,7 +3,8 @@
 ddp on 2 ranks (every rank the whole state); and of 2 replicas of that
 pipeline on 4 ranks, without and with each stage's optimizer state sharded
 over its replicas (--dp=2 --shard=optimizer), and its gradients too
-(--shard=gradients, ZeRO-2: freed in backward, so the arena).
+(--shard=gradients, ZeRO-2: freed in backward, so the arena), and its
+weights too (--shard=parameters, ZeRO-3: gathered per phase).
 
 The model: fsdp_memory.py's MLP of 53.6M parameters (784 -> 4 x 4096 ->
 10), trained with Adam (float32) on synthetic data, one thread per rank:
@@ -54,8 +55,11 @@ def main():
              "hybrid ZeRO-1": ["--strategy=pipeline", "--stages=2", "--dp=2",
                                "--micro-batches=4", "--batch-size=32", "--shard=optimizer"],
              "hybrid ZeRO-2": ["--strategy=pipeline", "--stages=2", "--dp=2",
-                               "--micro-batches=4", "--batch-size=32", "--shard=gradients"]}
-    ranks = {"ddp": 2, "pipeline": 2, "hybrid": 4, "hybrid ZeRO-1": 4, "hybrid ZeRO-2": 4}
+                               "--micro-batches=4", "--batch-size=32", "--shard=gradients"],
+             "hybrid ZeRO-3": ["--strategy=pipeline", "--stages=2", "--dp=2",
+                               "--micro-batches=4", "--batch-size=32", "--shard=parameters"]}
+    ranks = {"ddp": 2, "pipeline": 2, "hybrid": 4, "hybrid ZeRO-1": 4, "hybrid ZeRO-2": 4,
+             "hybrid ZeRO-3": 4}
     mib = 1024.0 * 1024.0
     lines = ["# Pipeline ranks hold only their stage's state\n",
              f"Command: `/usr/bin/python3 bench/pipeline_state_memory.py --speed-steps "
@@ -65,7 +69,9 @@ def main():
              "stages, 4 micro-batches of 16; hybrid: 2 replicas of the 2-stage pipeline on 4 "
              "ranks (rank r: stage r % 2), 4 micro-batches of 8 each; hybrid ZeRO-1: the same "
              "with each stage's optimizer state sharded over its 2 replicas "
-             "(--shard=optimizer); hybrid ZeRO-2: and its gradients (--shard=gradients).\n",
+             "(--shard=optimizer); hybrid ZeRO-2: and its gradients (--shard=gradients); "
+             "hybrid ZeRO-3: and its weights, gathered in each schedule phase that reads "
+             "them (--shard=parameters).\n",
              "| strategy | rank | weights MiB | optimizer MiB | state planned MiB | "
              "state resident MiB | arena MiB | process peak MiB |",
              "|---|---|---|---|---|---|---|---|"]
@@ -90,10 +96,11 @@ def main():
     lines.append("\n`dtc --report`:\n")
     lines += [f"- {r}" for r in reports]
     # The hybrids' speed, taking turns.
-    hybrids = ["hybrid", "hybrid ZeRO-1", "hybrid ZeRO-2"]
+    hybrids = ["hybrid", "hybrid ZeRO-1", "hybrid ZeRO-2", "hybrid ZeRO-3"]
     rates = {h: 0.0 for h in hybrids}
     for round_ in range(a.rounds):
-        for h in hybrids[round_ % 3:] + hybrids[:round_ % 3]:
+        turn = round_ % len(hybrids)
+        for h in hybrids[turn:] + hybrids[:turn]:
             name = h.replace(" ", "-")
             metrics = os.path.join(work, f"speed-{name}.jsonl")
             run(a.build, os.path.join(work, f"train-{name}"), 4, a.speed_steps, metrics)
