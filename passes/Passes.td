@@ -610,9 +610,16 @@ def VerifyCollectives : Pass<"dtc-verify-collectives", "mlir::ModuleOp"> {
     - between a start and its wait, no op reads or writes a tensor of the
       bucket (the all-reduce works in place: such an access would race);
     - no collective sits inside a region (control flow could make ranks
-      diverge).
+      diverge);
+    - sharding (fsdp, pipelines sharding over their replicas): ZeRO-3's
+      weight gathers (`dtc.gather_params_start`) are numbered in issue
+      order and their copies read only through their wait (before it they
+      are still being filled), and no step reads a sharded weight whole
+      under `--shard=parameters` (a rank holds only its shard of it).
     It records the ordered list of collectives and their sizes as the
-    module attribute `dtc.collectives` (e.g. "all_reduce:1290,all_reduce:100480"),
+    module attribute `dtc.collectives` (e.g. "all_reduce:1290,all_reduce:100480";
+    a sharded bucket is a "reduce_scatter", a gather of weights or of
+    updated shards an "all_gather"),
     which the program's fingerprint includes, so ranks running programs with
     different communication refuse to start instead of hanging.
   }];
