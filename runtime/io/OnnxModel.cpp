@@ -61,16 +61,37 @@ void checkInitializer(const ParamSpec& p, const HostTensor& h) {
 }
 } // namespace
 
+namespace {
+// --tp: Error unless `h` is split param `p`'s whole initializer.
+void checkWholeInitializer(const ParamSpec& p, const HostTensor& h, int parts) {
+  const TensorSpec& t = p.tensor;
+  const std::vector<int64_t> whole = wholeDims(p, parts);
+  if (h.dtype != t.dtype || h.dims != whole)
+    fail("parameter '", t.name, "': the program expects ", dtypeName(t.dtype), " ",
+         shapeString(whole), " (split ", parts, " ways along dimension ", p.tpSplitDim,
+         ") but the ONNX initializer is ", dtypeName(h.dtype), " ", shapeString(h.dims));
+}
+} // namespace
+
+HostTensor sliceOfInitializer(const ParamSpec& p, const HostTensor& h, TpSlice slice) {
+  if (p.tpSplitDim < 0 || slice.parts <= 1) return h;
+  checkWholeInitializer(p, h, slice.parts);
+  HostTensor out;
+  out.dtype = h.dtype;
+  out.dims = dimsOf(p.tensor);
+  out.data.resize(byteSize(p.tensor));
+  const SplitView view = splitView(p, slice.parts);
+  copySlice(h.data.data(), view.dims, view.dim, slice.part, slice.parts, dtypeSize(h.dtype),
+            out.data.data());
+  return out;
+}
+
 void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t room,
                      TpSlice slice) {
   const TensorSpec& t = p.tensor;
   if (p.tpSplitDim >= 0 && slice.parts > 1) {
     // --tp: this rank's slice of the whole initializer.
-    const std::vector<int64_t> whole = wholeDims(p, slice.parts);
-    if (h.dtype != t.dtype || h.dims != whole)
-      fail("parameter '", t.name, "': the program expects ", dtypeName(t.dtype), " ",
-           shapeString(whole), " (split ", slice.parts, " ways along dimension ", p.tpSplitDim,
-           ") but the ONNX initializer is ", dtypeName(h.dtype), " ", shapeString(h.dims));
+    checkWholeInitializer(p, h, slice.parts);
     if (byteSize(t) > room)
       fail("parameter '", t.name, "': ", byteSize(t), " bytes do not fit the ", room,
            " bytes left in the state buffer");
@@ -109,8 +130,9 @@ void OnnxModel::loadState(const ProgramSpec& spec, char* state, int tpRank) cons
   }
 }
 
-void OnnxModel::loadStateShard(const ProgramSpec& spec, char* state,
-                               const StateShard& shard) const {
+void OnnxModel::loadStateShard(const ProgramSpec& spec, char* state, const StateShard& shard,
+                               int tpRank) const {
+  const TpSlice slice{tpRank, spec.tensorParallel};
   std::memset(state, 0, spec.flatStateOffset);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec& p = spec.params[i];
@@ -119,7 +141,7 @@ void OnnxModel::loadStateShard(const ProgramSpec& spec, char* state,
       fail("parameter '", p.tensor.name, "': offset ", p.offset,
            " is outside the state buffer (", spec.stateBytes, " bytes)");
     if (p.kind != ParamKind::Weight || p.offset < spec.flatStateOffset) {
-      loadParam(p, state + p.offset, spec.stateBytes - p.offset);
+      loadParam(p, state + p.offset, spec.stateBytes - p.offset, slice);
       continue;
     }
     // A weight of the flat region: only the elements of this rank's shard.
@@ -127,7 +149,8 @@ void OnnxModel::loadStateShard(const ProgramSpec& spec, char* state,
       fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
     const int64_t flat = static_cast<int64_t>((p.offset - spec.flatStateOffset) / sizeof(float));
     const ShardRange r = shard.of(flat, numElements(p.tensor));
-    copyInitializerRange(p, initializer(p.tensor.name), r.begin, r.count, state + p.offset);
+    copyInitializerRange(p, sliceOfInitializer(p, initializer(p.tensor.name), slice), r.begin,
+                         r.count, state + p.offset);
   }
 }
 
@@ -171,12 +194,12 @@ void loadInitialState(const ProgramSpec& spec, char* state, int tpRank) {
   OnnxModel(spec.onnxBytes, spec.onnxSize).loadState(spec, state, tpRank);
 }
 
-void loadInitialShard(const ProgramSpec& spec, char* state, const StateShard& shard) {
+void loadInitialShard(const ProgramSpec& spec, char* state, const StateShard& shard, int tpRank) {
   if (!spec.onnxBytes || spec.onnxSize == 0) {
     std::memset(state, 0, spec.flatStateOffset);
     return;
   }
-  OnnxModel(spec.onnxBytes, spec.onnxSize).loadStateShard(spec, state, shard);
+  OnnxModel(spec.onnxBytes, spec.onnxSize).loadStateShard(spec, state, shard, tpRank);
 }
 
 void saveTrainedModel(const ProgramSpec& spec, const char* state, const std::string& path) {

@@ -41,8 +41,9 @@ public:
   void loadState(const ProgramSpec& spec, char* state, int tpRank = 0) const;
   // ZeRO-3 (--shard=parameters): the same, except that of the flat weight
   // region only `shard`'s elements are written (the rest is not touched, so
-  // it takes no memory).
-  void loadStateShard(const ProgramSpec& spec, char* state, const StateShard& shard) const;
+  // it takes no memory); with --tp, the shard of rank `tpRank`'s slices.
+  void loadStateShard(const ProgramSpec& spec, char* state, const StateShard& shard,
+                      int tpRank = 0) const;
   // One param's initializer, copied to `dst` (`room` bytes; Error when it
   // does not fit or does not match the ParamSpec).
   void loadParam(const ParamSpec& p, char* dst, size_t room, TpSlice slice = {}) const;
@@ -70,13 +71,17 @@ void copyInitializer(const ParamSpec& p, const HostTensor& h, char* dst, size_t 
 // errors.
 void copyInitializerRange(const ParamSpec& p, const HostTensor& h, int64_t begin, int64_t count,
                           char* param);
+// A --tp split param's slice `slice` of its whole initializer `h` (Error
+// when `h` is not the whole tensor); other params: `h`.
+HostTensor sliceOfInitializer(const ParamSpec& p, const HostTensor& h, TpSlice slice);
 
 // Initial state of a program: OnnxModel(spec.onnxBytes).loadState, or all
 // zeros when the program embeds no model (onnxSize == 0, hand-written specs).
 void loadInitialState(const ProgramSpec& spec, char* state, int tpRank = 0);
 // The same for a ZeRO-3 rank: its shard of the flat weight region only
 // (OnnxModel::loadStateShard).
-void loadInitialShard(const ProgramSpec& spec, char* state, const StateShard& shard);
+void loadInitialShard(const ProgramSpec& spec, char* state, const StateShard& shard,
+                      int tpRank = 0);
 // Writes the embedded model with the trained Weight/Buffer values to `path`
 // atomically (a unique temporary file, then rename). Error when the program embeds no model.
 void saveTrainedModel(const ProgramSpec& spec, const char* state, const std::string& path);

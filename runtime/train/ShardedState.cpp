@@ -7,6 +7,7 @@
 #include "runtime/support/Files.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/TensorInfo.h"
+#include "runtime/support/TensorSlices.h"
 #include "runtime/train/Device.h"
 
 #include <sys/mman.h>
@@ -86,22 +87,37 @@ void releaseOtherShards(const StateShard& shard) {
 }
 
 void saveShardedModel(Communicator& comm, const ProgramSpec& spec, const char* state,
-                      const StateShard& shard, const std::string& path) {
+                      const StateShard& shard, const std::string& path, Communicator* tp) {
   if (!spec.onnxBytes || spec.onnxSize == 0)
     fail("--save=", path, ": this program embeds no ONNX model to write back");
+  const int parts = tp ? tp->size() : 1;
   // One weight at a time, gathered by every rank in the param table's order
-  // (the order serializeWith asks for them).
+  // (the order serializeWith asks for them): from the shards, then (--tp)
+  // the group's slices put together.
   std::vector<float> whole;
+  std::vector<char> slices, assembled;
   auto valueOf = [&](int32_t i) -> const char* {
     const ParamSpec& p = spec.params[i];
-    if (p.kind != ParamKind::Weight || p.offset < spec.flatStateOffset) return state + p.offset;
-    const int64_t flat = static_cast<int64_t>((p.offset - spec.flatStateOffset) / sizeof(float));
-    const int64_t n = numElements(p.tensor);
-    whole.resize(static_cast<size_t>(n));
-    comm.allGatherBlocks(shard.mineOf(flat, n), whole.data(), shard.counts(flat, n))->wait();
-    return reinterpret_cast<const char*>(whole.data());
+    const char* value = state + p.offset;
+    if (p.kind == ParamKind::Weight && p.offset >= spec.flatStateOffset) {
+      const int64_t flat = static_cast<int64_t>((p.offset - spec.flatStateOffset) / sizeof(float));
+      const int64_t n = numElements(p.tensor);
+      whole.resize(static_cast<size_t>(n));
+      comm.allGatherBlocks(shard.mineOf(flat, n), whole.data(), shard.counts(flat, n))->wait();
+      value = reinterpret_cast<const char*>(whole.data());
+    }
+    if (parts == 1 || p.tpSplitDim < 0) return value;
+    const size_t bytes = byteSize(p.tensor);
+    slices.resize(bytes * static_cast<size_t>(parts));
+    tp->allGather(value, slices.data(), bytes)->wait();
+    const SplitView view = splitView(p, parts);
+    assembled.resize(bytes * static_cast<size_t>(parts));
+    for (int r = 0; r < parts; ++r)
+      placeSlice(slices.data() + static_cast<size_t>(r) * bytes, view.dims, view.dim, r, parts,
+                 dtypeSize(p.tensor.dtype), assembled.data());
+    return assembled.data();
   };
-  if (comm.rank() != 0) {
+  if (comm.rank() != 0 || (tp && tp->rank() != 0)) {
     for (int32_t i = 0; i < spec.numParams; ++i)
       if (spec.params[i].kind == ParamKind::Weight || spec.params[i].kind == ParamKind::Buffer)
         valueOf(i);

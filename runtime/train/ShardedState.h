@@ -72,9 +72,12 @@ class Communicator;
 void releaseOtherShards(const StateShard& shard);
 // --save of a ZeRO-3 program (collective): every rank gathers the flat
 // weights one at a time, rank 0 writes them into the embedded model and
-// the model to `path`; no rank holds the whole region.
+// the model to `path`; no rank holds the whole region. `comm`: the ranks
+// sharding the region; with --tp, `tp` the group whose slices make each
+// split weight (its rank 0 of `comm`'s rank 0 writes).
 void saveShardedModel(Communicator& comm, const ProgramSpec& spec, const char* state,
-                      const StateShard& shard, const std::string& path);
+                      const StateShard& shard, const std::string& path,
+                      Communicator* tp = nullptr);
 
 } // namespace dtcrt
 

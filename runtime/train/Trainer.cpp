@@ -241,7 +241,8 @@ void Trainer::loadRankState() {
     loadStageState(spec_, place_.stage, state_.data(), place_.tpRank,
                    isStageSharded(spec_) && spec_.shardParameters ? &shard_ : nullptr);
   else if (spec_.shardParameters)
-    loadInitialShard(spec_, state_.data(), shard_);  // never the whole weights
+    // Never the whole weights (--tp: the shard of this rank's slices).
+    loadInitialShard(spec_, state_.data(), shard_, processRank() % tensorParallel());
   else
     loadInitialState(spec_, state_.data(), processRank() % tensorParallel());
 }

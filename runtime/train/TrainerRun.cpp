@@ -632,7 +632,8 @@ void Trainer::finishRun(Run& run) {
     else if (isStageOwned(spec_))
       saveStagedModel(*comm_, spec_, place_, state_.data(), opts_.save);
     else if (spec_.shardParameters && comm_)
-      saveShardedModel(*comm_, spec_, state_.data(), shard_, opts_.save);
+      saveShardedModel(tpReplicas_ ? *tpReplicas_ : *comm_, spec_, state_.data(), shard_,
+                       opts_.save, tensorParallel() > 1 ? tp_ : nullptr);
     else if (tensorParallel() > 1 && tp_ && run.rank < tensorParallel())  // group 0's slices
       saveTensorParallelModel(*tp_, spec_, state_.data(), opts_.save);
     else if (isLogRank())

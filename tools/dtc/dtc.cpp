@@ -364,15 +364,11 @@ bool checkMemoryLimit(mlir::ModuleOp module, const dtc::CompileJob &job,
     if (ddp)
       hint = needs <= limit ? "; --strategy=fsdp would need about " + mebibytes(needs)
                             : "; even --strategy=fsdp would need about " + mebibytes(needs) +
-                                  (tp > 1 ? " (try --shard=gradients, more --ranks or a smaller "
-                                            "batch)"
-                                          : " (try --shard=gradients or parameters, more --ranks or "
-                                            "a smaller batch)");
+                                  " (try --shard=gradients or parameters, more --ranks or a "
+                                  "smaller batch)";
     else if (o.shard == Options::Shard::Optimizer)
-      hint = tp > 1 ? "; try --shard=gradients, more --ranks or a smaller --batch-size"
-                    : "; try --shard=gradients or parameters, more --ranks or a smaller "
-                      "--batch-size";
-    else if (o.shard == Options::Shard::Gradients && tp == 1)
+      hint = "; try --shard=gradients or parameters, more --ranks or a smaller --batch-size";
+    else if (o.shard == Options::Shard::Gradients)
       hint = "; try --shard=parameters, more --ranks or a smaller --batch-size";
     else
       hint = "; try more --ranks or a smaller --batch-size";
@@ -728,6 +724,9 @@ int main(int argc, char **argv) {
     else if (shard != "optimizer" && shard != "gradients" && shard != "parameters")
       refusal = "--shard=" + shard.getValue() +
                 " is not a sharding level (expected optimizer, gradients or parameters)";
+    else if (shard == "parameters" && tensorParallel > 1)
+      refusal = "--shard=parameters with --tp inside pipeline stages is not available yet "
+                "(--shard=optimizer and gradients are)";
     if (!refusal.empty()) {
       llvm::errs() << "dtc: error: " << refusal << "\n";
       return 1;
@@ -779,9 +778,6 @@ int main(int argc, char **argv) {
     std::string refusal;
     if (mode != Mode::Train)
       refusal = "needs --mode=train";
-    else if (strategy == "fsdp" && shard == "parameters")
-      refusal = "with --shard=parameters is not available yet (--shard=optimizer and gradients "
-                "are)";
     else if (target != "cpu")
       refusal = "is not available for --target=" + target.getValue() + " yet";
     else if (ranks > 0 && !isPipeline() && ranks % tensorParallel != 0)
@@ -905,9 +901,6 @@ int main(int argc, char **argv) {
     for (PipelineOptions::Shard level :
          {PipelineOptions::Shard::Gradients, PipelineOptions::Shard::Parameters}) {
       if (checkMemoryLimit(*module, job, /*quiet=*/true))
-        break;
-      // --tp shards up to the gradients (ZeRO-3 with --tp is not there yet).
-      if (level == PipelineOptions::Shard::Parameters && job.pipeline.tensorParallel > 1)
         break;
       job.pipeline.shard = level;
       module = dtc::compile(context, job, &binaryModel);
