@@ -64,7 +64,7 @@ std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
     if (devices % tp != 0) continue;
     const int64_t groups = devices / tp;
     // Data parallel over the groups (ddp, fsdp at each level; with --tp,
-    // each slice's state sharded over its groups, ZeRO-3 not yet).
+    // each slice's state sharded over its groups).
     if (globalBatch % groups == 0) {
       Plan p;
       p.tensorParallel = tp;
@@ -74,7 +74,6 @@ std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
       plans.push_back(p);
       if (groups > 1)
         for (const char *level : {"optimizer", "gradients", "parameters"}) {
-          if (tp > 1 && llvm::StringRef(level) == "parameters") continue;
           Plan f = p;
           f.strategy = "fsdp";
           f.shard = level;
