@@ -12,7 +12,7 @@ moments, and both ranks work on the same 32 rows (one all-reduce of a
 32 x 4096 activation per pair forward, one of the input's gradient
 backward). ddp on 2 ranks holds everything twice and trains 2 x 32 rows
 per step. With --tp=2 on 4 ranks each group trains 32 rows; fsdp halves a
-rank's moments again. For each: per-rank planned weights, optimizer state and arena,
+rank's moments again (ZeRO-3: and its weights). For each: per-rank planned weights, optimizer state and arena,
 what the OS holds of the state buffer after step 1, the process peak
 (getrusage), and samples/s (best of 3 runs).
 
@@ -53,7 +53,9 @@ def main():
                ("--strategy=ddp --tp=2", ["--strategy=ddp", "--tp=2"], 4),
                ("--strategy=fsdp --tp=2", ["--strategy=fsdp", "--tp=2"], 4),
                ("--strategy=fsdp --shard=gradients --tp=2",
-                ["--strategy=fsdp", "--shard=gradients", "--tp=2"], 4)]
+                ["--strategy=fsdp", "--shard=gradients", "--tp=2"], 4),
+               ("--strategy=fsdp --shard=parameters --tp=2",
+                ["--strategy=fsdp", "--shard=parameters", "--tp=2"], 4)]
     rates = {}
     for name, flags, ranks in configs:
         program = os.path.join(work, "train-" + (name.strip("-").replace("=", "").replace(" ", "")))
@@ -86,7 +88,8 @@ def main():
     lines.append("4 ranks, 2 groups of 2 (4 processes on this machine's 2 cores: compare these "
                  "rows with each other only): samples/s against ddp with --tp=2: fsdp ZeRO-1 "
                  f"{rates['--strategy=fsdp --tp=2'] / hybrid:.2f}x, ZeRO-2 "
-                 f"{rates['--strategy=fsdp --shard=gradients --tp=2'] / hybrid:.2f}x.")
+                 f"{rates['--strategy=fsdp --shard=gradients --tp=2'] / hybrid:.2f}x, ZeRO-3 "
+                 f"{rates['--strategy=fsdp --shard=parameters --tp=2'] / hybrid:.2f}x.")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
