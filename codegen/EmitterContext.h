@@ -176,11 +176,14 @@ public:
   /// CUDA: the statements that copy each host constant into the device block.
   std::string deviceConstantCopies;
   llvm::StringMap<int64_t> paramOffsets;
-  /// CPU programs: one OpProfile initializer per kernel op of every step
-  /// function (--profile, --trace); the index is the op's id.
+  /// One OpProfile initializer per kernel op of every step function
+  /// (--profile, --trace); the index is the op's id.
   std::vector<std::string> profileOps;
   /// Adds `op` (in `phase`) to profileOps and returns its id.
   int addProfileOp(mlir::Operation *op, llvm::StringRef phase);
+  /// Adds a run of updates one multi-tensor kernel applies (GPU programs) as
+  /// one entry: the first op's kind, their summed FLOPs and bytes.
+  int addProfileOp(llvm::ArrayRef<mlir::Operation *> ops, llvm::StringRef phase);
 
 private:
   llvm::StringMap<std::string> shapes;

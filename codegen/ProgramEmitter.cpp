@@ -235,8 +235,11 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
       // one): it reads lr and step from device memory, as a graph needs.
       SmallVector<Operation *> updates = fusableUpdates(&op);
       if (!updates.empty()) {
+        const int profileId = program.addProfileOp(updates, "optimizer");
+        fn.line("ctx.profile_begin(" + std::to_string(profileId) + ");");
         if (failed(emitFusedUpdates(updates, fn)))
           return failure();
+        fn.line("ctx.profile_end();");
         next = Block::iterator(updates.back());
         continue;
       }
@@ -267,7 +270,7 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
       return codegenError(&op) << "no C++ emitter for this op";
     fn.comment(&op);
     fn.declareResults(&op);
-    const int profileId = program.cuda ? -1 : program.addProfileOp(&op, phaseOf(&op, kind, pastLoss));
+    const int profileId = program.addProfileOp(&op, phaseOf(&op, kind, pastLoss));
     if (profileId >= 0)
       fn.line("ctx.profile_begin(" + std::to_string(profileId) + ");");
     if (failed(it->second(&op, fn)))
@@ -364,16 +367,31 @@ StringRef argName(func::FuncOp func, unsigned i) {
 } // namespace
 
 int ProgramEmitter::addProfileOp(Operation *op, StringRef phase) {
+  return addProfileOp(ArrayRef<Operation *>(op), phase);
+}
+
+int ProgramEmitter::addProfileOp(ArrayRef<Operation *> ops, StringRef phase) {
+  Operation *op = ops.front();
   std::string node;
   if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
     node = name.getName().str();
   // A convolution's kind names the CPU algorithm the compiler chose for it
   // ("dtc.conv (onednn)"): the profile then shows each algorithm's share,
   // and a cluster file's calibrated op costs are keyed by the same kinds.
+  // A run of updates in one multi-tensor kernel (GPU programs) is one entry.
   std::string kind = costKind(op);
+  if (ops.size() > 1) {
+    kind += " (multi-tensor)";
+    node = std::to_string(ops.size()) + " parameters";
+  }
+  double flops = 0, bytes = 0;
+  for (Operation *each : ops) {
+    flops += estimateFlops(each);
+    bytes += estimateBytes(each);
+  }
   profileOps.push_back("{" + quoted(kind) + ", " + quoted(node) + ", " +
-                       quoted(phase) + ", " + doubleLiteral(estimateFlops(op)) + ", " +
-                       doubleLiteral(estimateBytes(op)) + "}");
+                       quoted(phase) + ", " + doubleLiteral(flops) + ", " +
+                       doubleLiteral(bytes) + "}");
   return static_cast<int>(profileOps.size()) - 1;
 }
 

@@ -50,6 +50,7 @@ if(DTCRT_WITH_CUDA)
   add_library(dtcrt_cuda STATIC
     ${DTCRT_CUDA_DIR}/Context.cu
     ${DTCRT_CUDA_DIR}/Graph.cu
+    ${DTCRT_CUDA_DIR}/Marks.cu
     ${DTCRT_CUDA_DIR}/Fused.cu
     ${DTCRT_CUDA_DIR}/Elementwise.cu
     ${DTCRT_CUDA_DIR}/Activation.cu

@@ -144,9 +144,11 @@ public:
   virtual void end() = 0;
 };
 
-// --profile and --trace (CPU programs): the generated step functions bracket
-// the kernels of kernel op `op` (an index into ProgramSpec::profileOps) with
-// begin(op) / end() when ctx.profiler is set. Null when nothing is measured.
+// --profile and --trace: the generated step functions bracket the kernels of
+// kernel op `op` (an index into ProgramSpec::profileOps) with begin(op) /
+// end() when ctx.profiler is set. Null when nothing is measured. In GPU
+// programs the calls come as the kernels are queued; the profiler times them
+// with the device's marks (DeviceBackend::mark).
 class OpProfiler {
 public:
   virtual ~OpProfiler() = default;
@@ -187,7 +189,7 @@ struct StepContext {
   Communicator* pipe;
   StepTracer* trace;           // pipeline programs: --trace, else null
   void* device;                // GPU programs: DeviceBackend::open's handle, else null
-  OpProfiler* profiler;        // --profile / --trace of a CPU program, else null
+  OpProfiler* profiler;        // --profile / --trace, else null
   // Programs compiled with --clip-grad-norm: the train step writes the
   // gradient's global norm here (device memory in GPU programs); may be null.
   float* gradNorm;
@@ -271,6 +273,13 @@ struct DeviceBackend {
   void* (*endCapture)(void* device, char* why, size_t whyBytes);
   void (*replay)(void* device, void* graph);
   void (*destroyGraph)(void* device, void* graph);
+
+  // --profile and --trace (timing marks on the compute stream): mark(index)
+  // records mark `index` (0, 1, 2... within one step) after the work queued
+  // so far; markTimes waits for marks 0 .. count-1 and writes each one's
+  // time after mark 0, in milliseconds. Either null: no per-op timing.
+  void (*mark)(void* device, int64_t index);
+  void (*markTimes)(void* device, int64_t count, double* msAfterFirst);
 };
 
 struct ProgramSpec {

@@ -126,6 +126,12 @@ void replayGraph(void* device, void* graph) {
 
 void destroyGraph(void*, void* graph) { destroy_graph(static_cast<StepGraph*>(graph)); }
 
+void mark(void* device, int64_t index) { record_mark(contextOf(device), index); }
+
+void markTimes(void* device, int64_t count, double* msAfterFirst) {
+  mark_times(contextOf(device), count, msAfterFirst);
+}
+
 DeviceBackend makeBackend() {
   DeviceBackend b{};
   b.name = "cuda";
@@ -145,6 +151,8 @@ DeviceBackend makeBackend() {
   b.endCapture = endCapture;
   b.replay = replayGraph;
   b.destroyGraph = destroyGraph;
+  b.mark = mark;
+  b.markTimes = markTimes;
   return b;
 }
 

@@ -151,6 +151,7 @@ void Context::destroy() {
   if (impl) {
     destroyGemmCache(impl->gemm);
     destroyConvCache(impl->conv);
+    destroyMarkPool(impl->marks);
     delete impl;
     impl = nullptr;
   }

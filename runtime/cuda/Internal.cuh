@@ -121,13 +121,16 @@ __device__ __forceinline__ int64_t bcastOffset(const BroadcastPlan& p, int k, in
 namespace dtcrt::cuda {
 struct GemmCache;
 struct ConvCache;
+struct MarkPool;
 struct ContextImpl {
   GemmCache* gemm = nullptr;
   ConvCache* conv = nullptr;
+  MarkPool* marks = nullptr;  // Marks.cu
 };
 namespace detail {
 void destroyGemmCache(GemmCache* cache);
 void destroyConvCache(ConvCache* cache);
+void destroyMarkPool(MarkPool* pool);
 // Library status checks (names the call and the library's error string).
 void checkCublas(int status, const char* call, const char* file, int line);
 void checkCudnn(int status, const char* call, const char* file, int line);

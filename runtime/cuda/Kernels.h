@@ -144,6 +144,13 @@ StepGraph* end_capture(Context& ctx, std::string* why);
 void replay(Context& ctx, StepGraph* graph);
 void destroy_graph(StepGraph* graph);
 
+// Timing marks (Marks.cu), for --profile of GPU programs: record_mark queues
+// CUDA event `index` of the context's pool (grown as needed) on ctx.stream;
+// mark_times waits for marks 0 .. count-1 and writes each one's time after
+// mark 0, in milliseconds (cudaEventElapsedTime: about 0.5 us resolution).
+void record_mark(Context& ctx, int64_t index);
+void mark_times(Context& ctx, int64_t count, double* msAfterFirst);
+
 // One cudaMalloc of `bytes` (the step arena of a generated program); null when
 // bytes == 0. Freed with arena_free.
 void* arena_alloc(size_t bytes);

@@ -3,6 +3,7 @@
 
 #include "runtime/support/Error.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -135,6 +136,20 @@ void* Device::endCapture(std::string& why) {
   void* graph = backend_.endCapture(handle_, reason, sizeof reason);
   if (!graph) why = reason[0] ? reason : "the backend gave no reason";
   return graph;
+}
+
+bool Device::hasMarks() const { return backend_.mark && backend_.markTimes; }
+
+void Device::mark(int64_t index) {
+  if (!hasMarks()) fail("internal: the ", name(), " device backend has no timing marks");
+  backend_.mark(handle_, index);
+}
+
+std::vector<double> Device::markTimes(int64_t count) {
+  if (!hasMarks()) fail("internal: the ", name(), " device backend has no timing marks");
+  std::vector<double> ms(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  if (count > 0) backend_.markTimes(handle_, count, ms.data());
+  return ms;
 }
 
 void Device::replay(void* graph) { backend_.replay(handle_, graph); }

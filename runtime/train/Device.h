@@ -128,6 +128,12 @@ public:
   void* endCapture(std::string& why);
   void replay(void* graph);
   void destroyGraph(void* graph);
+  // Timing marks on the compute stream (DeviceBackend::mark), for --profile:
+  // whether the backend has them; record mark `index`; wait for marks
+  // 0 .. count-1 and return each one's time after mark 0, in milliseconds.
+  bool hasMarks() const;
+  void mark(int64_t index);
+  std::vector<double> markTimes(int64_t count);
 
 private:
   const DeviceBackend& backend_;

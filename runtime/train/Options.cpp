@@ -255,6 +255,7 @@ std::string usage(const std::string& program, ProgramMode mode, const std::strin
       "                         each stage's forward and backward passes of steps 2-4)\n"
       "  --profile              after training, print the time of steps 2-11 per op kind,\n"
       "                         ONNX node and phase, against this machine's measured peaks\n"
+      "                         (GPU programs: timed by CUDA events, graphs off)\n"
       "  --cuda-graphs=BOOL     GPU programs: capture the train step once as a CUDA graph\n"
       "                         and replay it (default true; false runs every kernel launch)\n"
       "  --gradcheck            check the compiled gradients of the first batch against\n"

@@ -1,8 +1,9 @@
-// Per-op profile and one-step trace of CPU programs (see Profiler.h).
+// Per-op profile and one-step trace of a program (see Profiler.h).
 #include "runtime/train/Profiler.h"
 
 #include "runtime/cpu/ConvOneDnn.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/train/Device.h"
 #include "runtime/train/Trace.h"
 
 #include <algorithm>
@@ -72,8 +73,8 @@ MachinePeaks measurePeaks() {
   return peaks;
 }
 
-Profiler::Profiler(const ProgramSpec& spec)
-    : spec_(spec), totals_(static_cast<size_t>(std::max(spec.numProfileOps, 0))) {}
+Profiler::Profiler(const ProgramSpec& spec, Device* device)
+    : spec_(spec), totals_(static_cast<size_t>(std::max(spec.numProfileOps, 0))), device_(device) {}
 
 void Profiler::setRecording(bool totals, bool spans) {
   recordTotals_ = totals;
@@ -81,6 +82,7 @@ void Profiler::setRecording(bool totals, bool spans) {
 }
 
 void Profiler::stepDone(double seconds, double dataWaitSeconds) {
+  resolveMarks();
   if (!recordTotals_) return;
   ++steps_;
   stepSeconds_ += seconds;
@@ -90,11 +92,22 @@ void Profiler::stepDone(double seconds, double dataWaitSeconds) {
 void Profiler::begin(int32_t op) {
   if (!recordTotals_ && !recordSpans_) return;
   open_ = op;
-  openNs_ = nowNs();
+  if (device_) {
+    openNs_ = nextMark_++;  // the begin mark's index
+    device_->mark(openNs_);
+  } else {
+    openNs_ = nowNs();
+  }
 }
 
 void Profiler::end() {
   if (open_ < 0) return;
+  if (device_) {
+    device_->mark(nextMark_);
+    marked_.push_back({open_, openNs_, nextMark_++});
+    open_ = -1;
+    return;
+  }
   const int64_t t = nowNs();
   if (recordTotals_ && static_cast<size_t>(open_) < totals_.size()) {
     totals_[open_].calls += 1;
@@ -102,6 +115,22 @@ void Profiler::end() {
   }
   if (recordSpans_) spans_.push_back({open_, openNs_, t});
   open_ = -1;
+}
+
+void Profiler::resolveMarks() {
+  if (!device_ || nextMark_ == 0) return;
+  const std::vector<double> ms = device_->markTimes(nextMark_);
+  auto ns = [&](int64_t mark) { return static_cast<int64_t>(ms[static_cast<size_t>(mark)] * 1e6); };
+  for (const MarkedOp& m : marked_) {
+    const int64_t begin = ns(m.begin), end = std::max(ns(m.end), begin);
+    if (recordTotals_ && static_cast<size_t>(m.op) < totals_.size()) {
+      totals_[m.op].calls += 1;
+      totals_[m.op].ns += end - begin;
+    }
+    if (recordSpans_) spans_.push_back({m.op, begin, end});
+  }
+  marked_.clear();
+  nextMark_ = 0;
 }
 
 std::string Profiler::report(const MachinePeaks& peaks, int topNodes) const {
@@ -136,6 +165,7 @@ std::string Profiler::report(const MachinePeaks& peaks, int topNodes) const {
   }
   // Share of the step, achieved rates, and the fraction of the machine's
   // roofline (the larger of compute and memory).
+  const bool havePeaks = peaks.gemmFlopsPerSecond > 0 || peaks.copyBytesPerSecond > 0;
   auto columns = [&](const Row& row) {
     const double seconds = row.ns * 1e-9;
     const double ms = row.ns * 1e-6 * perStep;
@@ -144,6 +174,7 @@ std::string Profiler::report(const MachinePeaks& peaks, int topNodes) const {
     const double gbs = seconds > 0 ? row.bytes / seconds * 1e-9 : 0;
     const double roof = std::max(peaks.gemmFlopsPerSecond > 0 ? gflops * 1e9 / peaks.gemmFlopsPerSecond : 0,
                                  peaks.copyBytesPerSecond > 0 ? gbs * 1e9 / peaks.copyBytesPerSecond : 0);
+    if (!havePeaks) return format("%9.3f ms %5.1f%% %9.1f %8.1f %7s", ms, share, gflops, gbs, "-");
     return format("%9.3f ms %5.1f%% %9.1f %8.1f %6.0f%%", ms, share, gflops, gbs, 100 * roof);
   };
   auto sorted = [](const std::map<std::string, Row>& rows) {
@@ -163,9 +194,15 @@ std::string Profiler::report(const MachinePeaks& peaks, int topNodes) const {
   out += format("data wait: %.3f ms per step (%.1f%%), filling the batch (reading, decoding, "
                 "augmenting) before the step's kernels\n",
                 waitMs, stepMs > 0 ? 100.0 * waitMs / stepMs : 0);
-  out += format("machine peaks, measured now: %.1f GFLOP/s (OpenBLAS sgemm 512^3, one thread), "
-                "%.1f GB/s (memcpy 64 MiB)\n",
-                peaks.gemmFlopsPerSecond * 1e-9, peaks.copyBytesPerSecond * 1e-9);
+  if (device_)
+    out += format("%s: op times from timing marks on the compute stream (each op from its first "
+                  "kernel's start to its last's end); CUDA graphs are off while profiling, so the "
+                  "rest includes the gaps between launches\n",
+                  device_->name());
+  if (havePeaks)
+    out += format("machine peaks, measured now: %.1f GFLOP/s (OpenBLAS sgemm 512^3, one thread), "
+                  "%.1f GB/s (memcpy 64 MiB)\n",
+                  peaks.gemmFlopsPerSecond * 1e-9, peaks.copyBytesPerSecond * 1e-9);
   if (const int64_t onednnBytes = cpu::onednn::cached_bytes())
     out += format("oneDNN convolutions: %.1f MiB of blocked copies and scratchpads beside the "
                   "arena\n",
@@ -187,9 +224,12 @@ std::string Profiler::report(const MachinePeaks& peaks, int topNodes) const {
   }
   if (byNode.size() > static_cast<size_t>(topNodes))
     out += format("  (%zu more nodes)\n", byNode.size() - topNodes);
-  out += "  calls and times are per step; roof: the row's GFLOP/s or GB/s against the measured\n"
-         "  peak, whichever is higher (above 100%: the data stayed in cache); FLOPs and bytes\n"
-         "  are the compiler's estimates\n";
+  if (havePeaks)
+    out += "  calls and times are per step; roof: the row's GFLOP/s or GB/s against the measured\n"
+           "  peak, whichever is higher (above 100%: the data stayed in cache); FLOPs and bytes\n"
+           "  are the compiler's estimates\n";
+  else
+    out += "  calls and times are per step; FLOPs and bytes are the compiler's estimates\n";
   return out;
 }
 

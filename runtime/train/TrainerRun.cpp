@@ -63,10 +63,14 @@ void Trainer::startRun(Run& run) {
   if (opts_.profile || (!opts_.trace.empty() && !pipeline_)) {
     const char* flag = opts_.profile ? "--profile" : "--trace";
     if (pipeline_) fail(flag, ": pipeline programs are not profiled per op yet (--trace shows their schedule)");
-    if (device_) fail(flag, ": GPU programs are not profiled per op yet");
+    if (device_ && !device_->hasMarks())
+      fail(flag, ": the ", device_->name(), " device backend has no timing marks");
     if (spec_.numProfileOps == 0)
       fail(flag, ": this program has no op table (compiled by an older dtc); compile it again");
-    profiler_ = std::make_unique<Profiler>(spec_);
+    profiler_ = std::make_unique<Profiler>(spec_, device_);
+    // A replayed graph runs the step as one launch: its ops cannot be timed
+    // apart, so the profiled run queues each kernel itself.
+    graphs_.reset();
   }
   if (pipeline_) {
     place_ = pipelinePlace(spec_, run.rank, run.world);
@@ -305,7 +309,7 @@ std::string Trainer::layoutDescription(const Run& run) const {
   if (spec_.precision && std::string(spec_.precision) == "bf16") layout += ", bf16 products";
   if (device_)
     layout += str(", on ", Device::targetOf(spec_),
-                  device_->hasGraphs() ? (graphs_ ? " (CUDA graphs)" : " (no CUDA graphs)") : "");
+                  device_->hasGraphs() ? (graphs_ ? " (CUDA graphs)" : profiler_ ? " (no CUDA graphs while profiling)" : " (no CUDA graphs)") : "");
   return layout;
 }
 
@@ -663,7 +667,8 @@ void Trainer::finishRun(Run& run) {
 void Trainer::writeTraces(Run& run) {
   Logger& log = run.logger();
   if (profiler_ && isLogRank()) {
-    if (opts_.profile) std::fputs(profiler_->report(measurePeaks()).c_str(), stdout);
+    if (opts_.profile)
+      std::fputs(profiler_->report(device_ ? MachinePeaks{} : measurePeaks()).c_str(), stdout);
     if (!opts_.trace.empty()) {
       writeFileAtomic(opts_.trace, profiler_->chromeTrace());
       log.line(profiler_->hasTrace() ? str("wrote the trace of step 2 to ", opts_.trace)

@@ -15,6 +15,7 @@
 #include "runtime/cuda/Backend.h"
 #include "runtime/cuda/Kernels.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,7 @@ struct Emulator {
   std::vector<std::function<void()>> recording;
   std::map<void*, size_t> live;  // "device" allocations
   size_t bytes = 0, peak = 0;
+  std::vector<double> marks;  // timing marks: the host clock when reached, in ms
 };
 Emulator emu;
 
@@ -545,6 +547,21 @@ DeviceBackend makeBackend() {
     for (auto& work : static_cast<Graph*>(graph)->work) work();
   };
   b.destroyGraph = [](void*, void* graph) { delete static_cast<Graph*>(graph); };
+  // Timing marks (--profile) read the host clock when the "stream" reaches
+  // them: emulated kernels run as they are launched.
+  b.mark = [](void*, int64_t index) {
+    launch([index] {
+      if (emu.marks.size() <= static_cast<size_t>(index)) emu.marks.resize(index + 1);
+      emu.marks[index] = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+    });
+  };
+  b.markTimes = [](void*, int64_t count, double* ms) {
+    if (static_cast<int64_t>(emu.marks.size()) < count)
+      throw Error("emulated device: more timing marks read than recorded");
+    for (int64_t i = 0; i < count; ++i) ms[i] = emu.marks[i] - emu.marks[0];
+  };
   return b;
 }
 

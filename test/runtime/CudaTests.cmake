@@ -11,6 +11,7 @@ add_executable(dtcrt-test-cuda
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestGemm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestNN.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestResample.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestMarks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CudaKernelTestNoDevice.cpp
 )
 target_link_libraries(dtcrt-test-cuda PRIVATE dtcrt_cuda dtcrt GTest::gtest GTest::gtest_main)

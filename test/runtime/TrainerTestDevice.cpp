@@ -59,6 +59,10 @@ struct FakeDevice {
   std::vector<std::function<void()>> recording;
   int liveGraphs = 0;
   bool failCapture = false;
+  // Timing marks (kMarkBackend): the device clock, advanced by queued
+  // "kernels" as the queue drains, and each mark's reading.
+  double deviceMs = 0;
+  std::vector<double> marks;
 
   void reset() { *this = FakeDevice(); }
   void drain() {
@@ -213,6 +217,28 @@ const DeviceBackend kGraphBackend = [] {
   return b;
 }();
 
+// The graph backend with timing marks: a mark reads the device clock when
+// the queue reaches it (stream order), not when it is recorded.
+void fakeMark(void*, int64_t index) {
+  g.events.push_back({"mark", nullptr, nullptr, static_cast<size_t>(index)});
+  g.queue.push_back([index] {
+    if (g.marks.size() <= static_cast<size_t>(index)) g.marks.resize(index + 1);
+    g.marks[index] = g.deviceMs;
+  });
+}
+void fakeMarkTimes(void*, int64_t count, double* ms) {
+  g.drain();
+  for (int64_t i = 0; i < count; ++i) ms[i] = g.marks.at(i) - g.marks.at(0);
+}
+
+const DeviceBackend kMarkBackend = [] {
+  DeviceBackend b = kGraphBackend;
+  b.name = "markdev";
+  b.mark = fakeMark;
+  b.markTimes = fakeMarkTimes;
+  return b;
+}();
+
 // ---- device versions of the fake programs --------------------------------
 
 // Drains the copies queued before the step (in stream order), checks every
@@ -273,6 +299,26 @@ ProgramSpec graphLinear() {
   ProgramSpec s = deviceLinear();
   s.device = &kGraphBackend;
   s.trainStep = graphLinearTrain;
+  return s;
+}
+// The graph program with an op table of one op, which its train step
+// brackets around a queued 2.5 ms "kernel" (as generated GPU steps bracket
+// their kernels' launches).
+const OpProfile kTimedOps[] = {{"dtc.fake_kernel", "/fake/Node", "forward", 5e6, 1e6}};
+void timedLinearTrain(StepContext& c) {
+  onGraphDevice(c, [](StepContext& s) {
+    s.profile_begin(0);
+    g.queue.push_back([] { g.deviceMs += 2.5; });
+    s.profile_end();
+    linearTrain(s);
+  });
+}
+ProgramSpec markedLinear() {
+  ProgramSpec s = graphLinear();
+  s.device = &kMarkBackend;
+  s.trainStep = timedLinearTrain;
+  s.profileOps = kTimedOps;
+  s.numProfileOps = 1;
   return s;
 }
 ProgramSpec deviceClassifier() {
@@ -680,4 +726,40 @@ TEST_F(TrainerDevice, AFailedCaptureIsNotedAndTheStepsRunDirectly) {
                      "running it without graphs"),
             std::string::npos)
       << out;
+}
+
+// ---- --profile ----------------------------------------------------------------
+
+TEST_F(TrainerDevice, ProfileTimesEachOpByDeviceMarksWithoutGraphs) {
+  TempDir dir;
+  writeRegression(dir, 40);
+  Options o = quiet(dir.path());
+  o.epochs = 2;
+  o.maxSteps = 12;
+  const TrainResult cpu = Trainer(linearProgram(), o).run();
+  o.profile = true;
+  const ProgramSpec spec = markedLinear();
+  testing::internal::CaptureStdout();
+  const TrainResult gpu = Trainer(spec, o).run();
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(gpu.losses, cpu.losses);
+  // Profiled runs queue every kernel themselves: no capture, no replay.
+  EXPECT_EQ(gpu.graphReplays, 0);
+  EXPECT_EQ(countEvents("beginCapture", 0), 0u);
+  // Steps 2-11 marked, two marks per op: 20 marks.
+  EXPECT_EQ(std::count_if(g.events.begin(), g.events.end(),
+                          [](const Event& e) { return e.what == "mark"; }),
+            20);
+  // The op's time is the device clock's 2.5 ms, though the host took none
+  // (this fake device does not make the host wait for its clock).
+  EXPECT_NE(out.find("profile of linear: 10 steps"), std::string::npos) << out;
+  EXPECT_NE(out.find("markdev: op times from timing marks on the compute stream"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  dtc.fake_kernel                      1    2.500 ms"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  /fake/Node                               forward       2.500 ms"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("machine peaks"), std::string::npos) << out;  // no CPU peaks on a GPU
 }

@@ -10,6 +10,7 @@
 #include "SimtRuntime.h"
 #include "SimtState.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -23,6 +24,10 @@ struct CUstream_st {
 };
 struct CUgraph_st {
   std::vector<std::function<void()>> ops;
+};
+// An event's time: the host clock (ms) when the stream reached its record.
+struct CUevent_st {
+  double ms = -1;
 };
 struct CUgraphExec_st {
   std::vector<std::function<void()>> ops;
@@ -228,6 +233,35 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcp
   return enqueue(s, [=] {
     if (n) std::memcpy(dst, src, n);
   });
+}
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  SIMT_LOCK;
+  *e = new CUevent_st;
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  SIMT_LOCK;
+  delete e;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  SIMT_LOCK;
+  return enqueue(s, [e] {
+    e->ms = std::chrono::duration<double, std::milli>(
+                std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+  });
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  SIMT_LOCK;
+  if (sticky != cudaSuccess) return sticky;
+  return e->ms < 0 ? setLast(cudaErrorNotReady) : cudaSuccess;  // launches ran at once
+}
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  SIMT_LOCK;
+  if (start->ms < 0 || end->ms < 0) return setLast(cudaErrorNotReady);
+  *ms = static_cast<float>(end->ms - start->ms);
+  return cudaSuccess;
 }
 cudaError_t cudaMemset(void* p, int v, size_t n) {
   SIMT_LOCK;

@@ -16,7 +16,7 @@ set(DTC_SIMT_DIR ${CMAKE_CURRENT_LIST_DIR})
 option(DTC_SIMT_ASAN "Build the SIMT kernels and their tests with AddressSanitizer" ON)
 
 set(_simt_sources)
-foreach(unit Context Graph Fused Elementwise Activation Compare Gemm Conv Pool Norm Softmax
+foreach(unit Context Graph Marks Fused Elementwise Activation Compare Gemm Conv Pool Norm Softmax
              Loss Shape Resample Optimizer)
   set(_out ${CMAKE_CURRENT_BINARY_DIR}/simt/${unit}.cpp)
   add_custom_command(OUTPUT ${_out}
