@@ -339,6 +339,36 @@ __global__ void bf16ToF32(const __nv_bfloat16* x, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += stride)
     y[i] = __bfloat162float(x[i]);
 }
+// Four elements per thread (16-byte float loads, 8-byte bf16 stores) where
+// both pointers allow it: the scalar kernels moved about 2 TB/s on an H200
+// (--profile of ResNet-50 bf16: 231 casts, 5.3 ms per step). Each element
+// is rounded exactly as by the scalar kernels.
+__global__ void f32ToBf16x4(const float4* x, uint2* y, int64_t n4) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += stride) {
+    const float4 v = x[i];
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    uint2 out;
+    memcpy(&out.x, &lo, 4);
+    memcpy(&out.y, &hi, 4);
+    y[i] = out;
+  }
+}
+__global__ void bf16ToF32x4(const uint2* x, float4* y, int64_t n4) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += stride) {
+    const uint2 in = x[i];
+    __nv_bfloat162 lo, hi;
+    memcpy(&lo, &in.x, 4);
+    memcpy(&hi, &in.y, 4);
+    y[i] = make_float4(__low2float(lo), __high2float(lo), __low2float(hi), __high2float(hi));
+  }
+}
+
+// Whether f32 and bf16 pointers allow the four-element kernels.
+bool castAligned(const void* f32, const void* bf16) {
+  return reinterpret_cast<uintptr_t>(f32) % 16 == 0 && reinterpret_cast<uintptr_t>(bf16) % 8 == 0;
+}
 
 }  // namespace
 
@@ -545,12 +575,30 @@ void cast_i64_to_f32(const int64_t* x, float* y, int64_t n, cudaStream_t stream)
 }
 void cast_f32_to_bf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  f32ToBf16<<<gridFor(n), kThreads, 0, stream>>>(x, y, n);
+  int64_t done = 0;
+  if (castAligned(x, y) && n >= 4) {
+    const int64_t n4 = n / 4;
+    f32ToBf16x4<<<gridFor(n4), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(x),
+                                                      reinterpret_cast<uint2*>(y), n4);
+    DTCRT_LAUNCH_CHECK("cast_f32_to_bf16");
+    done = n4 * 4;
+  }
+  if (done == n) return;
+  f32ToBf16<<<gridFor(n - done), kThreads, 0, stream>>>(x + done, y + done, n - done);
   DTCRT_LAUNCH_CHECK("cast_f32_to_bf16");
 }
 void cast_bf16_to_f32(const __nv_bfloat16* x, float* y, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  bf16ToF32<<<gridFor(n), kThreads, 0, stream>>>(x, y, n);
+  int64_t done = 0;
+  if (castAligned(y, x) && n >= 4) {
+    const int64_t n4 = n / 4;
+    bf16ToF32x4<<<gridFor(n4), kThreads, 0, stream>>>(reinterpret_cast<const uint2*>(x),
+                                                      reinterpret_cast<float4*>(y), n4);
+    DTCRT_LAUNCH_CHECK("cast_bf16_to_f32");
+    done = n4 * 4;
+  }
+  if (done == n) return;
+  bf16ToF32<<<gridFor(n - done), kThreads, 0, stream>>>(x + done, y + done, n - done);
   DTCRT_LAUNCH_CHECK("cast_bf16_to_f32");
 }
 void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream) {

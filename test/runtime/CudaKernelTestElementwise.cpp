@@ -304,6 +304,30 @@ TEST_F(CudaKernel, FusedElementwiseMatchesTheCpuBitForBit) {
   EXPECT_EQ(gout.get(), want);
 }
 
+// The bf16 casts give the CPU kernels' bits on the four-element path
+// (aligned pointers, a tail of 3) and the scalar path (a misaligned start).
+TEST_F(CudaKernel, Bf16CastsMatchTheCpuBitForBit) {
+  const int64_t n = 1027;
+  const Vec x = rng.vec(n + 1, -3, 3);
+  DevF dx(x);
+  Dev<uint16_t> db((size_t)n + 1);
+  DevF dy((size_t)n + 1);
+  for (int64_t offset : {0, 1}) {
+    std::vector<uint16_t> want(n);
+    cpu::cast_f32_to_bf16(x.data() + offset, want.data(), n);
+    gpu::cast_f32_to_bf16(dx.ptr + offset, db.ptr + offset, n, s);
+    std::vector<uint16_t> got = db.get();
+    EXPECT_EQ(std::vector<uint16_t>(got.begin() + offset, got.begin() + offset + n), want)
+        << "offset " << offset;
+    Vec back(n);
+    cpu::cast_bf16_to_f32(want.data(), back.data(), n);
+    gpu::cast_bf16_to_f32(db.ptr + offset, dy.ptr + offset, n, s);
+    Vec gotBack = dy.get();
+    EXPECT_EQ(Vec(gotBack.begin() + offset, gotBack.begin() + offset + n), back)
+        << "offset " << offset;
+  }
+}
+
 TEST_F(CudaKernel, CompareAndLogicMatchCpu) {
   const Shape as = {3, 4}, bs = {4};
   Vec a = rng.vec(12), b = {a[1], a[6], 0.0f, a[11]};  // some ties
