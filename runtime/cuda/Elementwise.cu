@@ -354,14 +354,17 @@ __global__ void f32ToBf16x4(const float4* x, uint2* y, int64_t n4) {
     y[i] = out;
   }
 }
+__device__ __forceinline__ float bf16BitsToFloat(unsigned bits) {
+  __nv_bfloat16_raw raw;
+  raw.x = static_cast<unsigned short>(bits);
+  return __bfloat162float(__nv_bfloat16(raw));
+}
 __global__ void bf16ToF32x4(const uint2* x, float4* y, int64_t n4) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += stride) {
     const uint2 in = x[i];
-    __nv_bfloat162 lo, hi;
-    memcpy(&lo, &in.x, 4);
-    memcpy(&hi, &in.y, 4);
-    y[i] = make_float4(__low2float(lo), __high2float(lo), __low2float(hi), __high2float(hi));
+    y[i] = make_float4(bf16BitsToFloat(in.x & 0xffffu), bf16BitsToFloat(in.x >> 16),
+                       bf16BitsToFloat(in.y & 0xffffu), bf16BitsToFloat(in.y >> 16));
   }
 }
 
