@@ -246,6 +246,26 @@ struct GlooCommunicator::Impl {
     }
   }
 
+  // Rank 0 serves the store that holds the failure reports. After a failure
+  // it lingers, for at most a few seconds, until every other rank has stored
+  // its own report (having read the ones it names) or exited: a rank that is
+  // slower to notice the failure must still find the root cause there.
+  void lingerForReports() {
+    if (rank != 0 || !failed) return;
+    auto until = Clock::now() + std::min(timeout, std::chrono::milliseconds(5000));
+    try {
+      for (int r = 1; r < size; ++r) {
+        const std::string failedKey = "dtc/failed/" + std::to_string(r);
+        const std::string goneKey = "dtc/gone/" + std::to_string(r);
+        while (!store->check({failedKey}) && !store->check({goneKey})) {
+          if (Clock::now() >= until) return;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
+    } catch (const CommError&) {
+    }
+  }
+
   // Turns a Gloo exception into our message; the first failure is reported
   // to the store and closes this rank's connections.
   std::string fail(const char* name, const std::string& what, int peerHint) {
@@ -454,7 +474,10 @@ GlooCommunicator::GlooCommunicator(std::shared_ptr<Store> store, int rank, int s
   }
 }
 
-GlooCommunicator::~GlooCommunicator() { impl_->shutdown(); }
+GlooCommunicator::~GlooCommunicator() {
+  impl_->shutdown();
+  impl_->lingerForReports();
+}
 
 std::unique_ptr<Work> GlooCommunicator::allReduce(float* data, size_t count, ReduceOp op) {
   auto impl = impl_.get();

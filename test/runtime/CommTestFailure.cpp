@@ -88,11 +88,15 @@ TEST(CommFailure, MissingRankTimesOutNamingIt) {
 // One rank _exit()s between two collectives (`op`: all-reduce or
 // reduce-scatter); the others must fail with a CommError naming it and the
 // operation well within the 5 s timeout, and fail fast after.
+// A `late` rank starts that collective only 400 ms after rank 0 began to
+// destroy its failed communicator (a byte through a pipe says when).
 void crashMidway(int n, int victim, const char* backend = "gloo",
-                 const std::string& op = "all-reduce") {
+                 const std::string& op = "all-reduce", int late = -1) {
   alarm(40);
   ScopedEnv env("DTC_COMM_BACKEND", backend);
   int port = freePort();
+  int destroying[2] = {-1, -1};
+  if (late >= 0 && pipe(destroying) != 0) FAIL() << "pipe";
   auto results = runRanks(n, [=](int r) -> std::string {
     auto comm = connectCpu(loopbackRank(r, n, port), quickOptions(5));
     const size_t count = 100000;
@@ -105,6 +109,11 @@ void crashMidway(int n, int victim, const char* backend = "gloo",
     };
     for (int step = 0; step < 3; ++step) run();
     if (r == victim) _exit(3);
+    if (r == late) {
+      char byte = 0;
+      if (read(destroying[0], &byte, 1) != 1) return "the late rank's pipe broke";
+      std::this_thread::sleep_for(400ms);
+    }
     auto t0 = std::chrono::steady_clock::now();
     try {
       run();
@@ -128,9 +137,20 @@ void crashMidway(int n, int victim, const char* backend = "gloo",
       } catch (const CommError&) {
       }
       if (std::chrono::steady_clock::now() - t1 > 500ms) return "fail-fast was slow";
+      if (r == 0 && late >= 0) {
+        auto t2 = std::chrono::steady_clock::now();
+        if (write(destroying[1], "x", 1) != 1) return "rank 0's pipe broke";
+        comm.reset();
+        if (std::chrono::steady_clock::now() - t2 < 300ms)
+          return "rank 0 took its store away before the late rank could read the reports";
+      }
       return "ERR:" + msg;  // reported for the parent to inspect
     }
   });
+  if (late >= 0) {
+    close(destroying[0]);
+    close(destroying[1]);
+  }
   for (int r = 0; r < n; ++r) {
     const RankResult& res = results[size_t(r)];
     if (r == victim) {
@@ -149,6 +169,9 @@ void crashMidway(int n, int victim, const char* backend = "gloo",
 TEST(CommFailure, PeerCrashTwoRanks) { crashMidway(2, 1); }
 TEST(CommFailure, PeerCrashThreeRanks) { crashMidway(3, 1); }
 TEST(CommFailure, StoreHostCrashThreeRanks) { crashMidway(3, 0); }
+// Rank 0 serves the store holding rank 0's report that names rank 1: it must
+// not take it away before the late rank 2 has read it.
+TEST(CommFailure, PeerCrashThreeRanksOneLate) { crashMidway(3, 1, "gloo", "all-reduce", 2); }
 TEST(CommFailure, PeerCrashTwoRanksShm) { crashMidway(2, 1, "shm"); }
 TEST(CommFailure, PeerCrashThreeRanksShm) { crashMidway(3, 1, "shm"); }
 TEST(CommFailure, StoreHostCrashThreeRanksShm) { crashMidway(3, 0, "shm"); }
