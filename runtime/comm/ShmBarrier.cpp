@@ -115,7 +115,14 @@ void Barrier::waitFor(int q, uint32_t g) {
     bool probe = now >= nextProbe;
     if (probe) nextProbe = now + std::chrono::milliseconds(50);
     if (reached(seq.load(std::memory_order_acquire), g)) return;
-    checkPeers(operation_, probe, q, g);
+    try {
+      checkPeers(operation_, probe, q, g);
+    } catch (const CommError&) {
+      // Rank q may have arrived since the test above, and the others gone
+      // on and failed in the next operation: this wait is still done.
+      if (reached(seq.load(std::memory_order_acquire), g)) return;
+      throw;
+    }
     if (now >= deadline)
       throw CommError(std::string(operation_) + " timed out after " + formatDuration(timeout_) +
                       " waiting for rank " + std::to_string(q));
