@@ -7,7 +7,8 @@
 # Any sanitizer report fails the test that raised it (exit 1). The timing
 # tests (CommShm.Timing*) are left out: they only print bandwidths, which
 # mean nothing under a sanitizer, and TSan's slowdown runs them past their
-# time limits.
+# time limits. TSan's suppressions (scripts/tsan-suppressions.txt) cover
+# only reports inside uninstrumented libraries, each with its reason.
 #
 # usage: scripts/sanitize.sh [address|thread]...   (default: address thread)
 set -uo pipefail
@@ -34,7 +35,7 @@ for kind in "${kinds[@]}"; do
   # Reports end the process with an error; leaks are reported at exit.
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan-suppressions.txt"
   echo "== $kind: communicator and trainer tests"
   if ! (cd "$build" && ctest --output-on-failure -R '^runtime\.(comm|trainer)\.' -E '\.Timing'); then
     status=1
