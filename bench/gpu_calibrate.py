@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What one GPU's libraries achieve, for the cluster model's device rates
-(clusters/*.json assume, for the H100, GEMM at 60% of the bf16 peak,
-convolution at 35%, memory at 80% of HBM): bf16 and fp32 GEMMs by size and
+(clusters/h100-sxm-8x.json takes its GEMM, convolution and memory rates
+from this script's run on an H200): bf16 and fp32 GEMMs by size and
 at GPT shapes (Megatron's GPT-3 175B layers with --tp=8), ResNet-50's
 convolutions at batch 64 (forward + both backward passes; NCHW and
 channels-last; cuDNN benchmark mode), a 2 GiB device copy, and an eager
