@@ -10,10 +10,13 @@
 // library (dtc --target=cuda with DTC_CUDA_LINK_OVERRIDE naming it) runs its
 // real generated step code - pointers, argument orders, workspaces, bf16
 // casts, fused chains, segment tables, step scalars, CUDA graphs - without a
-// GPU. Only single-process programs (no NCCL: NcclStubs.cpp).
+// GPU; several ranks under dtcrun too, their NCCL collectives run by the
+// host communicator (NcclOverHost.cpp).
+#include "runtime/comm/NcclCommunicator.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/Backend.h"
 #include "runtime/cuda/Kernels.h"
+#include "test/cuda-emu/EmulatedStream.h"
 
 #include <chrono>
 #include <cstdio>
@@ -562,10 +565,24 @@ DeviceBackend makeBackend() {
       throw Error("emulated device: more timing marks read than recorded");
     for (int64_t i = 0; i < count; ++i) ms[i] = emu.marks[i] - emu.marks[0];
   };
+  // Several ranks: NCCL over the host communicator (NcclOverHost.cpp).
+  b.connect = [](void*, const RankInfo& info, const CommOptions& options,
+                 Communicator& host) -> Communicator* {
+    return connectNccl(info, options, host).release();
+  };
   return b;
 }
 
 }  // namespace
+
+}  // namespace dtcrt::cuda
+
+namespace dtcrt::emu {
+// Emulated kernels run as they are launched, on one stream.
+void enqueueOnStream(CUstream_st*, std::function<void()> work) { cuda::launch(std::move(work)); }
+}  // namespace dtcrt::emu
+
+namespace dtcrt::cuda {
 
 const DeviceBackend* deviceBackend() {
   static const DeviceBackend backend = makeBackend();

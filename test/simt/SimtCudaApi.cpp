@@ -444,3 +444,11 @@ namespace detail {
 void countBlock(const Site& site) { ++coverage().blocks[key(site.file, site.kernel)]; }
 }  // namespace detail
 }  // namespace simt
+
+// The hook of test/cuda-emu/NcclOverHost.cpp: a host collective queued on
+// the stream like the kernels (declared in test/cuda-emu/EmulatedStream.h).
+namespace dtcrt::emu {
+void enqueueOnStream(CUstream_st* stream, std::function<void()> work) {
+  simt::detail::enqueueHostWork(stream, std::move(work));
+}
+}  // namespace dtcrt::emu

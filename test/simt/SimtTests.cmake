@@ -88,15 +88,15 @@ add_dependencies(dtcrt-tests dtcrt-test-cuda-simt)
 # The generated CUDA programs against these kernels (issue 19, part 3):
 # DTC_CUDA_LINK_OVERRIDE=libdtc_cuda_simt_emu.a links a --target=cuda
 # program with the SIMT-run kernels, the host stand-ins of cuBLASLt/cuDNN,
-# the real device backend (runtime/cuda/Backend.cpp) and NCCL stubs
-# (single process). No AddressSanitizer here: the program links plainly.
+# the real device backend (runtime/cuda/Backend.cpp) and NCCL over the
+# host communicator (test/cuda-emu/NcclOverHost.cpp). No AddressSanitizer here: the program links plainly.
 add_library(dtc_cuda_simt_emu STATIC
   ${_simt_sources}
   ${DTC_SIMT_DIR}/SimtScheduler.cpp
   ${DTC_SIMT_DIR}/SimtCudaApi.cpp
   ${DTC_SIMT_DIR}/SimtLibraries.cpp
   ${DTCRT_CUDA_DIR}/Backend.cpp
-  ${DTC_SIMT_DIR}/../cuda-emu/NcclStubs.cpp)
+  ${DTC_SIMT_DIR}/../cuda-emu/NcclOverHost.cpp)
 set_target_properties(dtc_cuda_simt_emu PROPERTIES POSITION_INDEPENDENT_CODE ON
   ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test/cuda-simt)
 target_include_directories(dtc_cuda_simt_emu PRIVATE ${DTCRT_CUDA_DIR}/../.. ${DTC_SIMT_DIR})
