@@ -52,13 +52,19 @@ struct GroupOptimizerUpdates : dtc::impl::GroupOptimizerUpdatesBase<GroupOptimiz
     getOperation().walk([&](func::FuncOp func) {
       if (func.getBody().empty())
         return;
-      Operation *terminator = func.getBody().front().getTerminator();
+      // The end of the step: its return, or (fsdp) the gather of the
+      // updated weight shards, which reads what the updates write.
+      Operation *end = func.getBody().front().getTerminator();
       SmallVector<Operation *> updates;
-      for (Operation &op : func.getBody().front())
+      for (Operation &op : func.getBody().front()) {
         if (isa<SgdUpdateOp, AdamUpdateOp>(op))
           updates.push_back(&op);
+        if (isa<GatherWeightShardsOp>(op) && end->hasTrait<OpTrait::IsTerminator>())
+          end = &op;
+      }
       // Later ops never read the weights an update writes (a step reads the
-      // old weights only), so delaying an update changes no value; updates
+      // old weights only; the shards' gather comes after them all), so
+      // delaying an update changes no value; updates
       // touch disjoint weights and state, so their order is free too.
       // Each update's group: the index of the group's first member (groups
       // keep the order of their first members).
@@ -69,7 +75,7 @@ struct GroupOptimizerUpdates : dtc::impl::GroupOptimizerUpdatesBase<GroupOptimiz
       std::stable_sort(updates.begin(), updates.end(),
                        [&](Operation *a, Operation *b) { return group[a] < group[b]; });
       for (Operation *update : updates)
-        update->moveBefore(terminator);
+        update->moveBefore(end);
     });
   }
 };

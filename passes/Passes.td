@@ -578,7 +578,9 @@ def GroupOptimizerUpdates : Pass<"dtc-group-optimizer-updates", "mlir::ModuleOp"
     `dtc.adam_update` right after its gradient; one kernel per tensor is
     cheap on a CPU (the gradient is still in cache) but on a GPU each is a
     launch. This pass moves them all, in their order, to just before the
-    function's return, where codegen turns each run of updates with the same
+    function's return (or, with `--strategy=fsdp`, before the
+    `dtc.gather_weight_shards` that sends the updated shards to every rank),
+    where codegen turns each run of updates with the same
     hyperparameters into one multi-tensor kernel. Delaying an update is
     always safe (nothing later in the step reads the new weights); the
     gradients stay alive until the end of the step, as PyTorch's `.grad`s do.
