@@ -63,10 +63,16 @@ LogicalResult emitAllReduceStart(Operation *op, FunctionEmitter &fn) {
     FailureOr<int64_t> flat = bucketFlatOffset(start, fn);
     if (failed(flat))
       return failure();
-    fn.line("std::unique_ptr<dtcrt::Work> " + workName(start.getBucket()) +
-            " = ctx.comm->reduceScatterBlocks(" + fn.ptr(grads.front()) +
-            ", ctx.shard.counts(/*flat_offset=*/" + std::to_string(*flat) + ", " + count +
-            "), dtcrt::ReduceOp::Mean);" + what + ", only this rank's shard reduced (ZeRO-1)");
+    const std::string counts =
+        "ctx.shard.counts(/*flat_offset=*/" + std::to_string(*flat) + ", " + count + ")";
+    if (fn.cuda())  // on the communication stream, after the kernels queued so far
+      fn.line("std::unique_ptr<dtcrt::Work> " + workName(start.getBucket()) +
+              " = reduce_scatter_blocks_after(ctx.comm, " + fn.ptr(grads.front()) + ", " +
+              counts + ", stream);" + what + ", only this rank's shard reduced (ZeRO-1)");
+    else
+      fn.line("std::unique_ptr<dtcrt::Work> " + workName(start.getBucket()) +
+              " = ctx.comm->reduceScatterBlocks(" + fn.ptr(grads.front()) + ", " + counts +
+              ", dtcrt::ReduceOp::Mean);" + what + ", only this rank's shard reduced (ZeRO-1)");
     return success();
   }
   if (fn.cuda())  // on the communication stream, after the kernels queued so far
@@ -141,10 +147,18 @@ LogicalResult emitGatherParamsWait(Operation *op, FunctionEmitter &fn) {
 /// gathered region keeps it).
 LogicalResult emitGatherWeightShards(Operation *op, FunctionEmitter &fn) {
   auto gather = cast<GatherWeightShardsOp>(op);
-  if (fn.cuda())
-    return op->emitOpError("codegen: sharded optimizer state (--strategy=fsdp) is not "
-                           "available for --target=cuda yet");
-  if (shardsParameters(op->getParentOfType<ModuleOp>())) {
+  const bool zero3 = shardsParameters(op->getParentOfType<ModuleOp>());
+  if (fn.cuda() && zero3)
+    return op->emitOpError("codegen: sharded weights (--shard=parameters) are not available "
+                           "for --target=cuda yet");
+  if (fn.cuda()) {  // after the updates on the stream; the next kernels wait for it
+    fn.line("// Every rank gets the other ranks' updated shards of " +
+            std::to_string(gather.getParams().size()) + " weights, in place.");
+    fn.line("wait_on_stream(*all_gather_after(ctx.comm, ctx.shard.mine(), ctx.shard.region, "
+            "ctx.shard.bytes(), stream), stream);");
+    return success();
+  }
+  if (zero3) {
     fn.line("// The " + std::to_string(gather.getParams().size()) +
             " updated weights stay sharded (ZeRO-3): the next step gathers them.");
     return success();

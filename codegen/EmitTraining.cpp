@@ -179,6 +179,7 @@ struct UpdateOperands {
   FunctionEmitter &fn;
   bool sharded;
   int64_t flatOffset = 0;
+  std::string range = "shard";  // the ShardRange variable the operands index by
 
   UpdateOperands(Operation *update, FunctionEmitter &fn)
       : update(update), fn(fn), sharded(update->hasAttr(attr::kSharded)) {}
@@ -190,9 +191,6 @@ struct UpdateOperands {
   LogicalResult check(StringRef weight) {
     if (!sharded)
       return success();
-    if (fn.cuda())
-      return update->emitOpError("codegen: sharded optimizer state (--strategy=fsdp) is not "
-                                 "available for --target=cuda yet");
     ParamOp param = lookup(weight);
     auto flat = param ? param->getAttrOfType<IntegerAttr>(attr::kFlatOffset) : IntegerAttr();
     if (!flat)
@@ -204,10 +202,15 @@ struct UpdateOperands {
   // The operands (pointers are declared at the function's scope, before
   // the block opens).
   std::string weight(StringRef name) {
-    return fn.paramPointer(name) + (sharded ? " + shard.begin" : "");
+    return fn.paramPointer(name) + (sharded ? " + " + range + ".begin" : "");
   }
-  std::string grad(Value value) { return fn.ptr(value) + (sharded ? " + shard.begin" : ""); }
-  std::string count(Value grad) { return sharded ? "shard.count" : num(fn.numel(grad)); }
+  std::string grad(Value value) { return fn.ptr(value) + (sharded ? " + " + range + ".begin" : ""); }
+  std::string count(Value grad) { return sharded ? range + ".count" : num(fn.numel(grad)); }
+  /// The declaration of this update's range (sharded updates).
+  std::string declareRange(Value grad) {
+    return "const dtcrt::ShardRange " + range + " = ctx.shard.of(/*flat_offset=*/" +
+           std::to_string(flatOffset) + ", /*elements=*/" + num(fn.numel(grad)) + ");";
+  }
   FailureOr<std::string> state(StringRef name) {
     if (!sharded)
       return fn.paramPointer(name);
@@ -216,7 +219,7 @@ struct UpdateOperands {
     if (!slot)
       return update->emitOpError("codegen: sharded optimizer state ")
              << name << " has no dtc.shard_slot: run dtc-shard-optimizer-state";
-    return "ctx.shard.slot(" + std::to_string(slot.getInt()) + ") + shard.slot";
+    return "ctx.shard.slot(" + std::to_string(slot.getInt()) + ") + " + range + ".slot";
   }
   /// The kernel call, in the shard's block when sharded.
   void call(StringRef kernel, StringRef weightName, Value grad, const std::string &args) {
@@ -224,8 +227,7 @@ struct UpdateOperands {
       return fn.kernel(kernel, args);
     fn.line("{  // " + weightName.str() + ": only this rank's shard of it (ZeRO-1)");
     ++fn.indent;
-    fn.line("const dtcrt::ShardRange shard = ctx.shard.of(/*flat_offset=*/" +
-            std::to_string(flatOffset) + ", /*elements=*/" + num(fn.numel(grad)) + ");");
+    fn.line(declareRange(grad));
     fn.kernel(kernel, args);
     --fn.indent;
     fn.line("}");
@@ -390,19 +392,45 @@ LogicalResult emitFusedUpdates(ArrayRef<Operation *> updates, FunctionEmitter &f
   static unsigned counter = 0;
   std::string table = "updates" + std::to_string(counter++);
   std::string segments, names;
-  for (Operation *op : updates) {
+  // --strategy=fsdp (ZeRO-1): a sharded update's segment covers this rank's
+  // shard of its weight (ctx.shard.of, declared before the table; it may be
+  // empty) and takes the optimizer state from the rank's shard slots.
+  bool anySharded = false;
+  for (auto [i, op] : llvm::enumerate(updates)) {
+    UpdateOperands operands(op, fn);
+    operands.range = table + "_shard" + std::to_string(i);
+    Value grad = isa<SgdUpdateOp>(op) ? cast<SgdUpdateOp>(op).getGrad()
+                                      : cast<AdamUpdateOp>(op).getGrad();
+    StringRef weight = isa<SgdUpdateOp>(op) ? cast<SgdUpdateOp>(op).getParam()
+                                            : cast<AdamUpdateOp>(op).getParam();
+    if (failed(operands.check(weight)))
+      return failure();
+    if (operands.sharded) {
+      if (!anySharded)
+        fn.line("// This rank's shards of the weights (ZeRO-1).");
+      anySharded = true;
+      fn.line(operands.declareRange(grad));
+    }
+    std::string note = weight.str() + (operands.sharded ? " (this rank's shard)" : "");
     if (auto sgd = dyn_cast<SgdUpdateOp>(op)) {
-      auto buffer = sgd.getMomentumBufferAttr();
-      segments += "      {" + fn.paramPointer(sgd.getParam()) + ", " + fn.ptr(sgd.getGrad()) +
-                  ", " + (buffer ? fn.paramPointer(buffer.getValue()) : std::string("nullptr")) +
-                  ", " + num(fn.numel(sgd.getGrad())) + ", 0},  // " + sgd.getParam().str() +
-                  "\n";
+      std::string buffer = "nullptr";
+      if (auto name = sgd.getMomentumBufferAttr()) {
+        FailureOr<std::string> state = operands.state(name.getValue());
+        if (failed(state))
+          return failure();
+        buffer = *state;
+      }
+      segments += "      {" + operands.weight(weight) + ", " + operands.grad(grad) + ", " +
+                  buffer + ", " + operands.count(grad) + ", 0},  // " + note + "\n";
     } else {
       auto adam = cast<AdamUpdateOp>(op);
-      segments += "      {" + fn.paramPointer(adam.getParam()) + ", " + fn.ptr(adam.getGrad()) +
-                  ", " + fn.paramPointer(adam.getExpAvg()) + ", " +
-                  fn.paramPointer(adam.getExpAvgSq()) + ", " + num(fn.numel(adam.getGrad())) +
-                  ", 0},  // " + adam.getParam().str() + "\n";
+      FailureOr<std::string> expAvg = operands.state(adam.getExpAvg());
+      FailureOr<std::string> expAvgSq = operands.state(adam.getExpAvgSq());
+      if (failed(expAvg) || failed(expAvgSq))
+        return failure();
+      segments += "      {" + operands.weight(weight) + ", " + operands.grad(grad) + ", " +
+                  *expAvg + ", " + *expAvgSq + ", " + operands.count(grad) + ", 0},  // " +
+                  note + "\n";
     }
   }
   std::string n = num(updates.size());

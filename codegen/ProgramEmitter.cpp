@@ -780,7 +780,8 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "extern \"C\" const unsigned char dtc_embedded_onnx[], dtc_embedded_onnx_end[];\n\n"
      << "namespace {\nnamespace cpu = dtcrt::cpu;\n"
      << (program.cuda ? "namespace cuda = dtcrt::cuda;\n"
-                        "using cuda::all_reduce_after;\nusing cuda::copy_on_device;\n"
+                        "using cuda::all_gather_after;\nusing cuda::all_reduce_after;\n"
+                        "using cuda::copy_on_device;\nusing cuda::reduce_scatter_blocks_after;\n"
                         "using cuda::copy_to_device;\nusing cuda::SegmentTable;\n"
                         "using cuda::wait_on_stream;\n"
                       : "")

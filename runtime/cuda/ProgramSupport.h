@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/cuda/Kernels.h"
@@ -37,6 +39,25 @@ inline std::unique_ptr<Work> all_reduce_after(Communicator* comm, float* data, s
                                               cudaStream_t stream) {
   comm->orderAfter(stream);
   return comm->allReduce(data, count, ReduceOp::Mean);
+}
+
+// --strategy=fsdp (ZeRO-1): a gradient bucket reduced to this rank's block
+// only (Communicator::reduceScatterBlocks, mean), ordered like
+// all_reduce_after.
+inline std::unique_ptr<Work> reduce_scatter_blocks_after(Communicator* comm, float* data,
+                                                         std::vector<size_t> counts,
+                                                         cudaStream_t stream) {
+  comm->orderAfter(stream);
+  return comm->reduceScatterBlocks(data, std::move(counts), ReduceOp::Mean);
+}
+
+// --strategy=fsdp (ZeRO-1): every rank's updated shard of the flat weight
+// region to every rank (in place: `mine` is this rank's block of `region`),
+// once the updates queued on `stream` are done.
+inline std::unique_ptr<Work> all_gather_after(Communicator* comm, const float* mine,
+                                              float* region, size_t bytes, cudaStream_t stream) {
+  comm->orderAfter(stream);
+  return comm->allGather(mine, region, bytes);
 }
 
 // Makes `stream` wait for `work` (an all-reduce) before its next kernel.

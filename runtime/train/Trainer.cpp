@@ -108,7 +108,7 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   }
   device_ = device;
   // One device allocation for every buffer a step touches.
-  const size_t state = dBlock_.reserve(spec.stateBytes);
+  const size_t state = dBlock_.reserve(state_.size());  // fsdp: the sharded layout's
   const size_t arena = dBlock_.reserve(spec.arenaBytes);
   const size_t workspace = dBlock_.reserve(spec.workspaceBytes ? spec.workspaceBytes() : 0);
   const size_t labels = dBlock_.reserve(byteSize(spec.labels));
@@ -122,6 +122,9 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
     outputs.push_back(dBlock_.reserve(byteSize(spec.outputs[i])));
   dBlock_.allocate(*device_);
   dState_ = dBlock_.piece(state);
+  // fsdp: the step's shard pointers point into the device's copy.
+  deviceShard_ = stateShard(spec, shardLayout_, dState_.data(),
+                            comm ? shardIndex(spec, comm->rank()) : 0);
   dArena_ = dBlock_.piece(arena);
   dWorkspace_ = dBlock_.piece(workspace);
   dLabels_ = dBlock_.piece(labels);
@@ -303,7 +306,7 @@ StepContext Trainer::context(float* loss, int64_t* correct, double lr, int64_t s
   // GPU jobs: gradients are all-reduced on the device communicator.
   ctx.comm = device_ && device_->comm() ? device_->comm() : comm_;
   ctx.profiler = profiler_.get();
-  ctx.shard = shard_;
+  ctx.shard = device_ ? deviceShard_ : shard_;
   ctx.tp = tp_;
   if (tpReplicas_) ctx.comm = tpReplicas_.get();
   return ctx;

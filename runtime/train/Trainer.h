@@ -205,6 +205,7 @@ private:
   // with stage-owned state the rank's stage buffer (StageState.h).
   ShardLayout shardLayout_;
   StateShard shard_;
+  StateShard deviceShard_;  // GPU programs: shard_ over the device's copy of the state
   AlignedBuffer state_, arena_, workspace_, labels_;
   // Stage-owned pipelines, during --eval: the whole state gathered for the
   // whole-model eval step (what context() hands it); null otherwise.

@@ -178,7 +178,7 @@ void Trainer::loadStartState(Run& run) {
   if (tensorParallel() > 1 && !pipeline_) connectTensorParallel();
   // GPU programs: the host state is final; the device state is its copy from
   // here on, and the host copy is refreshed (downloadState) when read.
-  if (device_) device_->upload(dState_.data(), state_.data(), spec_.stateBytes);
+  if (device_) device_->upload(dState_.data(), state_.data(), state_.size());
   if (pipeline_) {
     groups_ = makePipelineGroups(*comm_, place_);
     if (tensorParallel() > 1 && !isStageOwned(spec_))
@@ -504,7 +504,7 @@ void Trainer::evaluateNow(Run& run, int64_t epoch1) {
 // GPU programs: refreshes the host copy of the state.
 void Trainer::downloadState(Run& run) {
   if (!device_ || run.hostStateStep == run.pos.step) return;
-  device_->download(state_.data(), dState_.data(), spec_.stateBytes);
+  device_->download(state_.data(), dState_.data(), state_.size());
   run.hostStateStep = run.pos.step;
 }
 

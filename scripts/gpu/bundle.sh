@@ -48,6 +48,8 @@ MODELS
 if [ -z "${DTC_BUNDLE_ONLY:-}" ]; then
   "$dtc" "$ex/mlp.onnx" --optimizer=sgd --lr=0.05 --strategy=ddp --target=cuda \
     -o "$out/bin/mlp-ddp-cuda"
+  "$dtc" "$ex/mlp.onnx" --optimizer=adam --lr=0.001 --strategy=fsdp --target=cuda \
+    -o "$out/bin/mlp-fsdp-cuda"
 fi
 cp "$build/bin/dtcrun" "$build/runtime/test-runtime/dtcrt-test-cuda" \
   "$build/runtime/test-runtime/dtcrt-cuda-require-device" "$out/bin/"

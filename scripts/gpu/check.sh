@@ -4,7 +4,7 @@
 # programs against the CPU programs on the same synthetic data (1e-3
 # relative, issue 5's bar: MLP, LeNet, ResNet-18, GPT) and of the CUDA
 # programs with and without CUDA graphs (1e-6), --precision=bf16 CUDA vs CPU
-# and the bf16 loss curve against fp32, a 1-rank NCCL ddp run, and
+# and the bf16 loss curve against fp32, 1-rank ddp and fsdp runs, and
 # compute-sanitizer on a few MLP steps. Writes logs to $OUT (when set) and
 # exits non-zero on any failure.
 set -uo pipefail
@@ -90,6 +90,10 @@ long=(--data=synthetic --shuffle=false --epochs=5 --max-steps=500 --log-every=1 
 
 step "ddp on 1 rank (NCCL)"
 "$bundle/bin/dtcrun" --nproc-per-node=1 "$bundle/bin/mlp-ddp-cuda" --data=synthetic --max-steps=20 \
+  --log-every=10 2>&1 | tail -3 || status=1
+
+step "fsdp (ZeRO-1) on 1 rank (the sharded update kernels)"
+"$bundle/bin/dtcrun" --nproc-per-node=1 "$bundle/bin/mlp-fsdp-cuda" --data=synthetic --max-steps=20 \
   --log-every=10 2>&1 | tail -3 || status=1
 
 step "compute-sanitizer (memcheck, 3 steps)"

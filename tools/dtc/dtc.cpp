@@ -738,9 +738,12 @@ int main(int argc, char **argv) {
                  << " is not a sharding level (expected optimizer, gradients or parameters)\n";
     return 1;
   }
-  if (strategy == "fsdp" && target == "cuda") {
-    llvm::errs() << "dtc: error: --strategy=fsdp is not supported with --target=cuda yet "
-                    "(use --strategy=ddp on GPUs)\n";
+  if (strategy == "fsdp" && target == "cuda" && (shard != "optimizer" || clipGradNorm > 0.0)) {
+    llvm::errs() << "dtc: error: --strategy=fsdp with --target=cuda shards the optimizer state "
+                    "only (ZeRO-1, --shard=optimizer) and without --clip-grad-norm yet; "
+                 << (shard != "optimizer" ? "--shard=" + shard.getValue() + " is not available"
+                                          : std::string("--clip-grad-norm is not available"))
+                 << " on GPUs\n";
     return 1;
   }
   if (target != "cpu" && target != "cuda") {
