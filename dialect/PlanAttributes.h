@@ -47,6 +47,11 @@ inline constexpr char kSharded[] = "dtc.sharded";
 inline constexpr char kShardSlot[] = "dtc.shard_slot";
 /// On the module: what fsdp shards, "optimizer" or "gradients" (StrAttr).
 inline constexpr char kShardLevel[] = "dtc.shard_level";
+/// On the module, set by dtc for --target=cuda: the program runs on GPUs
+/// ("cuda", StrAttr). The scaling simulation prices what their runtime
+/// does: NCCL has no reduce-scatter of uneven blocks, so a sharded bucket
+/// is all-reduced there.
+inline constexpr char kTarget[] = "dtc.target";
 /// On the module: how many slots a rank's optimizer-state shard has (I64).
 inline constexpr char kShardSlots[] = "dtc.shard_slots";
 /// On a sharded weight: its element offset in the flat weight region (I64).

@@ -64,6 +64,8 @@ public:
       : module(module), cluster(cluster), devices(devices), machine(cluster.machineModel()) {
     auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
     weightsStaySharded = level && level.getValue() == "parameters";
+    auto target = module->getAttrOfType<StringAttr>(attr::kTarget);
+    shardedBucketsAllReduce = target && target.getValue() == "cuda";
     streams.overlap = cluster.overlapsCompute;
     // --tp=K: groups of K consecutive devices reduce inside the group; the
     // data-parallel collectives run between the groups' same-index devices.
@@ -110,10 +112,11 @@ private:
     } else if (isa<TpCopyOp, TpVocabRangeOp, TpSliceOp>(op)) {
       return;  // no communication
     } else if (auto start = dyn_cast<AllReduceStartOp>(&op)) {
-      // ZeRO-2/3's buckets that only sharded updates read are reduce-scattered.
+      // ZeRO's buckets that only sharded updates read are reduce-scattered
+      // (on GPUs all-reduced for now: see attr::kTarget).
       const double bytes = bytesOf(start.getGrads());
       prediction.communicatedBytes += bytes;
-      streams.start(&op, start->hasAttr(attr::kSharded)
+      streams.start(&op, start->hasAttr(attr::kSharded) && !shardedBucketsAllReduce
                              ? cluster.reduceScatterSeconds(bytes, replicas, groupSize)
                              : cluster.allReduceSeconds(bytes, replicas, groupSize));
     } else if (auto wait = dyn_cast<AllReduceWaitOp>(&op)) {
@@ -152,6 +155,7 @@ private:
   int64_t replicas = 1;   // devices / K: the data-parallel ranks
   MachineModel machine;
   bool weightsStaySharded = false;
+  bool shardedBucketsAllReduce = false;  // GPU programs (attr::kTarget)
   TwoStreams streams;
   StepPrediction prediction;
 };

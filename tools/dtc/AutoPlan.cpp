@@ -52,6 +52,18 @@ std::string Plan::flags() const {
   return llvm::StringRef(f).ltrim().str();
 }
 
+std::string targetRefusal(const Plan &plan, const TrainingPipelineOptions &options) {
+  if (options.target != TrainingPipelineOptions::Target::Cuda)
+    return "";
+  const char *what = plan.stages > 0           ? "pipelines"
+                     : plan.tensorParallel > 1 ? "--tp"
+                     : plan.strategy == "fsdp" && plan.shard != "optimizer"
+                         ? (plan.shard == "gradients" ? "--shard=gradients" : "--shard=parameters")
+                     : plan.strategy == "fsdp" && options.clipGradNorm > 0 ? "fsdp with --clip-grad-norm"
+                                                                           : nullptr;
+  return what ? std::string(what) + " not available on --target=cuda yet" : "";
+}
+
 std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
   std::vector<Plan> plans;
   if (devices == 1) {

@@ -18,6 +18,7 @@
 #define DTC_TOOLS_DTC_AUTOPLAN_H
 
 #include "passes/ClusterModel.h"
+#include "passes/Pipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -47,6 +48,12 @@ struct Plan {
 
 /// Every plan for `devices` devices whose pieces divide `globalBatch`.
 std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch);
+
+/// Why `plan` cannot run on `options.target` ("" if it can): GPU programs
+/// have ddp and fsdp's ZeRO-1 (without --clip-grad-norm), not yet the other
+/// sharding levels, --tp or pipelines, which the compiler refuses only when
+/// it generates their code.
+std::string targetRefusal(const Plan &plan, const TrainingPipelineOptions &options);
 
 struct PlanResult {
   Plan plan;

@@ -1,6 +1,7 @@
 //===- Compile.cpp - one compilation of the model (see Compile.h) ---------===//
 #include "Compile.h"
 
+#include "dialect/PlanAttributes.h"
 #include "importer/OnnxImporter.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -20,6 +21,8 @@ mlir::OwningOpRef<mlir::ModuleOp> compile(mlir::MLIRContext &context, const Comp
   buildTrainingPipeline(pm, job.pipeline);
   if (mlir::failed(pm.run(*module)))
     return nullptr;
+  if (job.pipeline.target == TrainingPipelineOptions::Target::Cuda)
+    (*module)->setAttr(attr::kTarget, mlir::StringAttr::get(&context, "cuda"));
   return module;
 }
 

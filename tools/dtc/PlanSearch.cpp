@@ -154,6 +154,11 @@ mlir::FailureOr<AutoChoice> chooseAutoPlan(mlir::MLIRContext &context,
   for (const Plan &plan : candidatePlans(devices, choice.globalBatch)) {
     PlanResult result;
     result.plan = plan;
+    result.refusal = targetRefusal(plan, job.pipeline);
+    if (!result.refusal.empty()) {
+      choice.plans.push_back(result);
+      continue;
+    }
     // A plan that does not compile (nothing to split over --tp, say) is
     // listed with its reason, not reported as an error.
     std::string error;
