@@ -16,6 +16,16 @@ namespace dtc {
 
 bool cudaRuntimeAvailable() { return DTC_HAVE_CUDA_RUNTIME; }
 
+// Whether `compiler` is the one the build precompiled the program headers
+// with (CXX may name another: then they are parsed from source).
+static bool isBuildCompiler(llvm::StringRef compiler) {
+  llvm::SmallString<256> chosen, built;
+  if (llvm::sys::fs::real_path(compiler, chosen) ||
+      llvm::sys::fs::real_path(DTC_PROGRAM_CXX_COMPILER, built))
+    return false;
+  return chosen == built;
+}
+
 LogicalResult compileProgram(Location loc, const std::string &cppPath,
                              const std::string &outputPath, bool cuda) {
   const char *cxxEnv = std::getenv("CXX");
@@ -25,13 +35,30 @@ LogicalResult compileProgram(Location loc, const std::string &cppPath,
     return emitError(loc) << "cannot find the host C++ compiler '" << cxx
                           << "' (set CXX or install g++)";
 
-  // The generated code is a sequence of kernel calls: -O1 compiles it fast
-  // and loses nothing (the kernels are in libdtcrt, built with -O3). It is
+  // The generated code is a sequence of kernel calls: -O1 (the flags come
+  // from the build, DTC_PROGRAM_CXX_FLAGS) compiles it fast and loses nothing (the kernels are in libdtcrt, built with -O3). It is
   // meant to compile without warnings; the test suite (DTC_WERROR=1) makes
   // any warning an error, users never see one (the log shows on failure).
-  std::vector<std::string> args = {*compiler, "-std=c++20", "-O1", "-Wall", "-Wextra",
-                                   "-Wno-unused-parameter", "-I" DTC_RUNTIME_INCLUDE_DIR,
-                                   cppPath, "-o", outputPath};
+  std::vector<std::string> args = {*compiler};
+  llvm::SmallVector<llvm::StringRef> flags;
+  llvm::StringRef(DTC_PROGRAM_CXX_FLAGS).split(flags, ';', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef flag : flags)
+    args.push_back(flag.str());
+  args.push_back("-I" DTC_RUNTIME_INCLUDE_DIR);
+  // With the compiler that built dtc: the precompiled runtime headers, and
+  // the faster linker it was found to support. A precompiled header GCC
+  // cannot use (another version, other flags) is parsed from source; the
+  // warning makes the test suite (-Werror) notice, since it costs seconds
+  // per program.
+  if (isBuildCompiler(*compiler)) {
+    const char *prelude = cuda ? DTC_CUDA_PROGRAM_PRELUDE : DTC_PROGRAM_PRELUDE;
+    if (llvm::sys::fs::exists(std::string(prelude) + ".gch")) {
+      args.insert(args.end(), {"-Winvalid-pch", "-include", prelude});
+    }
+    if (*DTC_PROGRAM_LINKER_FLAG)
+      args.push_back(DTC_PROGRAM_LINKER_FLAG);
+  }
+  args.insert(args.end(), {cppPath, "-o", outputPath});
   if (const char *werror = std::getenv("DTC_WERROR");
       werror && *werror && llvm::StringRef(werror) != "0" && llvm::StringRef(werror) != "OFF")
     args.push_back("-Werror");
