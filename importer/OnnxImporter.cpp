@@ -167,8 +167,13 @@ LogicalResult Importer::importInitializers() {
       kind = buffers.contains(name)            ? ParamKind::buffer
              : classes.constants.contains(name) ? ParamKind::constant
                                                 : ParamKind::weight;
-      value = tensorProtoToAttr(init, type, error);
-      if (value && kind == ParamKind::constant && type.getNumElements() <= kMaxFoldedConstantElements) {
+      if (init.data_location() == onnx::TensorProto::EXTERNAL)
+        // Not read (ImportOptions::readExternalFloatData): shapes only.
+        value = DenseElementsAttr::get(type, builder.getFloatAttr(element, 0.0));
+      else
+        value = tensorProtoToAttr(init, type, error);
+      if (value && init.data_location() != onnx::TensorProto::EXTERNAL &&
+          kind == ParamKind::constant && type.getNumElements() <= kMaxFoldedConstantElements) {
         HostTensor host;
         if (tensorProtoToHost(init, host, error))
           slot.host = std::move(host);

@@ -27,6 +27,11 @@ struct ImportOptions {
   /// data inlined; before the batch size is fixed), for programs that embed
   /// the model.
   std::string *binaryModel = nullptr;
+  /// Read the values of float initializers stored as external data. When
+  /// false (dtc --simulate, which needs shapes only), they are not read and
+  /// need not exist: each imports as zeros of its shape (a splat, no memory),
+  /// so a model too large for this machine can still be planned.
+  bool readExternalFloatData = true;
 };
 
 /// Reads `path` (binary ModelProto; `.onnxtxt`/`.txt` files are parsed as ONNX

@@ -13,6 +13,7 @@ mlir::OwningOpRef<mlir::ModuleOp> compile(mlir::MLIRContext &context, const Comp
   ImportOptions options;
   options.batchSize = job.importBatch();
   options.binaryModel = binaryModel;
+  options.readExternalFloatData = !job.shapesOnly;
   options.forTraining = job.pipeline.mode == TrainingPipelineOptions::Mode::Train;
   mlir::OwningOpRef<mlir::ModuleOp> module = importOnnxFile(context, job.inputPath, options);
   if (!module || !job.runPipeline)

@@ -24,6 +24,7 @@ struct CompileJob {
   TrainingPipelineOptions pipeline;  // what the compiler's passes do
   int64_t batchSize = 1;             // one replica's step batch (--batch-size)
   bool runPipeline = true;           // false: the IR as imported (--emit=imported)
+  bool shapesOnly = false;           // --simulate: external float data not read
 
   /// The batch the model is imported with: a micro-batch for pipelines.
   int64_t importBatch() const {

@@ -458,6 +458,7 @@ mlir::FailureOr<dtc::CompileJob> jobFromFlags(mlir::MLIRContext &context) {
   job.inputPath = inputPath;
   job.batchSize = batchSize;
   job.runPipeline = emit != Emit::Imported;
+  job.shapesOnly = simulate;
   Options &o = job.pipeline;
   o.mode = mode == Mode::Train ? Options::Mode::Train : Options::Mode::Infer;
   o.strategy = strategy == "ddp"        ? Options::Strategy::Ddp
