@@ -60,8 +60,22 @@ struct TwoStreams {
 /// Replays step functions on the streams, summing into `prediction`.
 class StepReplay {
 public:
-  StepReplay(ModuleOp module, const ClusterModel &cluster, int64_t devices)
-      : module(module), cluster(cluster), devices(devices), machine(cluster.machineModel()) {
+  StepReplay(ModuleOp module, const ClusterModel &cluster, int64_t devices,
+             SimulatedPrecision precision)
+      : module(module), cluster(cluster), devices(devices), machine(cluster.machineModel()),
+        kernelMachine(machine) {
+    if (precision == SimulatedPrecision::Mixed) {
+      // Half the bytes: every collective's buffer, and what kernels other
+      // than the optimizer's updates read and write (twice the byte rates,
+      // and twice the bytes that fit the cache).
+      bytesFactor = 0.5;
+      kernelMachine.bytesPerSecond *= 2;
+      kernelMachine.cacheBytes *= 2;
+      for (auto &[kind, cost] : kernelMachine.kindCosts) {
+        cost.bytesPerSecond *= 2;
+        cost.streamBytesPerSecond *= 2;
+      }
+    }
     auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
     weightsStaySharded = level && level.getValue() == "parameters";
     auto target = module->getAttrOfType<StringAttr>(attr::kTarget);
@@ -94,19 +108,19 @@ private:
       // The vocabulary-parallel loss: the rows' maxima all-gathered, then
       // their sums of exponentials and label logits all-reduced; its
       // arithmetic is counted below like any op's.
-      const double rows = double(tensorBytes(ce.getLse().getType()));
+      const double rows = double(tensorBytes(ce.getLse().getType())) * bytesFactor;
       prediction.communicatedBytes += rows * double(groupSize) + 2.0 * rows;
       streams.blocking(cluster.allGatherSeconds(rows * double(groupSize), groupSize));
       streams.blocking(cluster.allReduceSeconds(2.0 * rows, groupSize));
     }
     if (auto reduce = dyn_cast<TpReduceOp>(&op)) {
       // Megatron's g: the group's partial sums, before anything reads them.
-      const double bytes = double(tensorBytes(reduce.getType()));
+      const double bytes = double(tensorBytes(reduce.getType())) * bytesFactor;
       prediction.communicatedBytes += bytes;
       streams.blocking(cluster.allReduceSeconds(bytes, groupSize));
     } else if (auto gather = dyn_cast<TpGatherOp>(&op)) {
       // The output layer's slices of the logits, whole for the loss.
-      const double bytes = double(tensorBytes(gather.getOutput().getType()));
+      const double bytes = double(tensorBytes(gather.getOutput().getType())) * bytesFactor;
       prediction.communicatedBytes += bytes;
       streams.blocking(cluster.allGatherSeconds(bytes, groupSize));
     } else if (isa<TpCopyOp, TpVocabRangeOp, TpSliceOp>(op)) {
@@ -114,7 +128,7 @@ private:
     } else if (auto start = dyn_cast<AllReduceStartOp>(&op)) {
       // ZeRO's buckets that only sharded updates read are reduce-scattered
       // (on GPUs all-reduced for now: see attr::kTarget).
-      const double bytes = bytesOf(start.getGrads());
+      const double bytes = bytesOf(start.getGrads()) * bytesFactor;
       prediction.communicatedBytes += bytes;
       streams.start(&op, start->hasAttr(attr::kSharded) && !shardedBucketsAllReduce
                              ? cluster.reduceScatterSeconds(bytes, replicas, groupSize)
@@ -122,7 +136,7 @@ private:
     } else if (auto wait = dyn_cast<AllReduceWaitOp>(&op)) {
       streams.wait(wait.getStart());
     } else if (auto start = dyn_cast<GatherParamsStartOp>(&op)) {
-      const double bytes = bytesOf(start.getGathered());
+      const double bytes = bytesOf(start.getGathered()) * bytesFactor;
       prediction.communicatedBytes += bytes;
       streams.start(&op, cluster.allGatherSeconds(bytes, replicas, groupSize));
     } else if (auto wait = dyn_cast<GatherParamsWaitOp>(&op)) {
@@ -135,13 +149,14 @@ private:
       double bytes = 0.0;
       for (Attribute name : gather.getParams())
         if (auto param = module.lookupSymbol<ParamOp>(cast<FlatSymbolRefAttr>(name).getValue()))
-          bytes += double(tensorBytes(param.getType()));
+          bytes += double(tensorBytes(param.getType())) * bytesFactor;
       prediction.communicatedBytes += bytes;
       streams.blocking(cluster.allGatherSeconds(bytes, replicas, groupSize));
     } else {
-      double seconds = estimateSeconds(&op, machine);
+      const bool update = isa<SgdUpdateOp, AdamUpdateOp>(op);
+      double seconds = estimateSeconds(&op, update ? machine : kernelMachine);
       // A sharded update runs on the device's 1/n of the weight.
-      if (isa<SgdUpdateOp, AdamUpdateOp>(op) && op.hasAttr(attr::kSharded))
+      if (update && op.hasAttr(attr::kSharded))
         seconds /= double(replicas);
       streams.device += seconds;
       prediction.computeSeconds += seconds;
@@ -154,6 +169,8 @@ private:
   int64_t groupSize = 1;  // --tp's K
   int64_t replicas = 1;   // devices / K: the data-parallel ranks
   MachineModel machine;
+  MachineModel kernelMachine;     // `machine`, at mixed precision's bytes
+  double bytesFactor = 1.0;       // bytes a collective moves per fp32 byte
   bool weightsStaySharded = false;
   bool shardedBucketsAllReduce = false;  // GPU programs (attr::kTarget)
   TwoStreams streams;
@@ -168,14 +185,15 @@ int64_t accumulationSteps(ModuleOp module) {
 }
 
 FailureOr<StepPrediction> simulateDataParallelStep(ModuleOp module, const ClusterModel &cluster,
-                                                   int64_t devices) {
+                                                   int64_t devices,
+                                                   SimulatedPrecision precision) {
   if (devices < 1 || devices > cluster.devices())
     return module.emitError() << "cannot simulate " << devices << " devices on a cluster of "
                               << cluster.devices();
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   if (!train || train.empty())
     return module.emitError() << "the simulator needs @train_step";
-  StepReplay replay(module, cluster, devices);
+  StepReplay replay(module, cluster, devices, precision);
   // --accumulate=N: N-1 micro-batches of @accumulate_step, then the step.
   if (auto micro = module.lookupSymbol<func::FuncOp>("accumulate_step"))
     for (int64_t i = 1; i < accumulationSteps(module); ++i)

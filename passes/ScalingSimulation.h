@@ -12,7 +12,8 @@
 // the last one is exposed. Updates of sharded weights (ZeRO) run on 1/n of
 // the weights. With --tp=K the devices form groups of K: each tp_reduce is
 // an all-reduce over its group that the device waits for at once, and the
-// data-parallel collectives run over the devices / K groups.
+// data-parallel collectives run over the devices / K groups. A run in mixed
+// precision (SimulatedPrecision::Mixed) moves half the bytes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_PASSES_SCALINGSIMULATION_H
@@ -34,6 +35,18 @@ struct StepPrediction {
   double exposedSeconds() const { return stepSeconds - computeSeconds - overheadSeconds; }
 };
 
+/// How the simulated run stores its tensors.
+enum class SimulatedPrecision {
+  /// As dtc's programs: every tensor and collective 4 bytes an element.
+  Fp32,
+  /// As fp16/bf16 mixed-precision frameworks (Megatron-LM, apex AMP):
+  /// activations, gradients, the weights' half copies and every collective
+  /// 2 bytes an element (kernels' memory traffic and collectives halved);
+  /// the optimizer's updates of fp32 weights and moments as in Fp32. The
+  /// compute rates are the cluster file's, which says which it assumes.
+  Mixed,
+};
+
 /// The predicted step of @train_step on `devices` devices of `cluster`
 /// (weak scaling: the module's batch is each device's), after the
 /// accumulation micro-steps of --accumulate (@accumulate_step, one fewer
@@ -41,7 +54,9 @@ struct StepPrediction {
 /// is no @train_step or `devices` exceeds the cluster.
 mlir::FailureOr<StepPrediction> simulateDataParallelStep(mlir::ModuleOp module,
                                                          const ClusterModel &cluster,
-                                                         int64_t devices);
+                                                         int64_t devices,
+                                                         SimulatedPrecision precision =
+                                                             SimulatedPrecision::Fp32);
 
 /// Micro-batches per optimizer update (--accumulate; 1 without).
 int64_t accumulationSteps(mlir::ModuleOp module);

@@ -13,7 +13,8 @@ namespace dtc {
 
 mlir::LogicalResult printScaling(mlir::ModuleOp module, const ClusterModel &cluster,
                                  int64_t maxDevices, int64_t batchPerDevice,
-                                 llvm::StringRef strategy, llvm::raw_ostream &os) {
+                                 llvm::StringRef strategy, SimulatedPrecision precision,
+                                 llvm::raw_ostream &os) {
   // --accumulate=N: a step trains N micro-batches of the batch.
   const int64_t micro = accumulationSteps(module);
   const int64_t samplesPerDevice = batchPerDevice * micro;
@@ -35,14 +36,15 @@ mlir::LogicalResult printScaling(mlir::ModuleOp module, const ClusterModel &clus
   if (micro > 1)
     os << " x " << micro << " micro-batches";
   if (group > 1)
-    os << " per group of " << group << " tensor-parallel devices (weak scaling)\n";
+    os << " per group of " << group << " tensor-parallel devices (weak scaling)";
   else
-    os << " per device (weak scaling)\n";
+    os << " per device (weak scaling)";
+  os << (precision == SimulatedPrecision::Mixed ? ", mixed precision\n" : "\n");
   os << "devices nodes    step ms  compute ms  comm ms  exposed ms   memory/device  "
         "samples/s  efficiency\n";
   double oneDevice = 0.0;
   for (int64_t n : counts) {
-    mlir::FailureOr<StepPrediction> step = simulateDataParallelStep(module, cluster, n);
+    mlir::FailureOr<StepPrediction> step = simulateDataParallelStep(module, cluster, n, precision);
     mlir::FailureOr<RankBytes> memory = plannedRankBytes(module, n / group);
     if (mlir::failed(step) || mlir::failed(memory))
       return mlir::failure();

@@ -11,7 +11,7 @@
 #ifndef DTC_TOOLS_DTC_SIMULATE_H
 #define DTC_TOOLS_DTC_SIMULATE_H
 
-#include "passes/ClusterModel.h"
+#include "passes/ScalingSimulation.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -22,7 +22,8 @@ namespace dtc {
 /// simulated or its memory plan read.
 mlir::LogicalResult printScaling(mlir::ModuleOp module, const ClusterModel &cluster,
                                  int64_t maxDevices, int64_t batchPerDevice,
-                                 llvm::StringRef strategy, llvm::raw_ostream &os);
+                                 llvm::StringRef strategy, SimulatedPrecision precision,
+                                 llvm::raw_ostream &os);
 
 } // namespace dtc
 

@@ -70,6 +70,13 @@ cl::opt<bool> simulate("simulate",
                                 "and scaling efficiency on 1, 2, 4, ... --devices devices of "
                                 "--cluster, without compiling a program or running anything"),
                        cl::init(false), cl::cat(dtcCategory));
+cl::opt<std::string> simulatePrecision(
+    "simulate-precision",
+    cl::desc("--simulate: fp32 (default: dtc's programs, 4 bytes an element everywhere) or "
+             "mixed: price activations, gradients and their collectives at 2 bytes an element, "
+             "as fp16/bf16 mixed-precision frameworks (Megatron-LM, apex AMP) move them, the "
+             "optimizer's fp32 weights and moments at 4; for comparing with published runs"),
+    cl::init("fp32"), cl::cat(dtcCategory));
 cl::opt<std::string> clusterFile("cluster",
                                  cl::desc("--simulate, --strategy=auto, --emit-schedule: the cluster description (JSON, see "
                                           "clusters/ and docs/cluster-model.md)"),
@@ -413,6 +420,10 @@ std::optional<std::string> loadCluster(std::optional<dtc::ClusterModel> &cluster
 /// Returns an error message; loads the cluster.
 std::optional<std::string> checkSimulateFlags(std::optional<dtc::ClusterModel> &cluster) {
   const bool autoPlan = strategy == "auto";
+  if (simulatePrecision != "fp32" && simulatePrecision != "mixed")
+    return "--simulate-precision must be fp32 or mixed, got '" + simulatePrecision + "'";
+  if (!simulate && simulatePrecision.getNumOccurrences())
+    return std::string("--simulate-precision is for --simulate");
   const bool scheduleOnly = !simulate && !autoPlan && !emitSchedule.empty();
   if (!simulate && !autoPlan && !scheduleOnly)
     return std::string("--cluster and --devices are for --simulate and --strategy=auto "
@@ -801,7 +812,7 @@ int main(int argc, char **argv) {
     return 1;
   std::optional<dtc::ClusterModel> cluster;
   if (simulate || strategy == "auto" || clusterFile.getNumOccurrences() ||
-      devices.getNumOccurrences()) {
+      devices.getNumOccurrences() || simulatePrecision.getNumOccurrences()) {
     std::optional<std::string> error = checkSimulateFlags(cluster);
     if (error) {
       llvm::errs() << "dtc: error: " << *error << "\n";
@@ -955,6 +966,9 @@ int main(int argc, char **argv) {
     return 1;
   if (simulate)
     return mlir::failed(dtc::printScaling(*module, *cluster, devices, job.batchSize, strategy,
+                                          simulatePrecision == "mixed"
+                                              ? dtc::SimulatedPrecision::Mixed
+                                              : dtc::SimulatedPrecision::Fp32,
                                           llvm::outs()))
                ? 1
                : 0;
