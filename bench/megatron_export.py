@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Exports the GPT-2 models of Megatron-LM's scaling study as shape-only ONNX.
+
+usage: megatron_export.py OUT_DIR [--models=1.2b,8.3b]
+
+Megatron-LM (Shoeybi et al. 2019, arXiv:1909.08053, Table 1) scaled GPT-2
+models from 1.2B parameters on one V100 to 8.3B over 8-way tensor
+parallelism: hidden size, heads and layers (1536, 16, 40), (1920, 20, 54),
+(2304, 24, 64), (3072, 32, 72); vocabulary 51,200, sequence 1,024. The
+8.3B model's fp32 weights are 33 GB, more than this machine's memory, and
+the simulator needs only their shapes. So the model is the zoo's nanoGPT
+(test/zoo/zoo_models.py: pre-norm blocks, GELU, learned positions, the
+output layer tied to the token embedding, as Megatron's GPT-2) built with
+its weights on PyTorch's meta device, then given one shared float each
+(a stride-0 view), traced by torch.onnx.export with export_params=False;
+the exported weight inputs become initializers whose external data names a
+file that is not written (weights.bin). `dtc --simulate` reads such a model
+without its data; anything that would run it refuses it, naming the file.
+
+Tracing runs the forward pass once, at batch 1 and 16 tokens with the
+sequence length dynamic; the file then fixes it at 1,024.
+"""
+import json
+import os
+import sys
+import warnings
+
+import onnx
+import torch
+from onnx import TensorProto
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "test", "zoo"))
+sys.path.insert(0, os.path.join(HERE, "..", "tools", "export"))
+
+from dtc_export import METADATA_KEY  # noqa: E402
+
+# name: (hidden, heads, layers); "test" is test/simulate/megatron-export.test's.
+CONFIGS = {"test": (64, 4, 2), "1.2b": (1536, 16, 40), "2.5b": (1920, 20, 54), "4.2b": (2304, 24, 64),
+           "8.3b": (3072, 32, 72)}
+VOCAB, SEQ = 51200, 1024
+DATA_FILE = "weights.bin"
+
+
+def on_meta(cls):
+    """`cls` whose parameters are created on the meta device (no memory)."""
+    class Meta(cls):
+        def __init__(self, *args, **kwargs):
+            kwargs["device"] = "meta"
+            super().__init__(*args, **kwargs)
+    Meta.__name__ = cls.__name__
+    return Meta
+
+
+def build(hidden, heads, layers):
+    nn = torch.nn
+    real = {n: getattr(nn, n) for n in ("Linear", "Embedding", "LayerNorm")}
+    try:
+        for name, cls in real.items():
+            setattr(nn, name, on_meta(cls))
+        from zoo_models import NanoGPT
+        model = NanoGPT(vocab=VOCAB, seq=SEQ, d=hidden, heads=heads, layers=layers)
+    finally:
+        for name, cls in real.items():
+            setattr(nn, name, cls)
+    # Every weight a stride-0 view of one float: the shapes, no storage.
+    shared = {}
+    for module in model.modules():
+        for name, p in list(module._parameters.items()):
+            if p is None:
+                continue
+            if id(p) not in shared:
+                shared[id(p)] = torch.nn.Parameter(torch.full((1,), 0.01).expand(p.shape))
+            module._parameters[name] = shared[id(p)]
+    return model
+
+
+class ViewsNotCloned:
+    """torch.onnx.export's tracer clones every input, the weights included
+    (torch.jit's ONNXTracedModule), and the clone of a stride-0 view is dense:
+    33 GB for the 8.3B model. Inside this context, cloning a tensor whose
+    storage is one element (the weights above) returns the view itself."""
+
+    def __enter__(self):
+        self.clone = torch.Tensor.clone
+        real = self.clone
+
+        def clone(tensor, *args, **kwargs):
+            if tensor.numel() > 1 and tensor.storage().size() == 1:
+                return tensor
+            return real(tensor, *args, **kwargs)
+        torch.Tensor.clone = clone
+        return self
+
+    def __exit__(self, *exc):
+        torch.Tensor.clone = self.clone
+
+
+def shape_only(path, names):
+    """Turns the exported weight and buffer inputs (all but the tokens) into
+    initializers whose external data lives in DATA_FILE (not written), and
+    lists the weights `names` as the parameters (dtc_export.py's metadata)."""
+    proto = onnx.load(path)
+    graph = proto.graph
+    weights = [i for i in graph.input if i.name != "tokens"]
+    kept = [i for i in graph.input if i.name == "tokens"]
+    offset = 0
+    for info in weights:
+        dims = [d.dim_value for d in info.type.tensor_type.shape.dim]
+        tensor = graph.initializer.add()
+        tensor.name = info.name
+        tensor.data_type = info.type.tensor_type.elem_type
+        tensor.dims.extend(dims)
+        tensor.data_location = TensorProto.EXTERNAL
+        length = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[tensor.data_type].itemsize
+        for d in dims:
+            length *= d
+        for key, value in (("location", DATA_FILE), ("offset", str(offset)),
+                           ("length", str(length))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        offset += length
+    del graph.input[:]
+    graph.input.extend(kept)
+    for value in (graph.input[0], graph.output[0]):
+        value.type.tensor_type.shape.dim[1].dim_value = SEQ  # was "sequence"
+    entry = proto.metadata_props.add()
+    entry.key, entry.value = METADATA_KEY, json.dumps(names)
+    onnx.save(proto, path)
+    return offset
+
+
+class WeightsAsInputs(torch.nn.Module):
+    """`model` with its weights passed to forward after the tokens, so the
+    exporter sees inputs, not parameters: it folds expressions of
+    parameters into constants (a weight's transpose), which would
+    materialize them."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        # Every attribute name of each weight (a tied one has two).
+        self.names, self.attributes = [], []
+        index = {}
+        for prefix, module in model.named_modules():
+            for attr, p in module._parameters.items():
+                if p is None:
+                    continue
+                qualified = f"{prefix}.{attr}" if prefix else attr
+                if id(p) not in index:
+                    index[id(p)] = len(self.names)
+                    self.names.append(qualified)
+                self.attributes.append((qualified, index[id(p)]))
+        self.weights = [dict(model.named_parameters())[n] for n in self.names]
+
+    def forward(self, tokens, *weights):
+        modules = dict(self.model.named_modules())
+        saved = []
+        for qualified, i in self.attributes:
+            prefix, _, attr = qualified.rpartition(".")
+            table = modules[prefix]._parameters
+            saved.append((table, attr, table[attr]))
+            table[attr] = weights[i]
+        try:
+            return self.model(tokens)
+        finally:
+            for table, attr, p in saved:
+                table[attr] = p
+
+
+def export(name, out):
+    hidden, heads, layers = CONFIGS[name]
+    model = build(hidden, heads, layers)
+    model.train()
+    wrapper = WeightsAsInputs(model)
+    names = wrapper.names
+    # Traced at 16 tokens with the sequence dynamic (the tracer keeps every
+    # activation: at 1,024 tokens the 8.3B model's are 40 GB), then fixed.
+    tokens = torch.zeros(1, 16, dtype=torch.long)
+    path = os.path.join(out, f"gpt-{name}.onnx")
+    with warnings.catch_warnings(), torch.no_grad(), ViewsNotCloned():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(wrapper, (tokens, *wrapper.weights), path, export_params=False,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, input_names=["tokens"] + names,
+                          output_names=["logits"],
+                          dynamic_axes={"tokens": {0: "batch", 1: "sequence"},
+                                        "logits": {0: "batch", 1: "sequence"}},
+                          opset_version=17)
+    shape_only(path, names)
+    count = sum(p.numel() for p in model.parameters())
+    print(f"{path}: {count / 1e9:.2f}B parameters (hidden {hidden}, {heads} heads, "
+          f"{layers} layers), weights not written")
+    return path
+
+
+def main(argv):
+    out = argv[1] if len(argv) > 1 else "megatron"
+    models = ["1.2b", "8.3b"]
+    for arg in argv[2:]:
+        if arg.startswith("--models="):
+            models = arg[len("--models="):].split(",")
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(os.cpu_count() or 1)
+    for name in models:
+        export(name, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
