@@ -62,20 +62,7 @@ class StepReplay {
 public:
   StepReplay(ModuleOp module, const ClusterModel &cluster, int64_t devices,
              SimulatedPrecision precision)
-      : module(module), cluster(cluster), devices(devices), machine(cluster.machineModel()),
-        kernelMachine(machine) {
-    if (precision == SimulatedPrecision::Mixed) {
-      // Half the bytes: every collective's buffer, and what kernels other
-      // than the optimizer's updates read and write (twice the byte rates,
-      // and twice the bytes that fit the cache).
-      bytesFactor = 0.5;
-      kernelMachine.bytesPerSecond *= 2;
-      kernelMachine.cacheBytes *= 2;
-      for (auto &[kind, cost] : kernelMachine.kindCosts) {
-        cost.bytesPerSecond *= 2;
-        cost.streamBytesPerSecond *= 2;
-      }
-    }
+      : module(module), cluster(cluster), devices(devices), pricing(cluster, precision) {
     auto level = module->getAttrOfType<StringAttr>(attr::kShardLevel);
     weightsStaySharded = level && level.getValue() == "parameters";
     auto target = module->getAttrOfType<StringAttr>(attr::kTarget);
@@ -97,38 +84,25 @@ public:
   StepPrediction finish() {
     prediction.communicationSeconds = streams.linkBusy;
     // The training loop's own work (the batch, the bookkeeping) around it.
-    prediction.overheadSeconds = machine.stepOverheadSeconds;
+    prediction.overheadSeconds = pricing.machine().stepOverheadSeconds;
     prediction.stepSeconds = std::max(streams.device, streams.link) + prediction.overheadSeconds;
     return prediction;
   }
 
 private:
   void replay(Operation &op) {
-    if (auto ce = dyn_cast<TpSoftmaxCrossEntropyOp>(&op)) {
-      // The vocabulary-parallel loss: the rows' maxima all-gathered, then
-      // their sums of exponentials and label logits all-reduced; its
-      // arithmetic is counted below like any op's.
-      const double rows = double(tensorBytes(ce.getLse().getType())) * bytesFactor;
-      prediction.communicatedBytes += rows * double(groupSize) + 2.0 * rows;
-      streams.blocking(cluster.allGatherSeconds(rows * double(groupSize), groupSize));
-      streams.blocking(cluster.allReduceSeconds(2.0 * rows, groupSize));
+    if (std::optional<TensorParallelCost> tp = pricing.tensorParallel(&op, groupSize)) {
+      // Over the device's tensor-parallel group, waited for at once.
+      prediction.communicatedBytes += tp->bytes;
+      if (tp->seconds > 0)
+        streams.blocking(tp->seconds);
+      if (!tp->alsoRunsKernel)
+        return;
     }
-    if (auto reduce = dyn_cast<TpReduceOp>(&op)) {
-      // Megatron's g: the group's partial sums, before anything reads them.
-      const double bytes = double(tensorBytes(reduce.getType())) * bytesFactor;
-      prediction.communicatedBytes += bytes;
-      streams.blocking(cluster.allReduceSeconds(bytes, groupSize));
-    } else if (auto gather = dyn_cast<TpGatherOp>(&op)) {
-      // The output layer's slices of the logits, whole for the loss.
-      const double bytes = double(tensorBytes(gather.getOutput().getType())) * bytesFactor;
-      prediction.communicatedBytes += bytes;
-      streams.blocking(cluster.allGatherSeconds(bytes, groupSize));
-    } else if (isa<TpCopyOp, TpVocabRangeOp, TpSliceOp>(op)) {
-      return;  // no communication
-    } else if (auto start = dyn_cast<AllReduceStartOp>(&op)) {
+    if (auto start = dyn_cast<AllReduceStartOp>(&op)) {
       // ZeRO's buckets that only sharded updates read are reduce-scattered
       // (on GPUs all-reduced for now: see attr::kTarget).
-      const double bytes = bytesOf(start.getGrads()) * bytesFactor;
+      const double bytes = pricing.wireBytes(bytesOf(start.getGrads()));
       prediction.communicatedBytes += bytes;
       streams.start(&op, start->hasAttr(attr::kSharded) && !shardedBucketsAllReduce
                              ? cluster.reduceScatterSeconds(bytes, replicas, groupSize)
@@ -136,7 +110,7 @@ private:
     } else if (auto wait = dyn_cast<AllReduceWaitOp>(&op)) {
       streams.wait(wait.getStart());
     } else if (auto start = dyn_cast<GatherParamsStartOp>(&op)) {
-      const double bytes = bytesOf(start.getGathered()) * bytesFactor;
+      const double bytes = pricing.wireBytes(bytesOf(start.getGathered()));
       prediction.communicatedBytes += bytes;
       streams.start(&op, cluster.allGatherSeconds(bytes, replicas, groupSize));
     } else if (auto wait = dyn_cast<GatherParamsWaitOp>(&op)) {
@@ -149,14 +123,13 @@ private:
       double bytes = 0.0;
       for (Attribute name : gather.getParams())
         if (auto param = module.lookupSymbol<ParamOp>(cast<FlatSymbolRefAttr>(name).getValue()))
-          bytes += double(tensorBytes(param.getType())) * bytesFactor;
+          bytes += pricing.wireBytes(double(tensorBytes(param.getType())));
       prediction.communicatedBytes += bytes;
       streams.blocking(cluster.allGatherSeconds(bytes, replicas, groupSize));
     } else {
-      const bool update = isa<SgdUpdateOp, AdamUpdateOp>(op);
-      double seconds = estimateSeconds(&op, update ? machine : kernelMachine);
+      double seconds = pricing.kernelSeconds(&op);
       // A sharded update runs on the device's 1/n of the weight.
-      if (update && op.hasAttr(attr::kSharded))
+      if (isa<SgdUpdateOp, AdamUpdateOp>(op) && op.hasAttr(attr::kSharded))
         seconds /= double(replicas);
       streams.device += seconds;
       prediction.computeSeconds += seconds;
@@ -168,9 +141,7 @@ private:
   int64_t devices;
   int64_t groupSize = 1;  // --tp's K
   int64_t replicas = 1;   // devices / K: the data-parallel ranks
-  MachineModel machine;
-  MachineModel kernelMachine;     // `machine`, at mixed precision's bytes
-  double bytesFactor = 1.0;       // bytes a collective moves per fp32 byte
+  ClusterPricing pricing;
   bool weightsStaySharded = false;
   bool shardedBucketsAllReduce = false;  // GPU programs (attr::kTarget)
   TwoStreams streams;

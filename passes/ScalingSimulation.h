@@ -19,7 +19,7 @@
 #ifndef DTC_PASSES_SCALINGSIMULATION_H
 #define DTC_PASSES_SCALINGSIMULATION_H
 
-#include "passes/ClusterModel.h"
+#include "passes/ClusterPricing.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -33,18 +33,6 @@ struct StepPrediction {
   double communicatedBytes = 0;     // bytes of the collectives' buffers
   /// Communication the computation did not hide.
   double exposedSeconds() const { return stepSeconds - computeSeconds - overheadSeconds; }
-};
-
-/// How the simulated run stores its tensors.
-enum class SimulatedPrecision {
-  /// As dtc's programs: every tensor and collective 4 bytes an element.
-  Fp32,
-  /// As fp16/bf16 mixed-precision frameworks (Megatron-LM, apex AMP):
-  /// activations, gradients, the weights' half copies and every collective
-  /// 2 bytes an element (kernels' memory traffic and collectives halved);
-  /// the optimizer's updates of fp32 weights and moments as in Fp32. The
-  /// compute rates are the cluster file's, which says which it assumes.
-  Mixed,
 };
 
 /// The predicted step of @train_step on `devices` devices of `cluster`
