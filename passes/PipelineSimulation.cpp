@@ -66,12 +66,23 @@ std::string describe(Operation *op) {
 
 class Simulation {
 public:
-  Simulation(SmallVector<func::FuncOp> funcs, const MachineModel &machine)
-      : funcs(funcs), machine(machine), runs(funcs.size()) {
-    if (!funcs.empty())
-      if (auto replicas = funcs.front()->getParentOfType<ModuleOp>()->getAttrOfType<IntegerAttr>(
-              attr::kShardReplicas))
-        shardReplicas = std::max<int64_t>(1, replicas.getInt());
+  /// Priced by the cost model on `machine` (its one link for messages and
+  /// collectives), or, with `pricing`, on a cluster with `replicas` copies
+  /// of the pipeline.
+  Simulation(SmallVector<func::FuncOp> funcs, const MachineModel &machine,
+             const ClusterPricing *pricing = nullptr, int64_t replicas = 1)
+      : funcs(funcs), machine(machine), pricing(pricing), runs(funcs.size()) {
+    ModuleOp module = funcs.empty() ? ModuleOp() : funcs.front()->getParentOfType<ModuleOp>();
+    if (module)
+      if (auto shards = module->getAttrOfType<IntegerAttr>(attr::kShardReplicas))
+        shardReplicas = std::max<int64_t>(1, shards.getInt());
+    if (module)
+      if (auto tp = module->getAttrOfType<IntegerAttr>(attr::kTensorParallel))
+        groupSize = std::max<int64_t>(1, tp.getInt());
+    if (pricing) {
+      this->replicas = std::max<int64_t>(1, replicas);
+      shardReplicas = this->replicas;
+    }
     for (auto [run, func] : llvm::zip(runs, this->funcs))
       for (Operation &op : func.front().without_terminator())
         run.ops.push_back(&op);
@@ -86,7 +97,14 @@ private:
   void closeSpan(StageRun &run);
 
   SmallVector<func::FuncOp> funcs;
+  /// The seconds of a collective over a stage's replicas: `bytes` (fp32)
+  /// through the cost model's link `linkFactor` times, or on the cluster.
+  double replicaSeconds(Collective collective, double bytes, double linkFactor) const;
+
   const MachineModel &machine;
+  const ClusterPricing *pricing;  // null: this machine's cost model alone
+  int64_t replicas = 1;       // copies of the pipeline (on a cluster)
+  int64_t groupSize = 1;      // --tp's K: a stage's devices
   int64_t shardReplicas = 1;  // dtc.shard_replicas: a stage's updates split K ways
   SmallVector<StageRun> runs;
   std::map<Channel, SmallVector<Message>> channels;
@@ -137,7 +155,10 @@ FailureOr<bool> Simulation::step(int64_t s) {
       return op->emitOpError("receives ")
              << int64_t(bytes) << " bytes from stage " << recv.getPeer() << " on tag "
              << recv.getTag() << ", but that stage sends " << int64_t(message.bytes);
-    run.clock = std::max(run.clock, message.sentAt + transferSeconds(bytes, machine));
+    const double transfer =
+        pricing ? pricing->messageSeconds(bytes, recv.getPeer() * groupSize, s * groupSize)
+                : transferSeconds(bytes, machine);
+    run.clock = std::max(run.clock, message.sentAt + transfer);
     message.receivedAt = run.clock;
   } else if (auto wait = dyn_cast<SendWaitOp>(op)) {
     auto [channel, index] = run.sends.lookup(wait.getStart().getOperation());
@@ -155,7 +176,8 @@ FailureOr<bool> Simulation::step(int64_t s) {
     for (Value grad : wait.getGrads())
       bytes += double(tensorBytes(grad.getType()));
     const bool scattered = wait.getStart()->hasAttr(attr::kSharded);
-    run.clock += transferSeconds(scattered ? bytes : 2 * bytes, machine);
+    run.clock += scattered ? replicaSeconds(Collective::ReduceScatter, bytes, 1.0)
+                           : replicaSeconds(Collective::AllReduce, bytes, 2.0);
   } else if (isa<GatherParamsStartOp>(op)) {
     // ZeRO-3: counted when it is waited for.
   } else if (auto wait = dyn_cast<GatherParamsWaitOp>(op)) {
@@ -163,7 +185,7 @@ FailureOr<bool> Simulation::step(int64_t s) {
     double bytes = 0;
     for (Value weight : wait.getWeights())
       bytes += double(tensorBytes(weight.getType()));
-    run.clock += transferSeconds(bytes, machine);
+    run.clock += replicaSeconds(Collective::AllGather, bytes, 1.0);
   } else if (auto gather = dyn_cast<GatherWeightShardsOp>(op)) {
     // The replicas' updated shards, all-gathered: the ring's other half
     // (under ZeRO-3 they stay sharded: the next step gathers them).
@@ -177,9 +199,18 @@ FailureOr<bool> Simulation::step(int64_t s) {
       if (auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(
               op, llvm::cast<FlatSymbolRefAttr>(name)))
         bytes += double(tensorBytes(param.getType()));
-    run.clock += transferSeconds(bytes, machine);
+    run.clock += replicaSeconds(Collective::AllGather, bytes, 1.0);
   } else {
-    double seconds = estimateSeconds(op, machine);
+    // On a cluster a tensor-parallel op waits for its group's collective.
+    if (pricing)
+      if (std::optional<TensorParallelCost> tp = pricing->tensorParallel(op, groupSize)) {
+        run.clock += tp->seconds;
+        if (!tp->alsoRunsKernel) {
+          ++run.next;
+          return true;
+        }
+      }
+    double seconds = pricing ? pricing->kernelSeconds(op) : estimateSeconds(op, machine);
     // A sharded update runs on this replica's shard only.
     if (isa<SgdUpdateOp, AdamUpdateOp>(op) && op->hasAttr(attr::kSharded))
       seconds /= double(shardReplicas);
@@ -188,6 +219,24 @@ FailureOr<bool> Simulation::step(int64_t s) {
   }
   ++run.next;
   return true;
+}
+
+double Simulation::replicaSeconds(Collective collective, double bytes, double linkFactor) const {
+  if (!pricing)
+    return transferSeconds(linkFactor * bytes, machine);
+  // A stage's replicas: one device in each copy of the pipeline, S K apart.
+  const ClusterModel &cluster = pricing->cluster();
+  const double wire = pricing->wireBytes(bytes);
+  const int64_t stride = int64_t(funcs.size()) * groupSize;
+  switch (collective) {
+  case Collective::AllReduce:
+    return cluster.allReduceSeconds(wire, replicas, stride);
+  case Collective::AllGather:
+    return cluster.allGatherSeconds(wire, replicas, stride);
+  case Collective::ReduceScatter:
+    return cluster.reduceScatterSeconds(wire, replicas, stride);
+  }
+  return 0.0;
 }
 
 FailureOr<PipelineTimeline> Simulation::run() {
@@ -264,6 +313,22 @@ FailureOr<PipelineTimeline> simulatePipeline(ModuleOp module, const MachineModel
   if (funcs.empty())
     return module.emitError("no pipeline stage functions (@stage0_step, ...)");
   return Simulation(funcs, machine).run();
+}
+
+FailureOr<PipelineTimeline> simulatePipeline(ModuleOp module, const ClusterPricing &pricing,
+                                             int64_t replicas) {
+  SmallVector<func::FuncOp> funcs = stageFunctions(module);
+  if (funcs.empty())
+    return module.emitError("no pipeline stage functions (@stage0_step, ...)");
+  int64_t group = 1;
+  if (auto tp = module->getAttrOfType<IntegerAttr>(attr::kTensorParallel))
+    group = std::max<int64_t>(1, tp.getInt());
+  const int64_t devices = int64_t(funcs.size()) * group * replicas;
+  if (replicas < 1 || devices > pricing.cluster().devices())
+    return module.emitError() << "cannot simulate " << replicas << " replicas of a "
+                              << funcs.size() << "-stage pipeline on a cluster of "
+                              << pricing.cluster().devices() << " devices";
+  return Simulation(funcs, pricing.machine(), &pricing, replicas).run();
 }
 
 void writeChromeTrace(const PipelineTimeline &timeline, llvm::raw_ostream &os) {

@@ -6,11 +6,14 @@
 // compile time that sends and receives match and cannot deadlock
 // (dtc-verify-pipeline), to predict the step time (--report,
 // --micro-batches=auto) and to draw the planned timeline (--emit-schedule).
+// On a cluster (--simulate, --strategy=auto) its messages and collectives
+// are priced on the cluster's links (ClusterPricing.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_PASSES_PIPELINESIMULATION_H
 #define DTC_PASSES_PIPELINESIMULATION_H
 
+#include "passes/ClusterPricing.h"
 #include "passes/CostModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -41,6 +44,18 @@ llvm::SmallVector<mlir::func::FuncOp> stageFunctions(mlir::ModuleOp module);
 /// a receive without a matching send, a size mismatch or an unreceived send.
 llvm::FailureOr<PipelineTimeline> simulatePipeline(mlir::ModuleOp module,
                                                    const MachineModel &machine = {});
+
+/// The same step on a cluster, with `replicas` copies of the pipeline
+/// (--dp). Devices are numbered as dtc's ranks: rank r is tensor-parallel
+/// rank r % K of stage (r / K) % S of replica r / (K S). So a stage's
+/// tensor-parallel group is K consecutive devices (its dtc.tp_* ops priced
+/// over them), a message from stage s to stage t goes from device s K to
+/// device t K (every rank of the group sends its own at the same time),
+/// and a stage's replicas all-reduce, reduce-scatter and all-gather on a
+/// ring of devices S K apart.
+llvm::FailureOr<PipelineTimeline> simulatePipeline(mlir::ModuleOp module,
+                                                   const ClusterPricing &pricing,
+                                                   int64_t replicas);
 
 /// The timeline as a Chrome trace (chrome://tracing, Perfetto): one thread
 /// per stage, one event per phase ("F3", "B3"), times in microseconds.

@@ -127,11 +127,11 @@ mlir::LogicalResult predictPlan(mlir::ModuleOp module, const ClusterModel &clust
                                 PlanResult &result) {
   const Plan &plan = result.plan;
   if (plan.strategy == "pipeline") {
-    // Each device runs its stage; the replicas' gradient all-reduces and the
-    // stages' tensor-parallel reductions are costed as kernels by the cost
-    // model, not on the cluster's links.
+    // Each device runs its stage; its messages, its tensor-parallel
+    // group's collectives and its replicas' on the cluster's links.
+    const ClusterPricing pricing(cluster, SimulatedPrecision::Fp32);
     mlir::FailureOr<PipelineTimeline> timeline =
-        simulatePipeline(module, cluster.machineModel());
+        simulatePipeline(module, pricing, plan.replicas);
     if (mlir::failed(timeline)) return mlir::failure();
     result.predictedSeconds = timeline->stepSeconds;
   } else {

@@ -4,8 +4,10 @@
 // predicted step time of a compiled ddp/fsdp step, its compute and
 // communication, the memory each device needs and the weak-scaling
 // efficiency (each device keeps its batch; efficiency is the one-device
-// step time over the n-device one). Nothing runs: the prediction is
-// passes/ScalingSimulation.h's.
+// step time over the n-device one). A pipeline's table grows its copies
+// (--dp) instead, each with its batch: 1, 2, 4, ... copies of its stages x
+// --tp devices. Nothing runs: the prediction is passes/ScalingSimulation.h's
+// (a pipeline's: passes/PipelineSimulation.h's, on the cluster).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_TOOLS_DTC_SIMULATE_H

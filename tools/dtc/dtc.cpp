@@ -440,8 +440,9 @@ std::optional<std::string> checkSimulateFlags(std::optional<dtc::ClusterModel> &
                   "clusters/this-machine-cpu.json)";
   if (devices < 1)
     return "--devices must be at least 1, got " + std::to_string(devices);
-  if (simulate && strategy != "ddp" && strategy != "fsdp")
-    return "--simulate models --strategy=ddp and fsdp, not --strategy=" + strategy;
+  if (simulate && strategy != "ddp" && strategy != "fsdp" && !isPipeline())
+    return "--simulate models --strategy=ddp, fsdp, model and pipeline, not --strategy=" +
+           strategy;
   if (simulate && (mode != Mode::Train || emit != Emit::Binary || report || tune))
     return std::string("--simulate replaces the output: no --emit, --report, --tune or "
                        "--mode=infer with it");
@@ -599,9 +600,14 @@ std::optional<std::string> resolveMicroBatches(dtc::CompileJob &job) {
 /// --emit-schedule=FILE.json: the cost model's timeline of one step, under
 /// the cluster's device costs when --cluster names one (else the roofline).
 mlir::LogicalResult writeSchedule(mlir::ModuleOp module,
-                                  const std::optional<dtc::ClusterModel> &cluster) {
-  mlir::FailureOr<dtc::PipelineTimeline> timeline = dtc::simulatePipeline(
-      module, cluster ? cluster->machineModel() : dtc::MachineModel());
+                                  const std::optional<dtc::ClusterModel> &cluster,
+                                  int64_t replicas) {
+  std::optional<dtc::ClusterPricing> pricing;
+  if (cluster)
+    pricing.emplace(*cluster, dtc::SimulatedPrecision::Fp32);
+  mlir::FailureOr<dtc::PipelineTimeline> timeline =
+      pricing ? dtc::simulatePipeline(module, *pricing, replicas)
+              : dtc::simulatePipeline(module, dtc::MachineModel());
   if (mlir::failed(timeline))
     return mlir::failure();
   std::string error;
@@ -717,6 +723,23 @@ int main(int argc, char **argv) {
     llvm::errs() << "dtc: error: --batch-size must be at least 1, got " << batchSize
                  << "\n";
     return 1;
+  }
+  // --simulate of a pipeline: its copies (--dp) are what --devices leaves
+  // after the stages and their tensor-parallel groups.
+  if (simulate && isPipeline() && devices >= 1) {
+    const int64_t perCopy = stagesFromFlags() * std::max<int64_t>(1, tensorParallel);
+    if (devices % perCopy != 0) {
+      llvm::errs() << "dtc: error: --devices=" << devices << " is not a multiple of the "
+                   << perCopy << " devices of one pipeline (its stages x --tp)\n";
+      return 1;
+    }
+    if (dataParallel.getNumOccurrences() && dataParallel * perCopy != devices) {
+      llvm::errs() << "dtc: error: --simulate takes the pipeline's copies from --devices: --dp="
+                   << dataParallel << " is " << dataParallel * perCopy
+                   << " devices, --devices=" << devices << "\n";
+      return 1;
+    }
+    dataParallel = devices / perCopy;
   }
   if (strategy != "none" && strategy != "ddp" && strategy != "fsdp" && strategy != "auto" &&
       !isPipeline()) {
@@ -906,7 +929,7 @@ int main(int argc, char **argv) {
   mlir::OwningOpRef<mlir::ModuleOp> module = dtc::compile(context, job, &binaryModel);
   if (!module)
     return 1;
-  if (!emitSchedule.empty() && mlir::failed(writeSchedule(*module, cluster)))
+  if (!emitSchedule.empty() && mlir::failed(writeSchedule(*module, cluster, job.pipeline.dataParallel)))
     return 1;
   // fsdp without --shard under --memory-limit: the coarsest sharding level
   // whose plan fits (the finer ones move more data per step).
