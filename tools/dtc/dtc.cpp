@@ -66,9 +66,10 @@ cl::opt<bool> report("report",
                      cl::desc("Print the memory plan and parameter summary instead"),
                      cl::init(false), cl::cat(dtcCategory));
 cl::opt<bool> simulate("simulate",
-                       cl::desc("ddp/fsdp: print the predicted step time, memory per device "
-                                "and scaling efficiency on 1, 2, 4, ... --devices devices of "
-                                "--cluster, without compiling a program or running anything"),
+                       cl::desc("ddp/fsdp/pipeline: print the predicted step time, memory per "
+                                "device and scaling efficiency on 1, 2, 4, ... --devices devices "
+                                "of --cluster (a pipeline: its copies), without compiling a "
+                                "program or running anything"),
                        cl::init(false), cl::cat(dtcCategory));
 cl::opt<std::string> simulatePrecision(
     "simulate-precision",
