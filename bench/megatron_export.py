@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Exports the GPT-2 models of Megatron-LM's scaling study as shape-only ONNX.
 
-usage: megatron_export.py OUT_DIR [--models=1.2b,8.3b]
+usage: megatron_export.py OUT_DIR [--models=1.2b,8.3b] [--untied]
 
 Megatron-LM (Shoeybi et al. 2019, arXiv:1909.08053, Table 1) scaled GPT-2
 models from 1.2B parameters on one V100 to 8.3B over 8-way tensor
@@ -17,8 +17,15 @@ the exported weight inputs become initializers whose external data names a
 file that is not written (weights.bin). `dtc --simulate` reads such a model
 without its data; anything that would run it refuses it, naming the file.
 
+Megatron-LM 2021 (Narayanan et al., arXiv:2104.04473, Table 1) trained
+GPT models of 1.7B to 1T parameters with sequences of 2,048 tokens; the
+configurations named "-2021" are its first five (hidden, heads, layers).
+--untied gives the output layer a weight of its own: dtc refuses a weight
+shared by two pipeline stages, where Megatron keeps a copy of the
+embedding in the first and last stage and all-reduces their gradients.
+
 Tracing runs the forward pass once, at batch 1 and 16 tokens with the
-sequence length dynamic; the file then fixes it at 1,024.
+sequence length dynamic; the file then fixes it (1,024 or 2,048).
 """
 import json
 import os
@@ -35,10 +42,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools", "export"))
 
 from dtc_export import METADATA_KEY  # noqa: E402
 
-# name: (hidden, heads, layers); "test" is test/simulate/megatron-export.test's.
-CONFIGS = {"test": (64, 4, 2), "1.2b": (1536, 16, 40), "2.5b": (1920, 20, 54), "4.2b": (2304, 24, 64),
-           "8.3b": (3072, 32, 72)}
-VOCAB, SEQ = 51200, 1024
+# name: (hidden, heads, layers, sequence); "test" is test/simulate/megatron-export.test's.
+CONFIGS = {"test": (64, 4, 2, 1024), "1.2b": (1536, 16, 40, 1024), "2.5b": (1920, 20, 54, 1024),
+           "4.2b": (2304, 24, 64, 1024), "8.3b": (3072, 32, 72, 1024),
+           "1.7b-2021": (2304, 24, 24, 2048), "3.6b-2021": (3072, 32, 30, 2048),
+           "7.5b-2021": (4096, 32, 36, 2048), "18.4b-2021": (6144, 48, 40, 2048),
+           "39.1b-2021": (8192, 64, 48, 2048)}
+VOCAB = 51200
 DATA_FILE = "weights.bin"
 
 
@@ -52,14 +62,14 @@ def on_meta(cls):
     return Meta
 
 
-def build(hidden, heads, layers):
+def build(hidden, heads, layers, seq, untied=False):
     nn = torch.nn
     real = {n: getattr(nn, n) for n in ("Linear", "Embedding", "LayerNorm")}
     try:
         for name, cls in real.items():
             setattr(nn, name, on_meta(cls))
         from zoo_models import NanoGPT
-        model = NanoGPT(vocab=VOCAB, seq=SEQ, d=hidden, heads=heads, layers=layers)
+        model = NanoGPT(vocab=VOCAB, seq=seq, d=hidden, heads=heads, layers=layers)
     finally:
         for name, cls in real.items():
             setattr(nn, name, cls)
@@ -72,6 +82,9 @@ def build(hidden, heads, layers):
             if id(p) not in shared:
                 shared[id(p)] = torch.nn.Parameter(torch.full((1,), 0.01).expand(p.shape))
             module._parameters[name] = shared[id(p)]
+    if untied:
+        model.lm_head.weight = torch.nn.Parameter(
+            torch.full((1,), 0.01).expand(model.lm_head.weight.shape))
     return model
 
 
@@ -96,7 +109,7 @@ class ViewsNotCloned:
         torch.Tensor.clone = self.clone
 
 
-def shape_only(path, names):
+def shape_only(path, names, seq):
     """Turns the exported weight and buffer inputs (all but the tokens) into
     initializers whose external data lives in DATA_FILE (not written), and
     lists the weights `names` as the parameters (dtc_export.py's metadata)."""
@@ -123,7 +136,7 @@ def shape_only(path, names):
     del graph.input[:]
     graph.input.extend(kept)
     for value in (graph.input[0], graph.output[0]):
-        value.type.tensor_type.shape.dim[1].dim_value = SEQ  # was "sequence"
+        value.type.tensor_type.shape.dim[1].dim_value = seq  # was "sequence"
     entry = proto.metadata_props.add()
     entry.key, entry.value = METADATA_KEY, json.dumps(names)
     onnx.save(proto, path)
@@ -168,16 +181,16 @@ class WeightsAsInputs(torch.nn.Module):
                 table[attr] = p
 
 
-def export(name, out):
-    hidden, heads, layers = CONFIGS[name]
-    model = build(hidden, heads, layers)
+def export(name, out, untied=False):
+    hidden, heads, layers, seq = CONFIGS[name]
+    model = build(hidden, heads, layers, seq, untied)
     model.train()
     wrapper = WeightsAsInputs(model)
     names = wrapper.names
     # Traced at 16 tokens with the sequence dynamic (the tracer keeps every
     # activation: at 1,024 tokens the 8.3B model's are 40 GB), then fixed.
     tokens = torch.zeros(1, 16, dtype=torch.long)
-    path = os.path.join(out, f"gpt-{name}.onnx")
+    path = os.path.join(out, f"gpt-{name}{'-untied' if untied else ''}.onnx")
     with warnings.catch_warnings(), torch.no_grad(), ViewsNotCloned():
         warnings.simplefilter("ignore")
         torch.onnx.export(wrapper, (tokens, *wrapper.weights), path, export_params=False,
@@ -187,7 +200,7 @@ def export(name, out):
                           dynamic_axes={"tokens": {0: "batch", 1: "sequence"},
                                         "logits": {0: "batch", 1: "sequence"}},
                           opset_version=17)
-    shape_only(path, names)
+    shape_only(path, names, seq)
     count = sum(p.numel() for p in model.parameters())
     print(f"{path}: {count / 1e9:.2f}B parameters (hidden {hidden}, {heads} heads, "
           f"{layers} layers), weights not written")
@@ -197,13 +210,14 @@ def export(name, out):
 def main(argv):
     out = argv[1] if len(argv) > 1 else "megatron"
     models = ["1.2b", "8.3b"]
+    untied = "--untied" in argv[2:]
     for arg in argv[2:]:
         if arg.startswith("--models="):
             models = arg[len("--models="):].split(",")
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(os.cpu_count() or 1)
     for name in models:
-        export(name, out)
+        export(name, out, untied)
     return 0
 
 

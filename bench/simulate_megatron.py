@@ -46,8 +46,8 @@ PUBLISHED_PFLOPS = 15.1
 
 
 def step_flops(name, recompute=True):
-    hidden, _, layers = megatron_export.CONFIGS[name]
-    b, s, l, h, v = BATCH, megatron_export.SEQ, layers, hidden, megatron_export.VOCAB
+    hidden, _, layers, seq = megatron_export.CONFIGS[name]
+    b, s, l, h, v = BATCH, seq, layers, hidden, megatron_export.VOCAB
     if recompute:
         return 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
     return 72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h))
