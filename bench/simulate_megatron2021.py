@@ -4,8 +4,7 @@
 Narayanan et al. 2021 (arXiv:2104.04473, Table 1) trained GPT models of
 1.7B to 1T parameters on DGX A100 servers (clusters/a100-selene-megatron2021.json),
 weak scaling the GPUs with the model: tensor parallelism inside a server,
-pipeline parallelism across servers, data parallelism over the rest. The
-first five rows:
+pipeline parallelism across servers, data parallelism over the rest:
 
   model   tensor  pipeline  GPUs  global batch  TFLOP/s per GPU (published)
   1.7B       1        1       32       512          137
@@ -13,12 +12,17 @@ first five rows:
   7.5B       4        1      128       512          142
   18.4B      8        1      256      1024          135
   39.1B      8        2      512      1536          138
+  76.1B      8        4     1024      1792          140
+  145.6B     8        8     1536      2304          148
+  310.1B     8       16     1920      2160          155
+  529.6B     8       35     2520      2520          163
+  1008B      8       64     3072      3072          163
 
-This exports each model shape-only (bench/megatron_export.py; the 39.1B one
-with its output layer untied, since dtc refuses a weight shared by two
+This exports each model shape-only (bench/megatron_export.py; the pipelined
+ones with the output layer untied, since dtc refuses a weight shared by two
 stages), fixes the cluster file's GEMM rate on the first row (the rate that
 puts the 1.7B run at its published 137 TFLOP/s per GPU, the cluster file's)
-and predicts the other four with that rate:
+and predicts the others with that rate:
 each copy's batch in one step (--strategy=ddp with --tp) or, for the
 pipeline, in micro-batches of one sequence (--strategy=pipeline --stages=2
 --tp=8, 1F1B). FLOPs are counted as the paper counts them, with activation
@@ -44,7 +48,9 @@ PEAK = 312e12
 # name, tensor, pipeline, GPUs, global batch, published TFLOP/s per GPU
 ROWS = [("1.7b-2021", 1, 1, 32, 512, 137), ("3.6b-2021", 2, 1, 64, 512, 138),
         ("7.5b-2021", 4, 1, 128, 512, 142), ("18.4b-2021", 8, 1, 256, 1024, 135),
-        ("39.1b-2021", 8, 2, 512, 1536, 138)]
+        ("39.1b-2021", 8, 2, 512, 1536, 138), ("76.1b-2021", 8, 4, 1024, 1792, 140),
+        ("145.6b-2021", 8, 8, 1536, 2304, 148), ("310.1b-2021", 8, 16, 1920, 2160, 155),
+        ("529.6b-2021", 8, 35, 2520, 2520, 163), ("1008b-2021", 8, 64, 3072, 3072, 163)]
 
 
 def step_flops(name, batch):
@@ -104,13 +110,15 @@ def shown(arg):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "dtc-megatron"))
+    p.add_argument("--rows", type=int, default=len(ROWS), help="the first N rows only")
     p.add_argument("--dtc", default=os.path.join(ROOT, "build", "bin", "dtc"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                  "simulate-megatron2021.md"))
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
+    rows = ROWS[:args.rows]
     models = {}
-    for row in ROWS:
+    for row in rows:
         name, untied = row[0], row[2] > 1
         path = os.path.join(args.work, f"gpt-{name}{'-untied' if untied else ''}.onnx")
         if not os.path.exists(path):
@@ -133,7 +141,7 @@ def main():
         "The other rows are predictions.")
     out("")
     results, outputs = [], []
-    for row in ROWS:
+    for row in rows:
         cmd, text, step = simulate(args.dtc, models[row[0]], CLUSTER, row)
         outputs.append((cmd, text))
         results.append((row, step, per_gpu(row, step)))
