@@ -45,12 +45,19 @@ READY_DIR = "/tmp/dtcrun-test-ready-%d-%s" % (os.getppid(), _parent_start_time()
 
 def mark_ready():
     # The marker holds the rank's pid, written under another name and renamed
-    # so that a reader never sees it empty.
-    os.makedirs(READY_DIR, exist_ok=True)
+    # so that a reader never sees it empty. A rank that has finished removes
+    # the folder when its marker was the last one (unmark_ready), possibly
+    # while this rank is creating it or writing into it: then start again.
     path = os.path.join(READY_DIR, str(rank))
-    with open(path + ".tmp", "w") as f:
-        f.write(str(os.getpid()))
-    os.rename(path + ".tmp", path)
+    while True:
+        try:
+            os.makedirs(READY_DIR, exist_ok=True)
+            with open(path + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename(path + ".tmp", path)
+            return
+        except (FileExistsError, FileNotFoundError):
+            continue
 
 
 def wait_until_collected(other):
@@ -91,8 +98,10 @@ def wait_for_signal(ignore_term=False):
     if ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_BLOCK, awaited)
-    say("rank %d ready" % rank)
+    # Marked before saying so: the test signals once every rank said it, and
+    # a signalled rank removes its marker (and the folder, if it is empty).
     mark_ready()
+    say("rank %d ready" % rank)
     info = signal.sigtimedwait(awaited, 50)  # the tests' `timeout 60` is the backstop
     if info is None:
         say("rank %d was never stopped" % rank)
