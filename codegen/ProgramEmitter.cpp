@@ -270,7 +270,11 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
       return codegenError(&op) << "no C++ emitter for this op";
     fn.comment(&op);
     fn.declareResults(&op);
-    const int profileId = program.addProfileOp(&op, phaseOf(&op, kind, pastLoss));
+    // A phase marker is no kernel: it opens the trace's next phase, which
+    // a kernel span around it would straddle.
+    const int profileId = isa<SchedulePhaseOp>(op)
+                              ? -1
+                              : program.addProfileOp(&op, phaseOf(&op, kind, pastLoss));
     if (profileId >= 0)
       fn.line("ctx.profile_begin(" + std::to_string(profileId) + ");");
     if (failed(it->second(&op, fn)))

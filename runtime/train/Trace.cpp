@@ -61,6 +61,21 @@ void Tracer::end() {
   open_ = false;
 }
 
+void Tracer::KernelRecorder::begin(int32_t op) {
+  open_ = TraceEvent{};
+  open_.step = tracer_.step_;
+  open_.microBatch = tracer_.open_ ? tracer_.current_.microBatch : -1;  // -1: between phases
+  if (tracer_.open_) std::memcpy(open_.phase, tracer_.current_.phase, sizeof open_.phase);
+  open_.rank = tracer_.rank_;
+  open_.op = op;
+  open_.startNs = nowNs();
+}
+
+void Tracer::KernelRecorder::end() {
+  open_.endNs = nowNs();
+  tracer_.events_.push_back(open_);
+}
+
 std::vector<TraceEvent> gatherTrace(Communicator& world, const std::vector<TraceEvent>& mine) {
   const int n = world.size();
   int64_t count = static_cast<int64_t>(mine.size());
@@ -80,7 +95,8 @@ std::vector<TraceEvent> gatherTrace(Communicator& world, const std::vector<Trace
   return out;
 }
 
-std::string chromeTraceJson(const std::vector<TraceEvent>& events, int stages) {
+std::string chromeTraceJson(const std::vector<TraceEvent>& events, int stages,
+                            const ProgramSpec* program) {
   if (stages < 1) stages = 1;
   int64_t t0 = 0;
   for (size_t i = 0; i < events.size(); ++i)
@@ -120,6 +136,24 @@ std::string chromeTraceJson(const std::vector<TraceEvent>& events, int stages) {
   for (const TraceEvent& e : events) {
     char phase[sizeof e.phase + 1] = {};
     std::memcpy(phase, e.phase, sizeof e.phase);
+    if (e.op >= 0) {  // a kernel inside the phase
+      if (!program || e.op >= program->numProfileOps) continue;
+      const OpProfile& op = program->profileOps[e.op];
+      const std::string name = op.node[0] ? std::string(op.node) + " " + op.kind : std::string(op.kind);
+      char numbers[256];
+      std::snprintf(numbers, sizeof numbers,
+                    "\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,", (e.startNs - t0) / 1000.0,
+                    (e.endNs - e.startNs) / 1000.0, e.rank / stages, e.rank % stages);
+      char args[160];
+      std::snprintf(args, sizeof args, ",\"flops\":%.0f,\"bytes\":%.0f,\"step\":%lld,\"micro_batch\":%lld}}",
+                    op.flops, op.bytes, static_cast<long long>(e.step),
+                    static_cast<long long>(e.microBatch));
+      // cat: the phase it ran in, else (the update) the op's own.
+      add("{\"name\":" + jsonString(name.c_str()) + ",\"cat\":" + jsonString(phase[0] ? phase : op.phase) +
+          "," + numbers +
+          "\"args\":{\"op\":" + jsonString(op.kind) + args);
+      continue;
+    }
     char initial[2] = {static_cast<char>(phase[0] >= 'a' && phase[0] <= 'z' ? phase[0] - 32
                                                                             : phase[0]),
                        0};

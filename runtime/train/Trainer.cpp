@@ -367,12 +367,14 @@ float Trainer::runOnBatch(StepFunction step, double lr, int64_t stepNumber, int6
   return loss;
 }
 
-float Trainer::pipelineStep(double lr, int64_t step, StepTracer* trace) {
+float Trainer::pipelineStep(double lr, int64_t step, Tracer* trace) {
   float stageLoss = 0;
   StepContext ctx = context(&stageLoss, nullptr, lr, step);
   ctx.comm = groups_.dataParallel.get();
   ctx.pipe = groups_.pipe.get();
   ctx.trace = trace;
+  // A GPU's kernels are queued, not run, when called: only the phases then.
+  if (trace && !device_) ctx.profiler = trace->kernels();
   spec_.stageSteps[place_.stage](ctx);
   if (trace) trace->end();
   // The last stage of each replica has its micro-batches' mean loss: the

@@ -49,6 +49,7 @@
 namespace dtcrt {
 
 class Profiler;
+class Tracer;
 
 struct EvalResult {
   int64_t epoch = 0;         // 1-based epoch after which it ran
@@ -143,7 +144,8 @@ private:
                    float initialLoss = NAN, const std::function<void()>& whileRunning = {});
   // Pipeline programs: one optimizer step of this rank's stage on the rows
   // already in the batch buffers; returns the step's global mean loss.
-  float pipelineStep(double lr, int64_t step, StepTracer* trace);
+  // `trace`: the step's phases, and on the CPU its kernels, are recorded.
+  float pipelineStep(double lr, int64_t step, Tracer* trace);
 
   // run(), in pieces (TrainerRun.cpp); Run holds one run's state
   // (TrainerRun.h).

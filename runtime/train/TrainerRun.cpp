@@ -678,7 +678,7 @@ void Trainer::writeTraces(Run& run) {
   if (!opts_.trace.empty() && pipeline_) {
     const std::vector<TraceEvent> events = gatherTrace(*comm_, run.tracer->events());
     if (isLogRank()) {
-      writeFileAtomic(opts_.trace, chromeTraceJson(events, place_.stages));
+      writeFileAtomic(opts_.trace, chromeTraceJson(events, place_.stages, &spec_));
       int64_t first = 0, last = 0;
       for (const TraceEvent& e : events) {
         first = first ? std::min(first, e.step) : e.step;

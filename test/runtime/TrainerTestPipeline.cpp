@@ -424,6 +424,51 @@ TEST(TrainerPipeline, TracerAndChromeTraceJson) {
   EXPECT_FALSE(validJson("{\"a\":[1,2,}"));  // the checker checks
 }
 
+// On the CPU the stage's kernels are recorded inside their phases, named by
+// the program's op table; one between phases (the update) has micro-batch -1
+// and its own phase; an index outside the table is left out.
+TEST(TrainerPipeline, TracerRecordsKernelsInTheirPhases) {
+  const OpProfile ops[] = {{"dtc.gemm (accumulate)", "backward of /fc1/Gemm", "forward", 8e3, 3e3},
+                           {"dtc.sgd_update", "", "optimizer", 0, 400}};
+  ProgramSpec spec{};
+  spec.profileOps = ops;
+  spec.numProfileOps = 2;
+  Tracer t(1);
+  t.setStep(2);
+  t.begin("backward", 3);
+  t.kernels()->begin(0);
+  t.kernels()->end();
+  t.end();
+  t.kernels()->begin(1);
+  t.kernels()->end();
+  t.kernels()->begin(7);
+  t.kernels()->end();
+  ASSERT_EQ(t.events().size(), 4u);
+  const TraceEvent& gemm = t.events()[0];
+  const TraceEvent& phase = t.events()[1];
+  EXPECT_EQ(gemm.op, 0);
+  EXPECT_EQ(phase.op, -1);
+  EXPECT_EQ(gemm.microBatch, 3);
+  EXPECT_STREQ(gemm.phase, "backward");
+  EXPECT_LE(phase.startNs, gemm.startNs);
+  EXPECT_LE(gemm.endNs, phase.endNs);
+  EXPECT_EQ(t.events()[2].microBatch, -1);
+
+  std::string json = chromeTraceJson(t.events(), 1, &spec);
+  EXPECT_TRUE(validJson(json)) << json;
+  EXPECT_NE(json.find("{\"name\":\"backward of /fc1/Gemm dtc.gemm (accumulate)\",\"cat\":\"backward\",\"ph\":\"X\","),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"args\":{\"op\":\"dtc.gemm (accumulate)\",\"flops\":8000,\"bytes\":3000,"
+                      "\"step\":2,\"micro_batch\":3}}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"name\":\"dtc.sgd_update\",\"cat\":\"optimizer\""), std::string::npos) << json;
+  EXPECT_EQ(countOf(json, "\"ph\":\"X\""), 3u);  // the phase and two kernels
+  // Without the table: the phases only.
+  EXPECT_EQ(countOf(chromeTraceJson(t.events(), 1), "\"ph\":\"X\""), 1u);
+}
+
 // ---- whole runs ----------------------------------------------------------------
 
 // 2 stages x 1 replica on 2 ranks equal the model in one process with the
