@@ -8,12 +8,13 @@ are compute-bound far below it, and small convolutions miss the GEMM rate.
 This script measures instead: it compiles single-process training programs
 (the calibration set below, at the batch a rank of a 2-device plan runs and
 at a pipeline micro-batch), runs each with --trace five times (step 2's
-kernels; each op keeps its fastest time) while a second copy trains on the
+kernels; each op keeps its median time) while a second copy trains on the
 other core, as a 2-device plan's other rank does, and fits, per op kind
 (the profile's kinds: op name, and a convolution's algorithm), seconds per
 call + bytes / byte rate + FLOPs / FLOP rate (the FLOP term for matrix
 products and convolutions only), by non-negative least squares weighted
-toward relative error, on the ops that fit the cache; ops that touch
+toward relative error, on the ops that fit the cache (with the kernels of 2-stage pipelines,
+PIPELINE_SET, whose in-place gradient sums are a kind of their own); ops that touch
 more (CACHE_BYTES; the 53.6M-parameter MLP's, ResNet-18's larger ones) give
 the kind a rate for the bytes beyond it. The
 FLOPs and bytes are the compiler's own estimates, the ones the cost model
@@ -64,6 +65,24 @@ CALIBRATION_SET = [
 # beside a rank streaming its own tensors, little more than the 1 MiB L2
 # of each core stays put.
 CACHE_BYTES = 2 * 2**20
+# 2-stage 1F1B pipelines of 4 micro-batches (rows per micro-batch): their
+# kernels run between messages, on weights the previous micro-batch used,
+# and sum each weight gradient in place ("dtc.gemm (accumulate)", a kind
+# only pipelines have). Traced per kernel (the program's --trace, steps 2-4,
+# both ranks), their messages left out.
+PIPELINE_SET = [
+    ("mlp", "examples", 8, ["--optimizer=adam", "--lr=0.001"]),
+    ("lenet", "examples", 8, ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"]),
+    ("lenet5_avgpool", "zoo", 8, ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9"]),
+    ("bert_encoder", "zoo", 2, ["--optimizer=adamw", "--lr=0.001"]),
+    ("vit_tiny", "zoo", 2, ["--optimizer=adamw", "--lr=0.001"]),
+    ("resnet18", "zoo", 1, ["--optimizer=sgd", "--lr=0.01", "--momentum=0.9"]),
+]
+PIPELINE_MICRO_BATCHES = 4
+# Kinds whose time is a message's or a collective's, waits included: priced
+# by the cluster's links, not fitted here.
+COMMUNICATION = ("dtc.send", "dtc.recv", "dtc.all_reduce", "dtc.broadcast", "dtc.gather_",
+                 "dtc.tp_reduce", "dtc.tp_gather")
 RUNS = 5
 FLOP_KINDS = ("dtc.gemm", "dtc.matmul", "dtc.conv")  # prefixes; not dtc.conv_columns
 REST = re.compile(r"the rest \(data, loop, logging\) ([0-9.]+) ms")
@@ -92,12 +111,16 @@ def onnx_path(name, source, work):
 
 
 def measure(program, work):
-    """Each op of step 2 as (kind, flops, bytes, fastest seconds); the overhead.
+    """Each op of step 2 as (kind, flops, bytes, median seconds); the overhead.
 
     A second copy of the program trains on the other core meanwhile, as the
     other rank of a 2-device plan does: the two share the caches and the
-    memory, and the op costs are those a rank sees."""
-    fastest = {}
+    memory, and the op costs are those a rank sees. The median of the runs,
+    not the fastest: bench/auto_plan.py compares predictions with median
+    steps, and on a host whose speed drifts by 10-20% the sum of each op's
+    fastest time is a step that never happens (the AVX2 host's sweep was
+    5-14% slower than predicted on every 2-rank plan of the small models)."""
+    samples = collections.defaultdict(list)
     trace = os.path.join(work, "trace.json")
     busy = subprocess.Popen(["taskset", "-c", "1", program, "--data=synthetic",
                              "--epochs=1000000", "--max-steps=1000000", "--threads=1",
@@ -113,9 +136,7 @@ def measure(program, work):
             ops = [e for e in events if e.get("ph") == "X" and "op" in e.get("args", {})]
             for i, e in enumerate(ops):
                 a = e["args"]
-                seconds = e["dur"] * 1e-6
-                if i not in fastest or seconds < fastest[i][3]:
-                    fastest[i] = (a["op"], a["flops"], a["bytes"], seconds)
+                samples[i].append((a["op"], a["flops"], a["bytes"], e["dur"] * 1e-6))
         profile = subprocess.run(["taskset", "-c", "0", program, "--data=synthetic",
                                   "--epochs=1000", "--max-steps=30", "--threads=1", "--quiet",
                                   "--profile"], check=True, capture_output=True, text=True)
@@ -123,7 +144,37 @@ def measure(program, work):
         busy.kill()
         busy.wait()
     rest = REST.search(profile.stdout + profile.stderr)
-    return [fastest[i] for i in sorted(fastest)], float(rest.group(1)) * 1e-3 if rest else None
+    ops = [samples[i][0][:3] + (statistics.median(s[3] for s in samples[i]),)
+           for i in sorted(samples)]
+    return ops, float(rest.group(1)) * 1e-3 if rest else None
+
+
+def measure_pipeline(build, program, work):
+    """Each kernel of a pipeline step (both stages) as (kind, flops, bytes,
+    median seconds over steps 2-4 of RUNS runs); messages left out."""
+    samples = collections.defaultdict(list)
+    trace = os.path.join(work, "pipeline-trace.json")
+    for _ in range(RUNS):
+        subprocess.run([os.path.join(build, "bin", "dtcrun"), "--nproc-per-node=2",
+                        "--master-port=0", program, "--data=synthetic", "--epochs=1000",
+                        "--max-steps=5", "--threads=1", "--quiet", f"--trace={trace}"],
+                       check=True, capture_output=True, timeout=600)
+        with open(trace) as f:
+            events = json.load(f)["traceEvents"]
+        kernels = collections.defaultdict(list)  # (stage, step): in time order
+        for e in events:
+            if e.get("ph") == "X" and "op" in e.get("args", {}):
+                kernels[(e["tid"], e["args"]["step"])].append(e)
+        for (stage, _), ops in kernels.items():
+            for i, e in enumerate(sorted(ops, key=lambda e: e["ts"])):
+                a = e["args"]
+                samples[(stage, i)].append((a["op"], a["flops"], a["bytes"], e["dur"] * 1e-6))
+    ops = []
+    for key in sorted(samples):
+        kind, flops, nbytes, _ = samples[key][0]
+        if not kind.startswith(COMMUNICATION):
+            ops.append((kind, flops, nbytes, statistics.median(s[3] for s in samples[key])))
+    return ops
 
 
 def fit(programs):
@@ -175,6 +226,7 @@ def op_seconds(cost, flops, nbytes):
 def predict(table, ops):
     total = 0.0
     for kind, flops, nbytes, _ in ops:
+        kind = kind if kind in table else kind.split(" (")[0]  # the cost model's fallback
         if kind in table:
             total += op_seconds(table[kind], flops, nbytes)
         else:  # the roofline of the shipped file's fallback rates
@@ -203,6 +255,18 @@ def main():
             measured.append((name, batch, ops, overhead))
             print(f"{name} batch {batch}: {len(ops)} ops, "
                   f"{sum(o[3] for o in ops) * 1e3:.3f} ms of kernels", flush=True)
+
+    for name, source, rows, flags in PIPELINE_SET:
+        onnx = onnx_path(name, source, work)
+        program = os.path.join(work, f"{name}-pipeline-{rows}")
+        subprocess.run([dtc, onnx, "-o", program, "--strategy=pipeline", "--stages=2",
+                        f"--micro-batches={PIPELINE_MICRO_BATCHES}",
+                        f"--batch-size={rows * PIPELINE_MICRO_BATCHES}"] + flags,
+                       check=True, capture_output=True)
+        ops = measure_pipeline(a.build, program, work)
+        measured.append((name, f"{rows} x {PIPELINE_MICRO_BATCHES} (pipeline)", ops, None))
+        print(f"{name} pipeline, micro-batches of {rows}: {len(ops)} kernels, "
+              f"{sum(o[3] for o in ops) * 1e3:.3f} ms", flush=True)
 
     table = fit([ops for _, _, ops, _ in measured])
     overheads = [o for *_, o in measured if o is not None]
@@ -241,7 +305,7 @@ def main():
     cluster["sources"].append(
         "op_costs, step_overhead_s: bench/calibrate_cost_model.py (bench/results/"
         "cost-calibration.md): per op kind, seconds per call + bytes / rate + FLOPs / rate, "
-        "fitted to the fastest of 5 traced steps of single-process programs on this machine, "
+        "fitted to the median of 5 traced steps of single-process programs on this machine, "
         "the other core running a second copy")
     with open(a.cluster, "w") as f:
         json.dump(cluster, f, indent=2)
@@ -253,8 +317,10 @@ def main():
         f"{' --out ' + a.out if a.out else ''}` (writes device.op_costs and "
         "device.step_overhead_s of clusters/this-machine-cpu.json)\n",
         "Each program: one process, one thread, synthetic data; step 2's kernels traced 5 "
-        "times, each op's fastest time kept, while a second copy of the program trains on the "
-        "other core (as a 2-device plan's other rank). Fitted per op kind: seconds per call "
+        "times, each op's median time kept, while a second copy of the program trains on the "
+        "other core (as a 2-device plan's other rank). Each pipeline: 2 stages (one a core), "
+        f"{PIPELINE_MICRO_BATCHES} micro-batches, 1F1B; every kernel of steps 2-4 traced in 5 runs, "
+        "the median kept, messages left out. Fitted per op kind: seconds per call "
         "+ bytes / rate + FLOPs / rate (FLOPs: matrix products and convolutions only), "
         "non-negative least squares weighted by 1/sqrt(time), on ops of at most 2 MiB; "
         "the bytes beyond that are charged at a streaming rate per kind, fitted on the "
