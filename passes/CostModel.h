@@ -58,8 +58,11 @@ struct MachineModel {
   double cacheBytes = 0;
 };
 
-/// The kind an op is profiled and calibrated under: its name, and for a
-/// convolution the CPU algorithm the compiler chose ("dtc.conv (onednn)").
+/// The kind an op is profiled and calibrated under: its name, for a
+/// convolution the CPU algorithm the compiler chose ("dtc.conv (onednn)"),
+/// for a GEMM adding a C of its output's shape "dtc.gemm (accumulate)" (a
+/// pipeline's in-place gradient sum). A cluster file that does not list a
+/// suffixed kind prices it as the op's name.
 std::string costKind(mlir::Operation *op);
 
 /// Floating-point operations of one execution of `op` (0 for free ops).
