@@ -75,7 +75,7 @@ def main():
     rows = ["| buffer | " + " | ".join(c.replace("_", "-") + " GB/s" for c in COLLECTIVES) + " |",
             "|---|---|---|---|"]
     for b in sizes:
-        rows.append(f"| {b / 1048576:g} MiB | " +
+        rows.append(f"| {b / 1048576:.3g} MiB | " +
                     " | ".join(f"{typical[(c, b)] / 1e9:.2f}" if (c, b) in typical else "-"
                                for c in COLLECTIVES) + " |")
     load = "Load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}; at the end: {:.2f} {:.2f} {:.2f}.".format(
