@@ -113,11 +113,11 @@ def main():
     work = tempfile.mkdtemp(prefix="dtc-auto-")
     lines = ["# --strategy=auto against a sweep of every plan (2 devices: this machine's cores)\n",
              f"Command: `/usr/bin/python3 bench/auto_plan.py{' --out ' + a.out if a.out else ''}"
-             f"{' --cluster ' + os.path.relpath(a.cluster, ROOT) if a.cluster != CLUSTER else ''}`\n",
+             f"{' --cluster ' + a.cluster if a.cluster != CLUSTER else ''}`\n",
              "Each plan compiled with the flags `--report` lists, run under dtcrun on synthetic "
              f"data (one thread per rank, median step of steps 6..{a.steps}, median of {a.runs} runs, "
              "every plan of every model run once per round). "
-             f"Predicted: the cluster model of {os.path.relpath(a.cluster, ROOT)}. Step times in ms "
+             f"Predicted: the cluster model of {a.cluster if a.cluster != CLUSTER else 'clusters/this-machine-cpu.json'}. Step times in ms "
              "for the same global batch.\n"]
     summary = ["| model | batch | auto's plan | its measured ms | best measured plan | best ms "
                "| auto / best | --tune's plan | --tune / best | mean abs prediction error |",
