@@ -2,6 +2,8 @@
 // for the compiler to vectorize (restrict, unit stride).
 #include "runtime/comm/Reduction.h"
 
+#include "runtime/support/CopyBytes.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -26,7 +28,7 @@ void addDivide(float* __restrict out, const float* __restrict a, float d, size_t
 
 void reduceRankOrder(float* out, const float* const* src, int w, size_t n, bool mean) {
   if (w == 1) {
-    std::memcpy(out, src[0], n * sizeof(float));
+    copyBytes(out, src[0], n * sizeof(float));
     return;
   }
   constexpr size_t kBlock = 4096;
@@ -56,7 +58,7 @@ void reduceRankOrderInPlace(const float* const* src, int w, int own, size_t n, b
     sum2(acc, src[0] + b, src[1] + b, m);
     for (int k = 2; k < w; ++k) add1(acc, src[k] + b, m);
     if (mean) divideBy(acc, float(w), m);
-    std::memcpy(data + b, acc, m * sizeof(float));
+    copyBytes(data + b, acc, m * sizeof(float));
   }
 }
 

@@ -3,6 +3,8 @@
 
 #include "runtime/comm/Reduction.h"
 
+#include "runtime/support/CopyBytes.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -18,7 +20,7 @@ void Collectives::allReduce(float* data, size_t count, bool mean) {
   for (size_t off = 0; off < count; off += chunk) {
     size_t n = std::min(chunk, count - off);
     int s = nextSet();
-    std::memcpy(segment_.slot(s, rank_), data + off, n * sizeof(float));
+    copyBytes(segment_.slot(s, rank_), data + off, n * sizeof(float));
     barrier_.arrive();
     for (int r = 0; r < size_; ++r) srcs_[size_t(r)] = reinterpret_cast<const float*>(segment_.slot(s, r));
     if (n <= smallFloats_) {
@@ -32,7 +34,7 @@ void Collectives::allReduce(float* data, size_t count, bool mean) {
     for (int r = 0; r < size_; ++r) shares_[size_t(r)] = srcs_[size_t(r)] + b;
     reduceRankOrder(result + b, shares_.data(), size_, e - b, mean);
     barrier_.arrive();
-    std::memcpy(data + off, result, n * sizeof(float));
+    copyBytes(data + off, result, n * sizeof(float));
   }
 }
 
@@ -51,7 +53,7 @@ void Collectives::reduceScatter(const float* in, float* out, size_t count, bool 
     float* mine = reinterpret_cast<float*>(segment_.slot(s, rank_));
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
-        std::memcpy(mine + size_t(q) * per, in + size_t(q) * count + off, n * sizeof(float));
+        copyBytes(mine + size_t(q) * per, in + size_t(q) * count + off, n * sizeof(float));
     barrier_.arrive();
     for (int r = 0; r < size_; ++r)
       srcs_[size_t(r)] = r == rank_ ? in + size_t(rank_) * count + off
@@ -74,7 +76,7 @@ void Collectives::reduceScatterBlocks(float* data, const std::vector<size_t>& co
     float* mine = reinterpret_cast<float*>(segment_.slot(s, rank_));
     for (int q = 0; q < size_; ++q)
       if (q != rank_ && pieceOf(q))
-        std::memcpy(mine + size_t(q) * per, data + offsets[size_t(q)] + off,
+        copyBytes(mine + size_t(q) * per, data + offsets[size_t(q)] + off,
                     pieceOf(q) * sizeof(float));
     barrier_.arrive();
     const size_t n = pieceOf(rank_);
@@ -101,11 +103,11 @@ void Collectives::allGatherBlocks(const float* mine, float* out, const std::vect
     auto pieceOf = [&](int q) { return counts[size_t(q)] > off ? std::min(per, counts[size_t(q)] - off) : 0; };
     int s = nextSet();
     if (pieceOf(rank_))
-      std::memcpy(segment_.slot(s, rank_), out + offsets[size_t(rank_)] + off, pieceOf(rank_) * sizeof(float));
+      copyBytes(segment_.slot(s, rank_), out + offsets[size_t(rank_)] + off, pieceOf(rank_) * sizeof(float));
     barrier_.arrive();
     for (int q = 0; q < size_; ++q)
       if (q != rank_ && pieceOf(q))
-        std::memcpy(out + offsets[size_t(q)] + off, segment_.slot(s, q), pieceOf(q) * sizeof(float));
+        copyBytes(out + offsets[size_t(q)] + off, segment_.slot(s, q), pieceOf(q) * sizeof(float));
   }
 }
 
@@ -113,9 +115,9 @@ void Collectives::broadcast(char* data, size_t bytes, int root) {
   for (size_t off = 0; off < bytes; off += kSlotBytes) {
     size_t n = std::min(kSlotBytes, bytes - off);
     int s = nextSet();
-    if (rank_ == root) std::memcpy(segment_.slot(s, root), data + off, n);
+    if (rank_ == root) copyBytes(segment_.slot(s, root), data + off, n);
     barrier_.arrive();
-    if (rank_ != root) std::memcpy(data + off, segment_.slot(s, root), n);
+    if (rank_ != root) copyBytes(data + off, segment_.slot(s, root), n);
   }
 }
 
@@ -124,14 +126,14 @@ void Collectives::allGather(const char* in, char* out, size_t bytes) {
   for (size_t off = 0; off < bytes; off += kSlotBytes) {
     size_t n = std::min(kSlotBytes, bytes - off);
     int s = nextSet();
-    std::memcpy(segment_.slot(s, rank_), in + off, n);
+    copyBytes(segment_.slot(s, rank_), in + off, n);
     barrier_.arrive();
     for (int r = 0; r < size_; ++r) {
       char* to = out + size_t(r) * bytes + off;
       if (r != rank_)
-        std::memcpy(to, segment_.slot(s, r), n);
+        copyBytes(to, segment_.slot(s, r), n);
       else if (to != in + off)
-        std::memcpy(to, in + off, n);
+        copyBytes(to, in + off, n);
     }
   }
 }

@@ -4,6 +4,8 @@
 
 #include "runtime/comm/ShmWait.h"
 
+#include "runtime/support/CopyBytes.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -16,14 +18,14 @@ constexpr size_t kHeader = 16;  // tag, then length: two little-endian uint64
 
 void ringWrite(char* ring, size_t cap, uint64_t pos, const void* src, size_t n) {
   const size_t off = size_t(pos % cap), first = std::min(n, cap - off);
-  std::memcpy(ring + off, src, first);
-  if (n > first) std::memcpy(ring, static_cast<const char*>(src) + first, n - first);
+  copyBytes(ring + off, src, first);
+  if (n > first) copyBytes(ring, static_cast<const char*>(src) + first, n - first);
 }
 
 void ringRead(const char* ring, size_t cap, uint64_t pos, void* dst, size_t n) {
   const size_t off = size_t(pos % cap), first = std::min(n, cap - off);
-  std::memcpy(dst, ring + off, first);
-  if (n > first) std::memcpy(static_cast<char*>(dst) + first, ring, n - first);
+  copyBytes(dst, ring + off, first);
+  if (n > first) copyBytes(static_cast<char*>(dst) + first, ring, n - first);
 }
 
 std::string sizeMismatch(int peer, uint64_t tag, size_t want, size_t got) {
@@ -168,7 +170,7 @@ void PointToPoint::deliver(int peer, Incoming& in) {
     else if (it->bytes != in.bytes)
       it->state->finish(sizeMismatch(peer, in.tag, it->bytes, in.bytes));
     else {
-      if (in.bytes) std::memcpy(it->data, in.aside.data(), in.bytes);
+      if (in.bytes) copyBytes(it->data, in.aside.data(), in.bytes);
       it->state->finish("");
     }
     p.recvs.erase(it);
@@ -186,7 +188,7 @@ bool PointToPoint::matchArrived(Peer& p, Recv& r) {
     if (it->bytes.size() != r.bytes)
       r.state->finish(sizeMismatch(int(&p - peers_.data()), r.tag, r.bytes, it->bytes.size()));
     else {
-      if (r.bytes) std::memcpy(r.data, it->bytes.data(), r.bytes);
+      if (r.bytes) copyBytes(r.data, it->bytes.data(), r.bytes);
       r.state->finish("");
     }
     p.arrived.erase(it);

@@ -4,6 +4,8 @@
 #include "runtime/comm/Completion.h"
 #include "runtime/comm/Reduction.h"
 
+#include "runtime/support/CopyBytes.h"
+
 #include <algorithm>
 #include <climits>
 #include <condition_variable>
@@ -317,7 +319,7 @@ private:
       const float w = float(n);
       for (size_t i = 0; i < count; ++i) acc[i] /= w;
     }
-    if (acc != data) std::memcpy(data, acc, bytes);
+    if (acc != data) copyBytes(data, acc, bytes);
   }
 
   struct Op {

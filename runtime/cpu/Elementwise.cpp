@@ -3,6 +3,7 @@
 // helpers (fill, copy, scale, axpy, casts). Also home of the error helper
 // declared in Internal.h.
 #include "runtime/cpu/Internal.h"
+#include "runtime/support/CopyBytes.h"
 #include "runtime/cpu/Parallel.h"
 
 #include <cmath>
@@ -420,7 +421,7 @@ void fill(float* y, int64_t n, float value) {
   DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = value;
 }
 void copy(const float* x, float* y, int64_t n) {
-  if (n > 0 && x != y) std::memcpy(y, x, (size_t)n * sizeof(float));
+  if (n > 0 && x != y) copyBytes(y, x, (size_t)n * sizeof(float));
 }
 void scale(const float* x, float* y, int64_t n, float a) {
   DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = a * x[i];

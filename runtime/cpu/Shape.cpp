@@ -7,6 +7,7 @@
 // double, float16, the integers, bools as uint8 and bf16 bits as uint16), so
 // tensors such as token ids move the same way.
 #include "runtime/cpu/Internal.h"
+#include "runtime/support/CopyBytes.h"
 
 #include <algorithm>
 
@@ -42,7 +43,7 @@ constexpr int64_t kTile = 16;
 
 template <typename T>
 void copyElements(const T* x, T* y, int64_t n) {
-  if (n > 0) std::memcpy(y, x, sizeof(T) * n);
+  if (n > 0) copyBytes(y, x, sizeof(T) * n);
 }
 
 }  // namespace
@@ -81,7 +82,7 @@ void transpose(const T* x, const int64_t* shape, int rank, const int64_t* perm, 
   const int64_t L = sz[r - 1];
   if (is[r - 1] == 1) {  // innermost dim unchanged: contiguous row copies
     odometer(r - 1, sz, is, os, [&](int64_t ia, int64_t oa) {
-      std::memcpy(y + oa, x + ia, sizeof(T) * L);
+      copyBytes(y + oa, x + ia, sizeof(T) * L);
     });
     return;
   }
@@ -156,7 +157,7 @@ void slice(const T* x, const int64_t* xShape, int rank, const int64_t* starts,
   sliceRuns("slice", xShape, rank, starts, steps, yShape,
             [&](int64_t xo, int64_t yo, int64_t len, int64_t step) {
               if (step == 1) {
-                std::memcpy(y + yo, x + xo, sizeof(T) * len);
+                copyBytes(y + yo, x + xo, sizeof(T) * len);
               } else {
                 for (int64_t i = 0; i < len; ++i) y[yo + i] = x[xo + i * step];
               }
@@ -169,7 +170,7 @@ void slice_backward(const float* dy, const int64_t* yShape, int rank, const int6
   sliceRuns("slice_backward", xShape, rank, starts, steps, yShape,
             [&](int64_t xo, int64_t yo, int64_t len, int64_t step) {
               if (step == 1) {
-                std::memcpy(dx + xo, dy + yo, sizeof(float) * len);
+                copyBytes(dx + xo, dy + yo, sizeof(float) * len);
               } else {
                 for (int64_t i = 0; i < len; ++i) dx[xo + i * step] = dy[yo + i];
               }

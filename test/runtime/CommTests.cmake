@@ -1,6 +1,7 @@
 # Unit tests of the communicators (runtime/comm/): job authentication,
 # stores and their limits, start-up checks,
 # Gloo and shared-memory collectives and failures with real processes,
+# the copy they use (copyBytes),
 # subgroups (pipeline stages and replicas over one parent), the
 # launcher environment and (when built) NCCL's no-GPU error. Include after
 # runtime/CommSources.cmake:
@@ -20,6 +21,7 @@ add_executable(dtcrt_comm_tests
   ${DTCRT_COMM_TEST_DIR}/CommTestShmPointToPoint.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestSubgroup.cpp
   ${DTCRT_COMM_TEST_DIR}/CommTestCollectives.cpp
+  ${DTCRT_COMM_TEST_DIR}/CommTestCopyBytes.cpp
 )
 if(DTCRT_WITH_NCCL)
   target_sources(dtcrt_comm_tests PRIVATE ${DTCRT_COMM_TEST_DIR}/CommTestNccl.cpp)
