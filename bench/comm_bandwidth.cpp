@@ -6,8 +6,9 @@
 //
 // For each buffer of about S bytes (the whole buffer: an all-reduce's, the
 // gathered result of an all-gather, the input of a reduce-scatter) it times
-// the collective (median of repeats after a warm-up, a barrier before each)
-// and prints, on rank 0, one line per collective and size: the seconds and
+// the collective (median of repeats after a warm-up, a barrier before each;
+// the slowest rank's median, since a step waits for every rank) and prints,
+// on rank 0, one line per collective and size: the seconds and
 // NCCL's bus bandwidth, 2(n-1)/n S / t for an all-reduce and (n-1)/n S / t
 // for the others, which the cluster files' bus_bandwidth is.
 #include "runtime/comm/Communicator.h"
@@ -33,7 +34,10 @@ double medianSeconds(Communicator& comm, int repeats, Op&& op) {
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  double mine = times[times.size() / 2];
+  std::vector<double> all(size_t(comm.size()));
+  comm.allGather(&mine, all.data(), sizeof mine)->wait();
+  return *std::max_element(all.begin(), all.end());
 }
 
 }  // namespace
@@ -47,10 +51,10 @@ int main(int argc, char** argv) {
   const int n = comm->size(), rank = comm->rank();
   if (rank == 0) std::printf("collective bytes seconds bus_bytes_per_s\n");
   for (double m : mib) {
-    // 5 floats over a power of two: a rank's block of exactly 2^k bytes
-    // all-gathers at half the speed of one 20 bytes longer (2026-11-29,
-    // 0.25 MiB on 2 ranks: 110 us against 54), and the steps' buckets and
-    // shards are of any size; the table is of those.
+    // 5 floats over a power of two, as the steps' buckets and shards are
+    // of any size. (Exact powers of two once ran at a fifth of the speed,
+    // glibc's memcpy on AMD, runtime/support/CopyBytes.h; the bench timed
+    // rank 0 alone then, which hid that the other rank was slow.)
     const size_t per = std::max<size_t>(1, size_t(m * 1048576.0 / 4.0 / n)) + 5;
     const size_t count = per * size_t(n), bytes = count * sizeof(float);
     std::vector<float> x(count, 1.0f), out(count), part(per, float(rank));
