@@ -176,8 +176,11 @@ struct EmittedFunction {
 /// What each kind of step function does with its results.
 enum class StepKind { Forward, Train, Eval };
 
-/// The phase a kernel op belongs to, for the profile.
-StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss) {
+/// The phase a kernel op belongs to, for the profile: the optimizer's and
+/// the collectives' by their kind; in a pipeline stage the phase of the
+/// schedule marker before it (`scheduled`; stage 0 has no loss to tell its
+/// backward pass by); else forward up to the loss, backward after it.
+StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss, StringRef scheduled) {
   if (isa<SgdUpdateOp, AdamUpdateOp, ClipGradNormOp>(op))
     return "optimizer";
   StringRef name = op->getName().getStringRef();
@@ -186,6 +189,8 @@ StringRef phaseOf(Operation *op, StepKind kind, bool pastLoss) {
       isa<GatherWeightShardsOp, GatherParamsStartOp, GatherParamsWaitOp, TpReduceOp,
           TpGatherOp>(op))
     return "communication";
+  if (!scheduled.empty())
+    return scheduled;
   return kind == StepKind::Train && pastLoss ? "backward" : "forward";
 }
 
@@ -228,6 +233,7 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
     fn.bind(arg, name);
   }
   bool pastLoss = false;  // train steps: the ops after the loss are the backward pass
+  StringRef scheduled;    // pipeline stages: the phase the last marker opened
   for (auto next = body.begin(); &*next != body.getTerminator(); ++next) {
     Operation &op = *next;
     if (program.cuda) {
@@ -272,9 +278,11 @@ FailureOr<EmittedFunction> emitFunction(func::FuncOp func, StepKind kind,
     fn.declareResults(&op);
     // A phase marker is no kernel: it opens the trace's next phase, which
     // a kernel span around it would straddle.
+    if (auto marker = dyn_cast<SchedulePhaseOp>(op))
+      scheduled = marker.getPhase();
     const int profileId = isa<SchedulePhaseOp>(op)
                               ? -1
-                              : program.addProfileOp(&op, phaseOf(&op, kind, pastLoss));
+                              : program.addProfileOp(&op, phaseOf(&op, kind, pastLoss, scheduled));
     if (profileId >= 0)
       fn.line("ctx.profile_begin(" + std::to_string(profileId) + ");");
     if (failed(it->second(&op, fn)))

@@ -215,11 +215,11 @@ std::string Profiler::report(const MachinePeaks& peaks, int topNodes) const {
     out += format("  %-32s %5lld%s\n", row.label.c_str(),
                   static_cast<long long>(row.calls / steps_), columns(row).c_str());
   std::vector<Row> byNode = sorted(nodes);
-  out += format("\n  %-40s %-10s%s\n", "ONNX node", "phase", head.c_str());
+  out += format("\n  %-40s %-13s%s\n", "ONNX node", "phase", head.c_str());
   for (size_t i = 0; i < byNode.size() && static_cast<int>(i) < topNodes; ++i) {
     std::string label = byNode[i].label;
     if (label.size() > 40) label = "..." + label.substr(label.size() - 37);
-    out += format("  %-40s %-10s%s\n", label.c_str(), byNode[i].detail.c_str(),
+    out += format("  %-40s %-13s%s\n", label.c_str(), byNode[i].detail.c_str(),
                   columns(byNode[i]).c_str());
   }
   if (byNode.size() > static_cast<size_t>(topNodes))

@@ -95,6 +95,22 @@ std::vector<TraceEvent> gatherTrace(Communicator& world, const std::vector<Trace
   return out;
 }
 
+std::vector<std::string> gatherText(Communicator& world, const std::string& mine) {
+  const int n = world.size();
+  int64_t length = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> lengths(static_cast<size_t>(n));
+  world.allGather(&length, lengths.data(), sizeof length)->wait();
+  const size_t most = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
+  std::vector<std::string> out(static_cast<size_t>(n));
+  if (most == 0) return out;
+  std::string block(mine);
+  block.resize(most);
+  std::string all(most * static_cast<size_t>(n), '\0');
+  world.allGather(block.data(), all.data(), most)->wait();
+  for (size_t r = 0; r < out.size(); ++r) out[r] = all.substr(r * most, static_cast<size_t>(lengths[r]));
+  return out;
+}
+
 std::string chromeTraceJson(const std::vector<TraceEvent>& events, int stages,
                             const ProgramSpec* program) {
   if (stages < 1) stages = 1;

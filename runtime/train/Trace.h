@@ -76,6 +76,9 @@ std::string jsonString(const char* s);
 // Every rank's events, on every rank (collective over `world`).
 std::vector<TraceEvent> gatherTrace(Communicator& world, const std::vector<TraceEvent>& mine);
 
+// Every rank's text, in rank order, on every rank (collective over `world`).
+std::vector<std::string> gatherText(Communicator& world, const std::string& mine);
+
 // The Chrome trace JSON of `events` from a pipeline of `stages` stages
 // (rank r is stage r % stages of replica r / stages); `program` names the
 // kernels (events with an op index outside its table are left out).

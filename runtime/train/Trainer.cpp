@@ -35,6 +35,25 @@ namespace dtcrt {
 
 namespace {
 
+// Hands each kernel's begin and end to two profilers (--profile and a
+// pipeline's --trace in the same step).
+class BothProfilers : public OpProfiler {
+public:
+  BothProfilers(OpProfiler* first, OpProfiler* second) : first_(first), second_(second) {}
+  void begin(int32_t op) override {
+    first_->begin(op);
+    second_->begin(op);
+  }
+  void end() override {
+    second_->end();
+    first_->end();
+  }
+
+private:
+  OpProfiler* first_;
+  OpProfiler* second_;
+};
+
 // pipelinePlace's stage and replica of `comm`'s rank, known before the run.
 int stageOf(const ProgramSpec& spec, Communicator* comm) {
   const int tp = spec.tensorParallel > 1 ? spec.tensorParallel : 1;
@@ -374,7 +393,10 @@ float Trainer::pipelineStep(double lr, int64_t step, Tracer* trace) {
   ctx.pipe = groups_.pipe.get();
   ctx.trace = trace;
   // A GPU's kernels are queued, not run, when called: only the phases then.
-  if (trace && !device_) ctx.profiler = trace->kernels();
+  // --profile and --trace together: each kernel goes to both.
+  OpProfiler* kernels = trace && !device_ ? trace->kernels() : nullptr;
+  BothProfilers both(profiler_.get(), kernels);
+  ctx.profiler = profiler_ && kernels ? &both : profiler_ ? profiler_.get() : kernels;
   spec_.stageSteps[place_.stage](ctx);
   if (trace) trace->end();
   // The last stage of each replica has its micro-batches' mean loss: the

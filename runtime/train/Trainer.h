@@ -179,6 +179,7 @@ private:
   // The final evaluation and checkpoint, --save, the traces and the summary.
   void finishRun(Run& run);
   void writeTraces(Run& run);
+  void printStageProfiles();
 
   // Fails on every rank unless all ranks run the same schedule of steps,
   // logs and evaluations (the flags that decide when ranks communicate).
@@ -247,7 +248,7 @@ private:
   // GPU programs with --cuda-graphs (null otherwise); released before the
   // buffers its graphs read.
   std::unique_ptr<StepGraphs> graphs_;
-  std::unique_ptr<Profiler> profiler_;  // --profile, --trace of a non-pipeline program
+  std::unique_ptr<Profiler> profiler_;  // --profile; --trace of a non-pipeline program
   // Last, so they go first: a group's operation in flight (after an error)
   // ends before the buffers it reads are freed.
   std::unique_ptr<Communicator> ownWorld_;  // when no `comm` was given

@@ -59,10 +59,12 @@ void Trainer::startRun(Run& run) {
   run.rank = processRank();
   run.world = worldSize();
   // --profile, and --trace of a program that is not a pipeline: the step
-  // functions report each kernel op to the profiler.
+  // functions report each kernel op to the profiler (a pipeline's trace
+  // records them through its Tracer).
   if (opts_.profile || (!opts_.trace.empty() && !pipeline_)) {
     const char* flag = opts_.profile ? "--profile" : "--trace";
-    if (pipeline_) fail(flag, ": pipeline programs are not profiled per op yet (--trace shows their schedule)");
+    if (pipeline_ && device_)
+      fail(flag, ": GPU pipeline programs are not profiled per op yet (--trace shows their schedule)");
     if (device_ && !device_->hasMarks())
       fail(flag, ": the ", device_->name(), " device backend has no timing marks");
     if (spec_.numProfileOps == 0)
@@ -407,6 +409,8 @@ float Trainer::pipelineTrainStep(Run& run, const std::vector<int64_t>& order, in
   // --trace: steps 2-4 of this run (step 1 warms up).
   const bool traced = !opts_.trace.empty() && runStep >= 2 && runStep <= 4;
   if (traced) run.tracer->setStep(pos.step + 1);
+  // --profile: steps 2-11, as for the other programs.
+  if (profiler_) profiler_->setRecording(runStep >= 2 && runStep <= 11, false);
   const float loss = pipelineStep(lr, pos.step + 1, traced ? &*run.tracer : nullptr);
   if (runStep == 1) arenaPeak = measuredArenaPeak(arena_.data(), arena_.size());
   return loss;
@@ -666,7 +670,9 @@ void Trainer::finishRun(Run& run) {
 // schedule of steps 2-4 gathered from every rank.
 void Trainer::writeTraces(Run& run) {
   Logger& log = run.logger();
-  if (profiler_ && isLogRank()) {
+  if (profiler_ && pipeline_) {
+    printStageProfiles();
+  } else if (profiler_ && isLogRank()) {
     if (opts_.profile)
       std::fputs(profiler_->report(device_ ? MachinePeaks{} : measurePeaks()).c_str(), stdout);
     if (!opts_.trace.empty()) {
@@ -690,6 +696,33 @@ void Trainer::writeTraces(Run& run) {
                          " phases) to ", opts_.trace));
     }
   }
+}
+
+// --profile of a pipeline: each stage's report (its ranks in the first
+// replica and tensor-parallel rank 0), printed by the log rank in stage
+// order. A stage's communication rows include its waits for the stages
+// next to it: the pipeline's bubbles.
+void Trainer::printStageProfiles() {
+  // The machine's peaks measured once, by rank 0, while the others wait:
+  // ranks measuring together on shared cores would see a fraction each.
+  MachinePeaks peaks;
+  if (comm_->rank() == 0) peaks = measurePeaks();
+  std::vector<MachinePeaks> everyones(static_cast<size_t>(comm_->size()));
+  comm_->allGather(&peaks, everyones.data(), sizeof peaks)->wait();
+  const bool reports = place_.replica == 0 && place_.tpRank == 0;
+  std::string mine;
+  if (reports)
+    mine = str("pipeline stage ", place_.stage, " of ", place_.stages, " (rank ", processRank(), "):\n",
+               profiler_->report(everyones[0]));
+  const std::vector<std::string> all = gatherText(*comm_, mine);
+  std::vector<int64_t> stages(all.size());
+  const int64_t stage = reports ? place_.stage : -1;
+  comm_->allGather(&stage, stages.data(), sizeof stage)->wait();
+  if (!isLogRank()) return;
+  for (int64_t s = 0; s < place_.stages; ++s)
+    for (size_t r = 0; r < all.size(); ++r)
+      if (stages[r] == s) std::fputs(all[r].c_str(), stdout);
+  std::fflush(stdout);
 }
 
 }  // namespace dtcrt

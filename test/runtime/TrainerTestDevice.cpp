@@ -758,7 +758,7 @@ TEST_F(TrainerDevice, ProfileTimesEachOpByDeviceMarksWithoutGraphs) {
       << out;
   EXPECT_NE(out.find("  dtc.fake_kernel                      1    2.500 ms"), std::string::npos)
       << out;
-  EXPECT_NE(out.find("  /fake/Node                               forward       2.500 ms"),
+  EXPECT_NE(out.find("  /fake/Node                               forward          2.500 ms"),
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("machine peaks"), std::string::npos) << out;  // no CPU peaks on a GPU
