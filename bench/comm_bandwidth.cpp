@@ -7,7 +7,7 @@
 // For each buffer of about S bytes (the whole buffer: an all-reduce's, the
 // gathered result of an all-gather, the input of a reduce-scatter) it times
 // the collective (median of repeats after a warm-up, a barrier before each;
-// the slowest rank's median, since a step waits for every rank) and prints,
+// each repeat from the last rank's entry to the last rank's exit) and prints,
 // on rank 0, one line per collective and size: the seconds and
 // NCCL's bus bandwidth, 2(n-1)/n S / t for an all-reduce and (n-1)/n S / t
 // for the others, which the cluster files' bus_bandwidth is.
@@ -23,21 +23,36 @@ using namespace dtcrt;
 
 namespace {
 
+// Each repeat's time from the moment the last rank entered the collective
+// to the moment the last rank left it: the collective's own time, without
+// the skew of ranks leaving the barrier before it (one rank's own time
+// counts the other's wake-up; the other's misses work left on the first).
+// The ranks share a host, so steady_clock is one clock for all of them.
 template <class Op>
 double medianSeconds(Communicator& comm, int repeats, Op&& op) {
   op();  // warm-up: pages touched, rings set up
-  std::vector<double> times;
+  auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  std::vector<double> mine;  // start, end of each repeat
   for (int i = 0; i < repeats; ++i) {
     comm.barrier();
-    const auto t0 = std::chrono::steady_clock::now();
+    mine.push_back(now());
     op();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    mine.push_back(now());
+  }
+  const size_t n = size_t(comm.size()), per = mine.size();
+  std::vector<double> all(per * n);
+  comm.allGather(mine.data(), all.data(), per * sizeof(double))->wait();
+  std::vector<double> times;
+  for (size_t i = 0; i < per; i += 2) {
+    double start = all[i], end = all[i + 1];
+    for (size_t r = 1; r < n; ++r) {
+      start = std::max(start, all[r * per + i]);
+      end = std::max(end, all[r * per + i + 1]);
+    }
+    times.push_back(end - start);
   }
   std::sort(times.begin(), times.end());
-  double mine = times[times.size() / 2];
-  std::vector<double> all(size_t(comm.size()));
-  comm.allGather(&mine, all.data(), sizeof mine)->wait();
-  return *std::max_element(all.begin(), all.end());
+  return times[times.size() / 2];
 }
 
 }  // namespace
