@@ -14,6 +14,12 @@ Models: the zoo's transformers and CNNs that train quickly here
 (test/zoo/zoo_models.py: bert_encoder, nanogpt, vit_tiny, lenet5_avgpool,
 resnet18 at batch 8) and the examples' MLP and LeNet.
 
+The host speed probe (bench/host_speed.py) runs before every plan; where the
+cluster file records the probe's step during calibration
+(calibration_probe_s), each plan's error is also given at the calibration's
+host speed: a host whose speed moves by more than the 15% a prediction is
+judged by otherwise hides the model's error behind its own drift.
+
 The median of the runs, not the fastest: a prediction is of a typical step
 (the cost model is calibrated on median op times), and on a host whose speed
 drifts by 10-20% over minutes the fastest of five runs is a lucky one.
@@ -22,12 +28,15 @@ Run:  /usr/bin/python3 bench/auto_plan.py [--build DIR] [--out FILE.md]
           [--cluster clusters/this-machine-cpu.json]
 """
 import argparse
+import json
 import os
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
+
+import host_speed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(ROOT, "clusters", "this-machine-cpu.json")
@@ -122,7 +131,7 @@ def main():
     summary = ["| model | batch | auto's plan | its measured ms | best measured plan | best ms "
                "| auto / best | --tune's plan | --tune / best | mean abs prediction error |",
                "|---|---|---|---|---|---|---|---|---|---|"]
-    errors = []
+    errors, scaled_errors = [], []
     models = []  # (name, batch, flags, onnx, rows)
     for name, source, batch, flags in MODELS:
         if name not in a.models.split(","):
@@ -135,31 +144,49 @@ def main():
                 subprocess.run([dtc, onnx] + r["flags"] + flags + ["-o", r["program"]],
                                check=True, capture_output=True)
                 r["runs"] = []
+                r["probes"] = []
         models.append((name, batch, flags, onnx, rows))
     # Round robin over every plan of every model: one run of each per round.
     # This machine has slow spells lasting minutes; a plan's five runs are
     # then minutes apart, and its fastest is from outside any one spell.
+    # The host speed probe runs before each: its step against the one the
+    # calibration recorded scales that run to the calibration's host speed.
+    with open(a.cluster) as f:
+        calibration_probe = json.load(f).get("calibration_probe_s")
+    probe = host_speed.compile_probe(a.build, work)
     for round_ in range(a.runs):
         for name, batch, _, _, rows in models:
             for r in rows:
                 if "program" in r:
+                    speed = host_speed.probe_seconds(probe)
                     t = measure_once(a.build, r["program"], ranks_of(r["flags"]), a.steps)
                     if t is not None:
                         r["runs"].append(t * batch)
+                        r["probes"].append(speed)
         print(f"round {round_ + 1} of {a.runs} done", flush=True)
     for name, batch, flags, onnx, rows in models:
         lines += [f"\n## {name} (batch {batch})\n",
-                  "| plan | predicted ms | measured ms | slowest run / fastest | error |",
-                  "|---|---|---|---|---|"]
+                  "| plan | predicted ms | measured ms | slowest run / fastest | error "
+                  "| probe / calibration's | error at the calibration's speed |",
+                  "|---|---|---|---|---|---|---|"]
         for r in rows:
             if "refused" in r:
-                lines.append(f"| {r['plan']} | refused: {r['refused']} | | | |")
+                lines.append(f"| {r['plan']} | refused: {r['refused']} | | | | | |")
                 continue
             r["measured"] = statistics.median(r["runs"])
             r["error"] = (r["predicted"] - r["measured"]) / r["measured"]
+            scaled = ""
+            if calibration_probe:
+                ratios = [p / calibration_probe for p in r["probes"]]
+                at_calibration = statistics.median(t / q for t, q in zip(r["runs"], ratios))
+                r["scaled_error"] = (r["predicted"] - at_calibration) / at_calibration
+                scaled = f"{statistics.median(ratios):.2f} | {r['scaled_error'] * 100:+.0f}%"
+            else:
+                scaled = "- | -"
             lines.append(f"| {r['plan']}{' (auto)' if r['chosen'] else ''} | "
                          f"{r['predicted'] * 1e3:.3f} | {r['measured'] * 1e3:.3f} | "
-                         f"{max(r['runs']) / min(r['runs']):.2f} | {r['error'] * 100:+.0f}% |")
+                         f"{max(r['runs']) / min(r['runs']):.2f} | {r['error'] * 100:+.0f}% | "
+                         f"{scaled} |")
             print(name, r["plan"], f"{r['predicted'] * 1e3:.3f}", f"{r['measured'] * 1e3:.3f}",
                   flush=True)
         timed = [r for r in rows if "measured" in r]
@@ -167,6 +194,7 @@ def main():
         chosen = next(r for r in timed if r["chosen"])
         err = statistics.mean(abs(r["error"]) for r in timed)
         errors += [abs(r["error"]) for r in timed]
+        scaled_errors += [abs(r["scaled_error"]) for r in timed if "scaled_error" in r]
         # --tune: the chosen plan and the next two predicted, timed by dtc itself.
         tuned_name = next(r["plan"] for r in plans(dtc, a.cluster, onnx, batch, flags, tune=True)
                           if r.get("chosen"))
@@ -178,6 +206,15 @@ def main():
     load = "Load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}; at the end: {:.2f} {:.2f} {:.2f} (2 cores; other work on the machine shows as load above 2).\n".format(*start_load, *os.getloadavg())
     summary.append(f"\n{sum(e <= 0.15 for e in errors)} of {len(errors)} plans predicted within "
                    f"15% of their measured step; median error {statistics.median(errors) * 100:.1f}%.")
+    if scaled_errors:
+        probes = [p for _, _, _, _, rows in models for r in rows for p in r.get("probes", [])]
+        summary.append(
+            f"\nAt the calibration's host speed (each run times calibration_probe_s / the probe "
+            f"just before it; bench/host_speed.py): {sum(e <= 0.15 for e in scaled_errors)} of "
+            f"{len(scaled_errors)} within 15%, median error "
+            f"{statistics.median(scaled_errors) * 100:.1f}%. The probe ran "
+            f"{min(probes) * 1e3:.3f}-{max(probes) * 1e3:.3f} ms a step during the sweep, "
+            f"{calibration_probe * 1e3:.3f} ms in the calibration.")
     text = "\n".join(lines[:3] + [load, "\n## Summary\n"] + summary + lines[3:]) + "\n"
     print(text)
     if a.out:

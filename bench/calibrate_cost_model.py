@@ -43,6 +43,8 @@ import tempfile
 import numpy as np
 from scipy.optimize import nnls
 
+import host_speed
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name, source, batches (a 2-device plan's per-rank batch, a micro-batch), flags
 CALIBRATION_SET = [
@@ -245,6 +247,8 @@ def main():
     work = tempfile.mkdtemp(prefix="dtc-calibrate-")
     start_load = os.getloadavg()
     measured = []  # (model, batch, ops, overhead)
+    probe = host_speed.compile_probe(a.build, work)
+    probes = [host_speed.probe_seconds(probe)]  # the host's speed: start, middle, end
     for name, source, batches, flags in CALIBRATION_SET:
         onnx = onnx_path(name, source, work)
         for batch in batches:
@@ -256,6 +260,7 @@ def main():
             print(f"{name} batch {batch}: {len(ops)} ops, "
                   f"{sum(o[3] for o in ops) * 1e3:.3f} ms of kernels", flush=True)
 
+    probes.append(host_speed.probe_seconds(probe))
     for name, source, rows, flags in PIPELINE_SET:
         onnx = onnx_path(name, source, work)
         program = os.path.join(work, f"{name}-pipeline-{rows}")
@@ -268,6 +273,7 @@ def main():
         print(f"{name} pipeline, micro-batches of {rows}: {len(ops)} kernels, "
               f"{sum(o[3] for o in ops) * 1e3:.3f} ms", flush=True)
 
+    probes.append(host_speed.probe_seconds(probe))
     table = fit([ops for _, _, ops, _ in measured])
     overheads = [o for *_, o in measured if o is not None]
     overhead = statistics.median(overheads) if overheads else 0.0
@@ -300,6 +306,8 @@ def main():
         costs[kind] = entry
     device["op_costs"] = costs
     device["step_overhead_s"] = float(f"{overhead:.3g}")
+    # dtc ignores it; auto_plan.py compares its own probes with it.
+    cluster["calibration_probe_s"] = float(f"{statistics.median(probes):.4g}")
     device["cache_bytes"] = CACHE_BYTES
     cluster["sources"] = [s for s in cluster.get("sources", []) if not s.startswith("op_costs")]
     cluster["sources"].append(
@@ -332,6 +340,10 @@ def main():
         "{:.2f} {:.2f} {:.2f}.\n".format(*start_load, *os.getloadavg()),
         f"Step overhead beyond the kernels (--profile's \"the rest\", median of the "
         f"programs): {overhead * 1e3:.3f} ms.\n",
+        "Host speed probe (bench/host_speed.py, LeNet batch 32 alone on core 0) at the start, "
+        "between the programs and the pipelines, and at the end: "
+        + ", ".join(f"{p * 1e3:.3f}" for p in probes) + " ms a step; the median is the "
+        "cluster file's calibration_probe_s.\n",
     ] + rows + ["", f"{len(table)} op kinds fitted; the table is in the cluster file."]) + "\n"
     print(text)
     if a.out:
