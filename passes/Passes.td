@@ -408,16 +408,26 @@ def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
     are summed over the micro-batches and scaled by 1/M (the gradient of
     the whole batch's mean loss), then end in `dtc.gradient`; the last stage
     returns the mean loss, the others 0. Each `dtc.param` gets the
-    `dtc.stage` that owns it; a weight or buffer used by two stages is an
-    error.
+    `dtc.stage` that owns it: the first stage reading it. A weight read by
+    later stages too (tied weights: GPT's token embedding and output layer)
+    is kept, updated and saved by its owner only, which sends it to each
+    later reader at the start of every step (`dtc.send_start` and
+    `dtc.send_wait` before anything else, one tag per weight and reader,
+    in one order of names on every stage); the reader receives it there
+    (`dtc.recv`), and its gradient comes back through the edges of the sum
+    autodiff made. A tied weight whose gradient lands on a later stage, or
+    a buffer read by two stages, is an error.
 
     @eval_step is cut into `@stage<S>_eval` the same way (one batch, no
     micro-batches, forward only): each op on the earliest stage at or after
     its operands' stages and the stage owning a weight it reads; the last
     stage returns the loss and the correct count, the others 0; @eval_step
-    is then removed, so no rank needs another stage's weights. If some op
-    reads a weight of an earlier stage than its input, @eval_step stays
-    (the runtime evaluates on gathered state).
+    is then removed, so no rank needs another stage's weights to keep. An
+    op reading a weight of an earlier stage than its input (a tied output
+    layer) runs on its input's stage; the weight's owner sends it there at
+    the start, as in training. Only if some op names an earlier stage's
+    weight by attribute does @eval_step stay (the runtime evaluates on
+    gathered state).
 
     After (2 stages, 2 micro-batches, 1f1b), in @stage0_step:
     ```mlir

@@ -7,6 +7,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace dtc {
@@ -34,18 +36,23 @@ private:
     return stage ? stage.getInt() : -1;
   }
   Value lookup(Value v);
+  void exchangeWeights();
 
   ModuleOp module;
   func::FuncOp eval;
   int64_t stages;
   llvm::DenseMap<Operation *, int64_t> stageOf;
   llvm::MapVector<std::pair<Value, int64_t>, Edge> edges;
+  /// Weights a later stage reads too (tied weights): by name, one order on
+  /// every stage, the stages reading them and the tag each is sent on.
+  std::map<std::string, std::map<int64_t, int64_t>> sharedWeights;
 
   // The stage being built.
   int64_t current = 0;
   func::FuncOp stageFunc;
   OpBuilder builder{module.getContext()};
   IRMapping values;
+  llvm::StringMap<Value> received;  // the shared weights this stage reads
 };
 
 bool EvalStages::assign() {
@@ -64,14 +71,18 @@ bool EvalStages::assign() {
     for (NamedAttribute named : op.getAttrs())
       if (auto ref = llvm::dyn_cast<FlatSymbolRefAttr>(named.getValue()))
         owners.push_back(ownerOf(ref.getValue()));
-    for (int64_t owner : owners) {
-      if (owner < 0)
-        continue;
-      if (owner < stage)
-        return false;  // its input arrives after the stage holding its weight
-      stage = owner;
-    }
+    for (int64_t owner : owners)
+      stage = std::max(stage, owner);
     stageOf[&op] = stage;
+    // A weight of an earlier stage (tied weights): sent to this one.
+    for (Value operand : op.getOperands())
+      if (auto ref = operand.getDefiningOp<ParamRefOp>())
+        if (int64_t owner = ownerOf(ref.getName()); owner >= 0 && owner < stage)
+          sharedWeights[ref.getName().str()][stage] = -1;
+    for (NamedAttribute named : op.getAttrs())
+      if (auto ref = llvm::dyn_cast<FlatSymbolRefAttr>(named.getValue()))
+        if (int64_t owner = ownerOf(ref.getValue()); owner >= 0 && owner < stage)
+          return false;  // a weight read by name stays with its owner
   }
   // The loss and the correct count: on the last stage.
   for (Value result : eval.front().getTerminator()->getOperands()) {
@@ -91,7 +102,38 @@ bool EvalStages::assign() {
             edges[key] = {stageOf[&op], stageOf[user], tag};
         }
   }
+  int64_t tag = int64_t(edges.size());
+  for (auto &[name, readers] : sharedWeights)
+    for (auto &reader : readers)
+      reader.second = tag++;
   return true;
+}
+
+/// At the start of the stage's evaluation: the weights it owns that later
+/// stages read sent to them, those it reads from earlier stages received
+/// (owners before readers, one order of names everywhere: no deadlock).
+void EvalStages::exchangeWeights() {
+  received.clear();
+  SmallVector<std::pair<Value, Value>> sends;  // (token, value)
+  for (auto &[name, readers] : sharedWeights) {
+    auto param = module.lookupSymbol<ParamOp>(name);
+    const int64_t owner = ownerOf(name);
+    if (owner == current) {
+      Value weight = builder.create<ParamRefOp>(param.getLoc(), param.getType(), name);
+      for (auto [reader, tag] : readers)
+        sends.push_back({builder.create<SendStartOp>(param.getLoc(), weight,
+                                                     builder.getI64IntegerAttr(reader),
+                                                     builder.getI64IntegerAttr(tag)),
+                         weight});
+      continue;
+    }
+    if (auto it = readers.find(current); it != readers.end())
+      received[name] = builder.create<RecvOp>(param.getLoc(), param.getType(),
+                                              builder.getI64IntegerAttr(owner),
+                                              builder.getI64IntegerAttr(it->second));
+  }
+  for (auto [token, value] : sends)
+    builder.create<SendWaitOp>(value.getLoc(), token, value);
 }
 
 Value EvalStages::lookup(Value v) {
@@ -100,6 +142,9 @@ Value EvalStages::lookup(Value v) {
   if (auto arg = llvm::dyn_cast<BlockArgument>(v))
     return stageFunc.getArgument(arg.getArgNumber());
   Operation *def = v.getDefiningOp();
+  if (auto ref = dyn_cast<ParamRefOp>(def))
+    if (Value weight = received.lookup(ref.getName()))
+      return weight;
   if (def->hasTrait<trait::StageFree>()) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(&stageFunc.front());
@@ -127,6 +172,7 @@ void EvalStages::build(int64_t stage) {
     stageFunc.setAllResultAttrs(results);
   stageFunc.setVisibility(eval.getVisibility());
   builder.setInsertionPointToEnd(stageFunc.addEntryBlock());
+  exchangeWeights();
   SmallVector<std::pair<Value, Value>> sends;  // (token, value)
   for (Operation &op : eval.front().without_terminator()) {
     if (op.hasTrait<trait::StageFree>() || stageOf[&op] != stage)

@@ -20,6 +20,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <map>
+#include <set>
+
 namespace dtc {
 #define GEN_PASS_DEF_SCHEDULEPIPELINE
 #include "passes/Passes.h.inc"
@@ -80,7 +83,9 @@ private:
   LogicalResult assignStages();
   LogicalResult assignParams();
   void findEdges();
+  void tagTiedWeights();
   LogicalResult buildStage(int64_t stage);
+  void exchangeTiedWeights();
 
   /// The value `v` of micro-batch `m` inside the stage being built.
   Value lookup(Value v, int64_t m);
@@ -97,6 +102,14 @@ private:
   Operation *lossOp = nullptr;
   /// Values read by another stage: (value, reading stage) -> edge.
   llvm::MapVector<std::pair<Value, int64_t>, Edge> edges;
+  /// Weights read by more than one stage (tied weights): the owner (the
+  /// earliest of them, which alone keeps, updates and saves the weight)
+  /// and, per other stage reading it, the tag it is sent on each step.
+  struct Tied {
+    int64_t owner;
+    llvm::SmallVector<std::pair<int64_t, int64_t>> readers;  // (stage, tag)
+  };
+  std::map<std::string, Tied> tied;  // by name: one order on every stage
 
   // The stage being built.
   int64_t current = 0;
@@ -104,6 +117,7 @@ private:
   OpBuilder builder{module.getContext()};
   std::vector<IRMapping> values;        // per micro-batch
   llvm::DenseMap<Operation *, Value> freeValues;
+  llvm::StringMap<Value> tiedValues;  // the tied weights this stage reads
   llvm::DenseMap<std::pair<unsigned, int64_t>, Value> slices;
   llvm::DenseMap<int64_t, std::pair<Value, Value>> pendingSends;   // tag -> (token, value)
 };
@@ -147,37 +161,95 @@ LogicalResult PipelineBuilder::assignStages() {
 LogicalResult PipelineBuilder::assignParams() {
   SymbolTable symbols(module);
   Builder b(module.getContext());
-  llvm::StringMap<int64_t> owner;
-  auto claim = [&](Operation *user, StringRef name) -> LogicalResult {
+  // Every stage that reads a parameter, and the ones that write it (its
+  // gradient, a buffer's assignment): those must be its owner.
+  llvm::StringMap<std::set<int64_t>> readers;
+  SmallVector<std::pair<Operation *, StringRef>> writers;
+  auto isState = [&](StringRef name) {
     auto param = symbols.lookup<ParamOp>(name);
-    if (!param || param.getKind() == ParamKind::constant)
-      return success();
-    int64_t stage = stageOf.lookup(user);
-    auto [it, inserted] = owner.try_emplace(name, stage);
-    if (!inserted && it->second != stage)
-      return user->emitError() << "'" << name << "' is used by stages " << it->second
-                               << " and " << stage
-                               << "; a weight or buffer shared across stages (tied weights) "
-                                  "is not supported: choose --split-at points that keep "
-                                  "its users in one stage";
-    param->setAttr(dtc::attr::kStage, b.getI64IntegerAttr(stage));
-    return success();
+    return param && param.getKind() != ParamKind::constant;
   };
   for (Operation &op : train.front().without_terminator()) {
     if (op.hasTrait<trait::StageFree>())
       continue;
     for (Value operand : op.getOperands())
-      if (auto ref = operand.getDefiningOp<ParamRefOp>())
-        if (failed(claim(&op, ref.getName())))
-          return failure();
-    if (auto gradient = dyn_cast<GradientOp>(op))
-      if (failed(claim(&op, gradient.getParam())))
-        return failure();
-    if (auto assign = dyn_cast<AssignOp>(op))
-      if (failed(claim(&op, assign.getName())))
-        return failure();
+      if (auto ref = operand.getDefiningOp<ParamRefOp>(); ref && isState(ref.getName()))
+        readers[ref.getName()].insert(stageOf.lookup(&op));
+    if (auto gradient = dyn_cast<GradientOp>(op); gradient && isState(gradient.getParam()))
+      writers.push_back({&op, gradient.getParam()});
+    if (auto assign = dyn_cast<AssignOp>(op); assign && isState(assign.getName()))
+      writers.push_back({&op, assign.getName()});
+  }
+  llvm::StringMap<int64_t> owner;
+  for (auto &[name, stages] : readers)
+    owner[name] = *stages.begin();
+  for (auto [op, name] : writers)
+    owner.try_emplace(name, stageOf.lookup(op));
+  for (auto [op, name] : writers)
+    if (int64_t stage = stageOf.lookup(op); stage != owner[name])
+      return op->emitError() << "'" << name << "' is read by stage " << owner[name]
+                             << " and written by stage " << stage
+                             << "; a weight shared across stages must be updated by the "
+                                "first stage that reads it";
+  for (auto &[name, stage] : owner) {
+    auto param = symbols.lookup<ParamOp>(name);
+    param->setAttr(dtc::attr::kStage, b.getI64IntegerAttr(stage));
+    auto it = readers.find(name);
+    if (it == readers.end() || it->second.size() < 2)
+      continue;
+    // Tied weights: the owner sends the weight to the others each step;
+    // their gradients come back through the edges autodiff's sum makes.
+    if (param.getKind() != ParamKind::weight)
+      return param.emitError() << "'" << name << "' is read by stages " << *it->second.begin()
+                               << " and " << *std::next(it->second.begin())
+                               << "; a buffer shared across stages is not supported: choose "
+                                  "--split-at points that keep its users in one stage";
+    Tied &t = tied[name.str()];
+    t.owner = stage;
+    for (int64_t reader : it->second)
+      if (reader != stage)
+        t.readers.push_back({reader, -1});
   }
   return success();
+}
+
+/// Tags after the edges' for the tied weights' sends.
+void PipelineBuilder::tagTiedWeights() {
+  int64_t tag = int64_t(edges.size());
+  for (auto &[name, t] : tied)
+    for (auto &reader : t.readers)
+      reader.second = tag++;
+}
+
+/// At the start of the stage's step: the tied weights it owns sent to the
+/// stages that read them, and those it reads received, all in one order of
+/// names on every stage (readers come after the owner, so the sends of
+/// one stage wait only on later stages' first receives).
+void PipelineBuilder::exchangeTiedWeights() {
+  tiedValues.clear();
+  SmallVector<std::pair<Value, Value>> sends;  // (token, value)
+  for (auto &[name, t] : tied) {
+    auto param = module.lookupSymbol<ParamOp>(name);
+    Location loc = param.getLoc();
+    if (t.owner == current) {
+      Value weight = builder.create<ParamRefOp>(loc, param.getType(), name);
+      tiedValues[name] = weight;
+      for (auto [reader, tag] : t.readers)
+        sends.push_back({builder.create<SendStartOp>(loc, weight,
+                                                     builder.getI64IntegerAttr(reader),
+                                                     builder.getI64IntegerAttr(tag)),
+                         weight});
+      continue;
+    }
+    for (auto [reader, tag] : t.readers)
+      if (reader == current)
+        tiedValues[name] = builder.create<RecvOp>(loc, param.getType(),
+                                                  builder.getI64IntegerAttr(t.owner),
+                                                  builder.getI64IntegerAttr(tag));
+  }
+  // Waited for before anything can update the weights.
+  for (auto [token, value] : sends)
+    builder.create<SendWaitOp>(value.getLoc(), token, value);
 }
 
 void PipelineBuilder::findEdges() {
@@ -210,6 +282,9 @@ Value PipelineBuilder::lookup(Value v, int64_t m) {
     return slice;
   }
   Operation *def = v.getDefiningOp();
+  if (auto ref = dyn_cast<ParamRefOp>(def))
+    if (Value weight = tiedValues.lookup(ref.getName()))
+      return weight;
   if (def->hasTrait<trait::StageFree>()) {
     Value &copy = freeValues[def];
     if (!copy) {
@@ -280,6 +355,7 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
   freeValues.clear();
   slices.clear();
   pendingSends.clear();
+  exchangeTiedWeights();
 
   SmallVector<Operation *> forwardOps, backwardOps;
   for (Operation &op : train.front().without_terminator())
@@ -353,6 +429,7 @@ LogicalResult PipelineBuilder::run() {
   if (failed(assignStages()) || failed(assignParams()))
     return failure();
   findEdges();
+  tagTiedWeights();
   for (int64_t stage = 0; stage < numStages; ++stage)
     if (failed(buildStage(stage)))
       return failure();

@@ -502,20 +502,6 @@ func.func @train_step(%x: tensor<2x6xf32> {dtc.name = "input"}, %labels: tensor<
 
 // -----
 
-// A weight read by two stages (tied weights, as an embedding shared with
-// the output layer) cannot be owned by one stage.
-dtc.param weight @emb : tensor<4x4xf32> = dense<0.1> : tensor<4x4xf32>
-func.func @train_step(%x: tensor<2x4xf32>, %t: tensor<2x4xf32>) -> tensor<f32> {
-  %w = dtc.param_ref @emb : tensor<4x4xf32>
-  %0 = dtc.gemm %x, %w {dtc.stage = 0 : i64} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
-  // expected-error@+1 {{'emb' is used by stages 0 and 1; a weight or buffer shared across stages (tied weights) is not supported: choose --split-at points that keep its users in one stage}}
-  %1 = dtc.gemm %0, %w {dtc.stage = 1 : i64, transB = true} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
-  %2 = dtc.mse_loss %1, %t {dtc.stage = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
-  return %2 : tensor<f32>
-}
-
-// -----
-
 // A @train_step that dtc-partition-stages has not seen.
 dtc.param weight @w : tensor<4xf32> = dense<0.1> : tensor<4xf32>
 // expected-error@+1 {{dtc-schedule-pipeline needs a partitioned @train_step (run dtc-partition-stages before dtc-differentiate)}}
@@ -594,10 +580,17 @@ func.func @eval_step(%x: tensor<2x6xf32> {dtc.name = "input"}, %labels: tensor<2
 
 // -----
 
-// An evaluation that reads stage 0's weight after a stage-1 value cannot be
-// cut (stage 1 does not hold that weight): @eval_step stays, whole.
-// EVAL-LABEL: func.func @eval_step
-// EVAL-NOT: @stage0_eval
+// An evaluation that reads stage 0's weight after a stage-1 value: stage 0
+// sends that weight to stage 1 at the start (as it sends a tied weight),
+// where the op runs.
+// EVAL-LABEL: func.func @stage0_eval
+// EVAL-NEXT: %[[W:.*]] = dtc.param_ref @fc1.weight
+// EVAL-NEXT: %[[T:.*]] = dtc.send_start %[[W]] {peer = 1 : i64, tag = 0 : i64}
+// EVAL-NEXT: dtc.send_wait %[[T]], %[[W]]
+// EVAL-LABEL: func.func @stage1_eval
+// EVAL: %[[R:.*]] = dtc.recv {peer = 0 : i64, tag = 0 : i64} : tensor<4x4xf32>
+// EVAL: dtc.gemm %{{.*}}, %[[R]] {transB = true}
+// EVAL-NOT: @eval_step
 dtc.param weight @fc1.weight : tensor<4x4xf32> = dense<0.1> : tensor<4x4xf32>
 dtc.param weight @fc2.weight : tensor<4x4xf32> = dense<0.2> : tensor<4x4xf32>
 func.func @train_step(%x: tensor<2x4xf32> {dtc.name = "input"}, %labels: tensor<2xi64> {dtc.name = "labels"}) -> (tensor<f32> {dtc.name = "loss"}) {
