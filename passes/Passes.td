@@ -414,9 +414,13 @@ def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
     later reader at the start of every step (`dtc.send_start` and
     `dtc.send_wait` before anything else, one tag per weight and reader,
     in one order of names on every stage); the reader receives it there
-    (`dtc.recv`), and its gradient comes back through the edges of the sum
-    autodiff made. A tied weight whose gradient lands on a later stage, or
-    a buffer read by two stages, is an error.
+    (`dtc.recv`). Autodiff's sum of the weight's gradient contributions is
+    taken apart: each stage adds its own over the micro-batches, the
+    readers send their totals after their last micro-batch, and the owner
+    adds them to its own in stage order before the 1/M scaling: one
+    message per reader and step, not one per micro-batch. A tied weight
+    whose gradient lands on a later stage, or a buffer read by two stages,
+    is an error.
 
     @eval_step is cut into `@stage<S>_eval` the same way (one batch, no
     micro-batches, forward only): each op on the earliest stage at or after

@@ -20,6 +20,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -71,6 +72,23 @@ struct Edge {
   int64_t from, to, tag;
 };
 
+/// Weights read by more than one stage (tied weights): the owner (the
+/// earliest of them, which alone keeps, updates and saves the weight)
+/// and, per other stage reading it, the tag it is sent on each step.
+struct Tied {
+  int64_t owner;
+  llvm::SmallVector<std::pair<int64_t, int64_t>> readers;  // (stage, tag)
+};
+
+/// A tied weight's gradient, autodiff's sum of its readers' contributions
+/// taken apart: each stage sums its own over the micro-batches and sends
+/// that once per step to the owner, which adds them in stage order.
+struct TiedGradient {
+  int64_t owner;
+  std::map<int64_t, SmallVector<Value>> contributions;  // by stage, in order
+  llvm::DenseMap<int64_t, int64_t> tags;                       // by sending stage
+};
+
 class PipelineBuilder {
 public:
   PipelineBuilder(ModuleOp module, func::FuncOp train, int64_t microBatches,
@@ -82,10 +100,14 @@ public:
 private:
   LogicalResult assignStages();
   LogicalResult assignParams();
+  void splitTiedGradients();
   void findEdges();
   void tagTiedWeights();
   LogicalResult buildStage(int64_t stage);
   void exchangeTiedWeights();
+  Value sumOf(ArrayRef<Value> contributions, Location loc);
+  Value receiveContributions(const TiedGradient &split);
+  void sendContributions();
 
   /// The value `v` of micro-batch `m` inside the stage being built.
   Value lookup(Value v, int64_t m);
@@ -102,14 +124,10 @@ private:
   Operation *lossOp = nullptr;
   /// Values read by another stage: (value, reading stage) -> edge.
   llvm::MapVector<std::pair<Value, int64_t>, Edge> edges;
-  /// Weights read by more than one stage (tied weights): the owner (the
-  /// earliest of them, which alone keeps, updates and saves the weight)
-  /// and, per other stage reading it, the tag it is sent on each step.
-  struct Tied {
-    int64_t owner;
-    llvm::SmallVector<std::pair<int64_t, int64_t>> readers;  // (stage, tag)
-  };
   std::map<std::string, Tied> tied;  // by name: one order on every stage
+  llvm::MapVector<Operation *, TiedGradient> tiedGradients;  // by dtc.gradient
+  llvm::DenseSet<Operation *> takenApart;                    // the sums' adds
+  llvm::DenseMap<Value, Operation *> contributionTo;         // -> its dtc.gradient
 
   // The stage being built.
   int64_t current = 0;
@@ -118,6 +136,7 @@ private:
   std::vector<IRMapping> values;        // per micro-batch
   llvm::DenseMap<Operation *, Value> freeValues;
   llvm::StringMap<Value> tiedValues;  // the tied weights this stage reads
+  llvm::DenseMap<Value, Value> contributionSums;  // over this stage's micro-batches
   llvm::DenseMap<std::pair<unsigned, int64_t>, Value> slices;
   llvm::DenseMap<int64_t, std::pair<Value, Value>> pendingSends;   // tag -> (token, value)
 };
@@ -213,12 +232,57 @@ LogicalResult PipelineBuilder::assignParams() {
   return success();
 }
 
-/// Tags after the edges' for the tied weights' sends.
+/// Finds each tied weight's gradient sum (the adds autodiff made over the
+/// contributions of the ops reading it) spanning stages, and takes it apart.
+void PipelineBuilder::splitTiedGradients() {
+  for (Operation &op : train.front().without_terminator()) {
+    auto gradient = dyn_cast<GradientOp>(op);
+    if (!gradient)
+      continue;
+    auto t = tied.find(gradient.getParam().str());
+    if (t == tied.end())
+      continue;
+    SmallVector<Value> leaves;
+    SmallVector<Operation *> adds;
+    std::function<void(Value)> flatten = [&](Value v) {
+      auto add = v.getDefiningOp<AddOp>();
+      if (add && isBackward.contains(add) && add->hasOneUse() &&
+          add.getLhs().getType() == v.getType() && add.getRhs().getType() == v.getType()) {
+        adds.push_back(add);
+        flatten(add.getLhs());
+        flatten(add.getRhs());
+        return;
+      }
+      leaves.push_back(v);
+    };
+    flatten(gradient.getGrad());
+    TiedGradient split{t->second.owner, {}, {}};
+    bool computed = true;  // every contribution computed by some stage's op
+    for (Value leaf : leaves) {
+      Operation *def = leaf.getDefiningOp();
+      computed &= def && !def->hasTrait<trait::StageFree>() && stageOf.count(def);
+      if (computed)
+        split.contributions[stageOf[def]].push_back(leaf);
+    }
+    if (!computed || split.contributions.size() < 2)
+      continue;
+    for (Value leaf : leaves)
+      contributionTo[leaf] = gradient;
+    takenApart.insert(adds.begin(), adds.end());
+    tiedGradients.insert({gradient, std::move(split)});
+  }
+}
+
+/// Tags after the edges' for the tied weights' sends and their gradients'.
 void PipelineBuilder::tagTiedWeights() {
   int64_t tag = int64_t(edges.size());
   for (auto &[name, t] : tied)
     for (auto &reader : t.readers)
       reader.second = tag++;
+  for (auto &[gradient, split] : tiedGradients)
+    for (auto &[stage, leaves] : split.contributions)
+      if (stage != split.owner)
+        split.tags[stage] = tag++;
 }
 
 /// At the start of the stage's step: the tied weights it owns sent to the
@@ -252,6 +316,51 @@ void PipelineBuilder::exchangeTiedWeights() {
     builder.create<SendWaitOp>(value.getLoc(), token, value);
 }
 
+/// This stage's sums over the micro-batches of `contributions`, added in
+/// their order.
+Value PipelineBuilder::sumOf(ArrayRef<Value> contributions, Location loc) {
+  Value total;
+  for (Value c : contributions) {
+    Value sum = contributionSums.lookup(c);
+    total = total ? builder.create<AddOp>(loc, total, sum).getResult() : sum;
+  }
+  return total;
+}
+
+/// On the owner, after its last micro-batch: its own contributions, then
+/// each other stage's total in stage order.
+Value PipelineBuilder::receiveContributions(const TiedGradient &split) {
+  Location loc = train.getLoc();
+  Value total;
+  if (auto own = split.contributions.find(current); own != split.contributions.end())
+    total = sumOf(own->second, loc);
+  for (auto &[stage, leaves] : split.contributions) {
+    if (stage == current)
+      continue;
+    Value received = builder.create<RecvOp>(loc, leaves.front().getType(),
+                                            builder.getI64IntegerAttr(stage),
+                                            builder.getI64IntegerAttr(split.tags.lookup(stage)));
+    total = total ? builder.create<AddOp>(loc, total, received).getResult() : received;
+  }
+  return total;
+}
+
+/// On the other stages, after their last micro-batch: their total of each
+/// tied weight's contributions, sent to its owner once.
+void PipelineBuilder::sendContributions() {
+  for (auto &[gradient, split] : tiedGradients) {
+    auto mine = split.contributions.find(current);
+    if (current == split.owner || mine == split.contributions.end())
+      continue;
+    Value total = sumOf(mine->second, gradient->getLoc());
+    int64_t tag = split.tags.lookup(current);
+    Value token = builder.create<SendStartOp>(gradient->getLoc(), total,
+                                              builder.getI64IntegerAttr(split.owner),
+                                              builder.getI64IntegerAttr(tag));
+    pendingSends[tag] = {token, total};
+  }
+}
+
 void PipelineBuilder::findEdges() {
   for (Operation &op : train.front().without_terminator()) {
     if (op.hasTrait<trait::StageFree>())
@@ -259,7 +368,7 @@ void PipelineBuilder::findEdges() {
     int64_t from = stageOf[&op];
     for (Value result : op.getResults())
       for (Operation *user : result.getUsers()) {
-        if (!stageOf.count(user) || stageOf[user] == from)
+        if (!stageOf.count(user) || stageOf[user] == from || takenApart.contains(user))
           continue;
         auto key = std::make_pair(result, stageOf[user]);
         int64_t tag = edges.size();
@@ -355,11 +464,12 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
   freeValues.clear();
   slices.clear();
   pendingSends.clear();
+  contributionSums.clear();
   exchangeTiedWeights();
 
   SmallVector<Operation *> forwardOps, backwardOps;
   for (Operation &op : train.front().without_terminator())
-    if (!op.hasTrait<trait::StageFree>() && stageOf[&op] == stage)
+    if (!op.hasTrait<trait::StageFree>() && stageOf[&op] == stage && !takenApart.contains(&op))
       (isBackward.contains(&op) ? backwardOps : forwardOps).push_back(&op);
 
   llvm::MapVector<StringAttr, Value> gradientSums;
@@ -373,9 +483,18 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
     for (Operation *op : phase.backward ? backwardOps : forwardOps) {
       if (auto gradient = dyn_cast<GradientOp>(op)) {
         // Summed over the micro-batches; the mean goes to the optimizer.
-        Value g = lookup(gradient.getGrad(), m);
+        // A tied weight's: its owner's contributions (summed as they were
+        // computed) and each other stage's total, received once.
+        auto split = tiedGradients.find(op);
+        if (split != tiedGradients.end() && m + 1 < microBatches)
+          continue;
         Value &sum = gradientSums[gradient.getParamAttr().getAttr()];
-        sum = sum ? builder.create<AddOp>(gradient.getLoc(), sum, g).getResult() : g;
+        if (split != tiedGradients.end())
+          sum = receiveContributions(split->second);
+        else {
+          Value g = lookup(gradient.getGrad(), m);
+          sum = sum ? builder.create<AddOp>(gradient.getLoc(), sum, g).getResult() : g;
+        }
         if (m + 1 == microBatches) {
           Value mean = sum;
           if (microBatches > 1) {
@@ -396,6 +515,11 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
       Operation *clone = builder.clone(*op, values[m]);
       clone->removeAttr(dtc::attr::kStage);
       sendResults(op, clone, m);
+      for (auto [result, copy] : llvm::zip(op->getResults(), clone->getResults()))
+        if (contributionTo.count(result)) {
+          Value &sum = contributionSums[result];
+          sum = sum ? builder.create<AddOp>(op->getLoc(), sum, copy).getResult() : Value(copy);
+        }
       if (op == lossOp) {
         Value loss = clone->getResult(0);
         lossSum = lossSum ? builder.create<AddOp>(op->getLoc(), lossSum, loss).getResult()
@@ -403,6 +527,7 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
       }
     }
   }
+  sendContributions();
   for (auto &[tag, pending] : pendingSends)
     builder.create<SendWaitOp>(train.getLoc(), pending.first, pending.second);
   auto lossTensor = llvm::cast<RankedTensorType>(lossType);
@@ -428,6 +553,7 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
 LogicalResult PipelineBuilder::run() {
   if (failed(assignStages()) || failed(assignParams()))
     return failure();
+  splitTiedGradients();
   findEdges();
   tagTiedWeights();
   for (int64_t stage = 0; stage < numStages; ++stage)

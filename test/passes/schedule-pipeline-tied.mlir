@@ -1,8 +1,9 @@
 // dtc-schedule-pipeline with tied weights: a weight read by two or more
 // stages (GPT's token embedding and output layer) stays with the first
 // stage that reads it, which sends it to the later readers at the start of
-// each step; their gradients come back through autodiff's sum, so only the
-// owner has a dtc.gradient (and so an update) for it. dtc-verify-pipeline
+// each step; each reader sums its contributions to the weight's gradient
+// over the micro-batches and sends the total once, so only the owner has a
+// dtc.gradient (and so an update) for it. dtc-verify-pipeline
 // accepts the exchanges (every send received, no deadlock).
 // RUN: dtc-opt %s -split-input-file -dtc-differentiate -dtc-schedule-pipeline="micro-batches=2 schedule=1f1b" -dtc-verify-pipeline -verify-diagnostics | FileCheck %s
 //
@@ -14,11 +15,25 @@
 // CHECK-NEXT: %[[T:.*]] = dtc.send_start %[[W]] {peer = 1 : i64, tag = [[TAG:[0-9]+]] : i64}
 // CHECK-NEXT: dtc.send_wait %[[T]], %[[W]]
 // CHECK-NEXT: dtc.schedule_phase {micro_batch = 0 : i64, phase = "forward"}
+// The other stage's contributions to the gradient arrive once, summed over
+// its micro-batches, after the owner's own.
+// CHECK: dtc.schedule_phase {micro_batch = 0 : i64, phase = "backward"}
+// CHECK-NOT: dtc.recv {{.*}} : tensor<4x4xf32>
+// CHECK: dtc.schedule_phase {micro_batch = 1 : i64, phase = "backward"}
+// CHECK-NOT: dtc.recv {{.*}} : tensor<4x4xf32>
+// CHECK: %[[OWN:.*]] = dtc.add
+// CHECK-NEXT: %[[THEIRS:.*]] = dtc.recv {peer = 1 : i64, tag = [[GTAG:[0-9]+]] : i64} : tensor<4x4xf32>
+// CHECK-NEXT: %[[G:.*]] = dtc.add %[[OWN]], %[[THEIRS]]
 // CHECK: dtc.gradient @emb
 // CHECK: func.func @stage1_step
 // CHECK: %[[R:.*]] = dtc.recv {peer = 0 : i64, tag = [[TAG]] : i64} : tensor<4x4xf32>
 // CHECK-NEXT: dtc.schedule_phase {micro_batch = 0 : i64, phase = "forward"}
 // CHECK: dtc.gemm %{{.*}}, %[[R]] {transB = true}
+// CHECK: %[[C0:.*]] = dtc.gemm {{.*}} {transA = true} : {{.*}} -> tensor<4x4xf32>
+// CHECK-NOT: dtc.send_start {{.*}} : tensor<4x4xf32>
+// CHECK: %[[C1:.*]] = dtc.gemm {{.*}} {transA = true} : {{.*}} -> tensor<4x4xf32>
+// CHECK-NEXT: %[[SUM:.*]] = dtc.add %[[C0]], %[[C1]]
+// CHECK-NEXT: dtc.send_start %[[SUM]] {peer = 0 : i64, tag = [[GTAG]] : i64}
 // CHECK-NOT: dtc.param_ref @emb
 // CHECK-NOT: dtc.gradient @emb
 // CHECK: return
