@@ -70,11 +70,14 @@ void loadStageState(const ProgramSpec& spec, int stage, char* state, int tpRank,
     if (!model.has(p.tensor.name))
       fail("parameter '", p.tensor.name, "': the embedded ONNX model has no initializer of that name");
     if (at >= region && p.kind == ParamKind::Weight) {
-      if (spec.tensorParallel > 1) fail("internal: sharded parameters with --tp");
-      // A weight of the sharded region: only this replica's elements.
+      // A weight of the sharded region: only this replica's elements (with
+      // --tp, of this rank's slice).
       const ShardRange r =
           shard->of(static_cast<int64_t>((at - region) / sizeof(float)), numElements(p.tensor));
-      copyInitializerRange(p, model.get(p.tensor.name), r.begin, r.count, state + at);
+      copyInitializerRange(p,
+                           sliceOfInitializer(p, model.get(p.tensor.name),
+                                              TpSlice{tpRank, spec.tensorParallel}),
+                           r.begin, r.count, state + at);
       continue;
     }
     copyInitializer(p, model.get(p.tensor.name), state + at, bytes - at,

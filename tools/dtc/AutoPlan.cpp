@@ -108,11 +108,9 @@ std::vector<Plan> candidatePlans(int64_t devices, int64_t globalBatch) {
         p.microBatches = micro;
         p.batchSize = perReplica;
         plans.push_back(p);
-        // Each stage's state sharded over its replicas (its weights too,
-        // not with --tp yet).
+        // Each stage's state sharded over its replicas (its weights too).
         if (replicas > 1)
           for (const char *level : {"optimizer", "gradients", "parameters"}) {
-            if (tp > 1 && llvm::StringRef(level) == "parameters") continue;
             Plan f = p;
             f.shard = level;
             plans.push_back(f);

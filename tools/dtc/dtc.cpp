@@ -760,9 +760,6 @@ int main(int argc, char **argv) {
     else if (shard != "optimizer" && shard != "gradients" && shard != "parameters")
       refusal = "--shard=" + shard.getValue() +
                 " is not a sharding level (expected optimizer, gradients or parameters)";
-    else if (shard == "parameters" && tensorParallel > 1)
-      refusal = "--shard=parameters with --tp inside pipeline stages is not available yet "
-                "(--shard=optimizer and gradients are)";
     if (!refusal.empty()) {
       llvm::errs() << "dtc: error: " << refusal << "\n";
       return 1;
@@ -964,9 +961,6 @@ int main(int argc, char **argv) {
          {PipelineOptions::Shard::Optimizer, PipelineOptions::Shard::Gradients,
           PipelineOptions::Shard::Parameters}) {
       if (checkMemoryLimit(*module, job, /*quiet=*/true))
-        break;
-      // ZeRO-3 with --tp is not there yet.
-      if (level == PipelineOptions::Shard::Parameters && job.pipeline.tensorParallel > 1)
         break;
       job.pipeline.shardReplicas = true;
       job.pipeline.shard = level;
