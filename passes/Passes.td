@@ -323,7 +323,11 @@ def TensorParallel : Pass<"dtc-tensor-parallel", "mlir::ModuleOp"> {
     rows [r V/K, (r+1) V/K), `dtc.tp_vocab_range` gives each id's local row
     and a mask zeroing the other ranks' ids, and `dtc.tp_reduce` sums the
     group's lookups. A table K does not divide stays whole and is marked
-    `dtc.tp_whole` with the reason.
+    `dtc.tp_whole` with the reason. A table read again by output layers
+    (tied weights, GPT-2's LM head: `dtc.gemm` with it as B, transposed,
+    no bias) is split the same way when each of those layers begins a
+    region that ends at the logits: the rows a rank holds are its head's
+    output features; otherwise the table stays whole (`dtc.tp_whole`).
 
     Each split weight's param type becomes this rank's slice and
     `dtc.tp_split = [dim, outer, inner]` says which one (the runtime loads

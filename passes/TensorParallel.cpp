@@ -26,7 +26,9 @@
 // rows [r V/K, (r+1) V/K), dtc.tp_vocab_range masks the ids outside them,
 // and a dtc.tp_reduce sums the group's lookups (one rank's row, zeros from
 // the others). A table K does not divide stays whole (dtc.tp_whole says
-// why, for --report).
+// why, for --report). A table tied to output layers (read again as their
+// transposed weight) is split only if each of them can begin a region
+// ending at the logits: one split, by vocabulary, serves both readers.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -107,6 +109,39 @@ ParamRefOp soleWeightRef(Value v, ModuleOp module) {
   if (!uses || !llvm::hasSingleElement(*uses))
     return {};
   return ref;
+}
+
+/// The output layers reading token-embedding table `table` again (tied
+/// weights, GPT-2's LM head): Gemms taking it as B, transposed, without a
+/// bias. Empty unless every other read of the weight is one.
+SmallVector<GemmOp> tiedHeads(Value table, ModuleOp module) {
+  auto ref = table.getDefiningOp<ParamRefOp>();
+  auto param = ref ? module.lookupSymbol<ParamOp>(ref.getName()) : ParamOp();
+  if (!param || param.getKind() != ParamKind::weight || param->hasAttr(attr::kTpSplit))
+    return {};
+  auto uses = SymbolTable::getSymbolUses(param.getSymNameAttr(), module);
+  if (!uses)
+    return {};
+  SmallVector<GemmOp> heads;
+  int64_t lookups = 0;
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    auto reader = dyn_cast<ParamRefOp>(use.getUser());
+    if (!reader)
+      return {};
+    for (OpOperand &operand : reader->getUses()) {
+      auto gemm = dyn_cast<GemmOp>(operand.getOwner());
+      if (gemm && operand.getOperandNumber() == 1 && gemm.getTransB() && !gemm.getTransA() &&
+          !gemm.getC() && gemm.getA() != reader.getValue())
+        heads.push_back(gemm);
+      else if (isa<GatherOp>(operand.getOwner()))
+        ++lookups;
+      else
+        return {};
+    }
+  }
+  if (lookups != 1)
+    return {};
+  return heads;
 }
 
 /// A Gemm that can start a region: it reads a weight of its own.
@@ -347,6 +382,11 @@ void apply(Region &r, int64_t k, ModuleOp module) {
   for (auto &[refOp, split] : r.params) {
     auto ref = cast<ParamRefOp>(refOp);
     auto param = module.lookupSymbol<ParamOp>(ref.getName());
+    if (param->hasAttr(attr::kTpSplit)) {
+      // A table split with its lookup (tied weights): the same rows.
+      ref.getValue().setType(param.getTensorType());
+      continue;
+    }
     RankedTensorType local = splitType(param.getTensorType(), split.dim, k);
     param.setTypeAttr(TypeAttr::get(local));
     param.removeInitialValueAttr();
@@ -431,7 +471,8 @@ bool isEmbedding(GatherOp gather, ModuleOp module) {
   return table.getRank() == 2 && table.getElementType().isF32() &&
          normalizedAxis(gather.getAxis(), 2) == 0 &&
          tensorOf(gather.getIndices()).getElementType().isInteger(64) &&
-         soleWeightRef(gather.getData(), module) && readsInputs(gather.getIndices());
+         (soleWeightRef(gather.getData(), module) || !tiedHeads(gather.getData(), module).empty()) &&
+         readsInputs(gather.getIndices());
 }
 
 /// Splits an embedding's table by rows (Megatron-LM's VocabParallelEmbedding):
@@ -447,7 +488,10 @@ void splitEmbedding(GatherOp gather, int64_t k, ModuleOp module) {
   param.setTypeAttr(TypeAttr::get(local));
   param.removeInitialValueAttr();
   param->setAttr(attr::kTpSplit, DenseI64ArrayAttr::get(module.getContext(), {0, 1, 1}));
-  ref.getValue().setType(local);
+  // Every reader's type: a tied output layer reads the same rows.
+  if (auto uses = SymbolTable::getSymbolUses(param.getSymNameAttr(), module))
+    for (const SymbolTable::SymbolUse &use : *uses)
+      cast<ParamRefOp>(use.getUser()).getValue().setType(local);
   OpBuilder b(gather);
   Location loc = gather.getLoc();
   auto range = b.create<TpVocabRangeOp>(loc, gather.getIndices(), b.getI64IntegerAttr(vocab / k),
@@ -458,29 +502,47 @@ void splitEmbedding(GatherOp gather, int64_t k, ModuleOp module) {
   gather.erase();
 }
 
-/// Splits each token embedding of @forward whose rows K divides; marks the
-/// others dtc.tp_whole with the reason. Returns the split tables' rows.
-SmallVector<int64_t> splitEmbeddings(func::FuncOp forward, int64_t k, ModuleOp module) {
+/// The split token embeddings: their rows, and the output layers tied to
+/// them, which must begin regions of their own.
+struct SplitTables {
+  SmallVector<int64_t> vocabs;
+  SmallVector<GemmOp> tiedHeads;
+};
+
+/// Splits each token embedding of @forward whose rows K divides (a table
+/// tied to output layers only when each of those can be split by
+/// vocabulary too: a region from it to the logits); marks the others
+/// dtc.tp_whole with the reason.
+SplitTables splitEmbeddings(func::FuncOp forward, int64_t k, ModuleOp module) {
   SmallVector<GatherOp> tables;
   for (auto gather : forward.getOps<GatherOp>())
     if (isEmbedding(gather, module))
       tables.push_back(gather);
-  SmallVector<int64_t> vocabs;
+  SplitTables split;
   for (GatherOp gather : tables) {
     const int64_t vocab = tensorOf(gather.getData()).getDimSize(0);
-    if (vocab % k == 0) {
-      splitEmbedding(gather, k, module);
-      vocabs.push_back(vocab);
+    auto ref = gather.getData().getDefiningOp<ParamRefOp>();
+    auto keepWhole = [&](const std::string &why) {
+      module.lookupSymbol<ParamOp>(ref.getName())
+          ->setAttr(attr::kTpWhole, StringAttr::get(module.getContext(), why));
+    };
+    if (vocab % k != 0) {
+      keepWhole(std::to_string(vocab) + " rows, not divisible by " + std::to_string(k));
       continue;
     }
-    auto ref = gather.getData().getDefiningOp<ParamRefOp>();
-    module.lookupSymbol<ParamOp>(ref.getName())
-        ->setAttr(attr::kTpWhole,
-                  StringAttr::get(module.getContext(), std::to_string(vocab) +
-                                                           " rows, not divisible by " +
-                                                           std::to_string(k)));
+    // Tied: each output layer reading the table must end at the logits.
+    const SmallVector<GemmOp> heads = tiedHeads(gather.getData(), module);
+    const int64_t vocabs[] = {vocab};
+    RegionBuilder trial(module, k, vocabs);
+    if (llvm::any_of(heads, [&](GemmOp head) { return !trial.build({head}, 1); })) {
+      keepWhole("tied to an output layer whose logits are not the model's output");
+      continue;
+    }
+    splitEmbedding(gather, k, module);
+    split.vocabs.push_back(vocab);
+    llvm::append_range(split.tiedHeads, heads);
   }
-  return vocabs;
+  return split;
 }
 
 struct TensorParallelPass : dtc::impl::TensorParallelBase<TensorParallelPass> {
@@ -503,8 +565,9 @@ struct TensorParallelPass : dtc::impl::TensorParallelBase<TensorParallelPass> {
       if (isColumnCandidate(gemm, module))
         groups[gemm.getA()].push_back(gemm);
     // Token embeddings first: an output layer of their vocabulary is split
-    // with them.
-    const SmallVector<int64_t> vocabs = splitEmbeddings(forward, k, module);
+    // with them (one tied to a table begins a region of its own).
+    const SplitTables tables = splitEmbeddings(forward, k, module);
+    const SmallVector<int64_t> &vocabs = tables.vocabs;
     RegionBuilder builder(module, k, vocabs);
     std::vector<Region> regions;
     llvm::DenseSet<Operation *> used;
@@ -534,6 +597,11 @@ struct TensorParallelPass : dtc::impl::TensorParallelBase<TensorParallelPass> {
       }
       return false;
     };
+    for (GemmOp head : tables.tiedHeads)
+      if (!tryBuild({head})) {
+        head.emitError("--tp: internal: the output layer tied to a split table is not split");
+        return signalPassFailure();
+      }
     for (auto &[input, seeds] : groups) {
       if (tryBuild(seeds))
         continue;

@@ -105,15 +105,28 @@ module {
 // -----
 
 // A tied table (GPT-2 reads the embedding's weight again, transposed, as
-// its LM head): the weight has two readers, so neither the lookup nor the
-// head is split; the MLP pair still is.
+// its LM head): one split serves both readers, rows [r V/K, (r+1) V/K) of
+// the table are the head's output features of this rank; the head begins
+// a region of its own, and its logits are gathered at the output (the
+// cross-entropy takes them split). Its gradient adds the lookup's rows and
+// the head's, both local.
 // CHECK-LABEL: module attributes {dtc.tensor_parallel = 2 : i64}
-// CHECK-DAG: dtc.param weight @wte : tensor<8x4xf32> = dense
+// CHECK-DAG: dtc.param weight @wte : tensor<4x4xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
 // CHECK-DAG: dtc.param weight @fc.weight : tensor<4x4xf32> {dtc.tp_split = array<i64: 1, 1, 1>}
-// CHECK-NOT: dtc.tp_vocab_range
-// CHECK: dtc.gather %{{.*}}, %arg0 : (tensor<8x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
-// CHECK-NOT: dtc.tp_gather
-// CHECK: return
+// CHECK: %[[T:.*]] = dtc.param_ref @wte : tensor<4x4xf32>
+// CHECK: dtc.tp_vocab_range %arg0 {rows = 4 : i64, vocab = 8 : i64}
+// CHECK: dtc.tp_reduce %{{.*}} : tensor<6x4xf32>
+// CHECK: %[[X:.*]] = dtc.tp_copy %{{.*}} : tensor<6x4xf32>
+// CHECK-NEXT: %[[L:.*]] = dtc.gemm %[[X]], %[[T]] {transB = true} : (tensor<6x4xf32>, tensor<4x4xf32>) -> tensor<6x4xf32>
+// CHECK-NEXT: %[[Y:.*]] = dtc.tp_gather %[[L]] : tensor<6x4xf32> -> tensor<6x8xf32>
+// CHECK-NEXT: return %[[Y]] : tensor<6x8xf32>
+// GRAD-LABEL: func.func @train_step
+// GRAD: dtc.tp_softmax_cross_entropy %{{.*}}, %arg1 {vocab = 8 : i64} : tensor<6x4xf32>
+// GRAD: dtc.gather_grad %{{.*}}, %{{.*}} {data_shape = array<i64: 4, 4>}
+// GRAD: dtc.gradient @wte, %{{.*}} : tensor<4x4xf32>
+// Four ranks: 2 of the 8 rows each.
+// FOUR-LABEL: module attributes {dtc.tensor_parallel = 4 : i64}
+// FOUR-DAG: dtc.param weight @wte : tensor<2x4xf32> {dtc.tp_split = array<i64: 0, 1, 1>}
 module {
   dtc.param weight @wte : tensor<8x4xf32> = dense<1.0> : tensor<8x4xf32>
   dtc.param weight @fc.weight : tensor<4x8xf32> = dense<1.0> : tensor<4x8xf32>
@@ -130,5 +143,36 @@ module {
     %s = dtc.add %f, %m : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
     %l = dtc.gemm %s, %t {transB = true} : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32>
     return %l : tensor<6x8xf32>
+  }
+}
+
+// -----
+
+// A tied table whose output layer's logits are not the model's output (a
+// whole tensor is added to them): the head cannot be split by vocabulary,
+// so neither is the table (dtc.tp_whole says why); the MLP pair still is.
+// CHECK-LABEL: module attributes {dtc.tensor_parallel = 2 : i64}
+// CHECK-DAG: dtc.param weight @wte : tensor<8x4xf32> = dense<1.000000e+00> : tensor<8x4xf32> {dtc.tp_whole = "tied to an output layer whose logits are not the model's output"}
+// CHECK-DAG: dtc.param weight @fc.weight : tensor<4x4xf32> {dtc.tp_split = array<i64: 1, 1, 1>}
+// CHECK-NOT: dtc.tp_vocab_range
+// CHECK-NOT: dtc.tp_gather
+// CHECK: return
+module {
+  dtc.param weight @wte : tensor<8x4xf32> = dense<1.0> : tensor<8x4xf32>
+  dtc.param weight @fc.weight : tensor<4x8xf32> = dense<1.0> : tensor<4x8xf32>
+  dtc.param weight @proj.weight : tensor<8x4xf32> = dense<1.0> : tensor<8x4xf32>
+  func.func @forward(%arg0: tensor<2x3xi64> {dtc.name = "tokens"}, %prior: tensor<6x8xf32> {dtc.name = "prior"}) -> (tensor<6x8xf32> {dtc.name = "logits"}) {
+    %t = dtc.param_ref @wte : tensor<8x4xf32>
+    %w1 = dtc.param_ref @fc.weight : tensor<4x8xf32>
+    %w2 = dtc.param_ref @proj.weight : tensor<8x4xf32>
+    %e = dtc.gather %t, %arg0 : (tensor<8x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    %f = dtc.reshape %e {shape = array<i64: 6, 4>} : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+    %h = dtc.gemm %f, %w1 : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+    %a = dtc.relu %h : tensor<6x8xf32>
+    %m = dtc.gemm %a, %w2 : (tensor<6x8xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+    %s = dtc.add %f, %m : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+    %l = dtc.gemm %s, %t {transB = true} : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32>
+    %y = dtc.add %l, %prior : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+    return %y : tensor<6x8xf32>
   }
 }
