@@ -20,9 +20,11 @@ without its data; anything that would run it refuses it, naming the file.
 Megatron-LM 2021 (Narayanan et al., arXiv:2104.04473, Table 1) trained
 GPT models of 1.7B to 1T parameters with sequences of 2,048 tokens; the
 configurations named "-2021" are its first five (hidden, heads, layers).
---untied gives the output layer a weight of its own: dtc refuses a weight
-shared by two pipeline stages, where Megatron keeps a copy of the
-embedding in the first and last stage and all-reduces their gradients.
+--untied gives the output layer a weight of its own. Tied, a pipeline
+keeps the embedding on its first stage, which sends it to the last stage
+each step and gets the last stage's part of its gradient back once
+(Megatron keeps a copy in both and all-reduces their gradients: the same
+two messages).
 
 Tracing runs the forward pass once, at batch 1 and 16 tokens with the
 sequence length dynamic; the file then fixes it (1,024 or 2,048).

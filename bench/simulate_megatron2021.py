@@ -19,8 +19,10 @@ pipeline parallelism across servers, data parallelism over the rest:
   1008B      8       64     3072      3072          163
 
 This exports each model shape-only (bench/megatron_export.py; the pipelined
-ones with the output layer untied, since dtc refuses a weight shared by two
-stages), fixes the cluster file's GEMM rate on the first row (the rate that
+ones with the output layer untied, as the recorded results were made when
+dtc refused a weight shared by two stages; tied, the 39.1B row simulates
++0.03% slower: the first stage sends the embedding's slices to the last and
+gets their gradient back once per step), fixes the cluster file's GEMM rate on the first row (the rate that
 puts the 1.7B run at its published 137 TFLOP/s per GPU, the cluster file's)
 and predicts the others with that rate:
 each copy's batch in one step (--strategy=ddp with --tp) or, for the
