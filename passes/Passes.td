@@ -426,6 +426,16 @@ def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
     whose gradient lands on a later stage, or a buffer read by two stages,
     is an error.
 
+    With `recompute` (dtc --recompute, activation recomputation), each
+    backward phase of a micro-batch begins by computing the stage's forward
+    ops of that micro-batch again (marked `dtc.recomputed`, which also keeps
+    CSE from merging them with the forward's), from what the stage kept of
+    it: the batch's slices and the values it received; backward reads the
+    copies, so the forward's own results die with its phase. Ops that are
+    not pure (dropout draws new numbers) keep their forward results. A
+    backward phase right after the same micro-batch's forward (the last
+    stage in 1F1B) recomputes nothing.
+
     @eval_step is cut into `@stage<S>_eval` the same way (one batch, no
     micro-batches, forward only): each op on the earliest stage at or after
     its operands' stages and the stage owning a weight it reads; the last
@@ -456,7 +466,10 @@ def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe or 1f1b">,
     Option<"strategy", "strategy", "std::string", /*default=*/"\"pipeline\"",
-           "pipeline or model (recorded as the module's dtc.strategy)">
+           "pipeline or model (recorded as the module's dtc.strategy)">,
+    Option<"recompute", "recompute", "bool", /*default=*/"false",
+           "recompute each micro-batch's forward in its backward phase from the "
+           "stage's inputs (activation recomputation)">
   ];
 }
 

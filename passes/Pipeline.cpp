@@ -44,7 +44,7 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
       pm.addPass(createDifferentiate());
       pm.addPass(createSchedulePipeline(
           {o.microBatches, gpipe ? "gpipe" : "1f1b",
-           o.strategy == Options::Strategy::Model ? "model" : "pipeline"}));
+           o.strategy == Options::Strategy::Model ? "model" : "pipeline", o.recompute}));
       // GPipe keeps all micro-batches' activations until backward anyway:
       // it can afford one weight-gradient GEMM over all of them.
       pm.addPass(createFoldGradientSums({/*batch=*/gpipe}));
@@ -168,6 +168,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
   Option<bool> shardReplicas{*this, "shard-replicas", llvm::cl::init(false)};
   Option<int64_t> tensorParallel{*this, "tp", llvm::cl::init(1)};
   Option<bool> sendEarly{*this, "send-early", llvm::cl::init(true)};
+  Option<bool> recompute{*this, "recompute", llvm::cl::init(false)};
 
   Options toOptions() const {
     Options o;
@@ -205,6 +206,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
     o.shardReplicas = shardReplicas;
     o.tensorParallel = tensorParallel;
     o.sendEarly = sendEarly;
+    o.recompute = recompute;
     return o;
   }
 };

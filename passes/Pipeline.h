@@ -63,6 +63,7 @@ struct TrainingPipelineOptions {
   bool shardReplicas = false;
   int64_t tensorParallel = 1; // --tp: ranks of a tensor-parallel group
   bool sendEarly = true;
+  bool recompute = false;   // pipelines: activation recomputation
 
   bool isPipeline() const {
     return strategy == Strategy::Model || strategy == Strategy::Pipeline;

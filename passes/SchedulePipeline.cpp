@@ -18,9 +18,11 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <functional>
+#include <optional>
 #include <map>
 #include <set>
 
@@ -92,8 +94,9 @@ struct TiedGradient {
 class PipelineBuilder {
 public:
   PipelineBuilder(ModuleOp module, func::FuncOp train, int64_t microBatches,
-                  StringRef schedule)
-      : module(module), train(train), microBatches(microBatches), schedule(schedule) {}
+                  StringRef schedule, bool recompute)
+      : module(module), train(train), microBatches(microBatches), schedule(schedule),
+        recompute(recompute) {}
 
   LogicalResult run();
 
@@ -105,6 +108,7 @@ private:
   void tagTiedWeights();
   LogicalResult buildStage(int64_t stage);
   void exchangeTiedWeights();
+  void recomputeForward(int64_t m, ArrayRef<Operation *> forwardOps);
   Value sumOf(ArrayRef<Value> contributions, Location loc);
   Value receiveContributions(const TiedGradient &split);
   void sendContributions();
@@ -117,6 +121,7 @@ private:
   func::FuncOp train;
   int64_t microBatches;
   StringRef schedule;
+  bool recompute;
   int64_t numStages = 0;
 
   llvm::DenseMap<Operation *, int64_t> stageOf;
@@ -316,6 +321,25 @@ void PipelineBuilder::exchangeTiedWeights() {
     builder.create<SendWaitOp>(value.getLoc(), token, value);
 }
 
+/// --recompute: at the start of micro-batch m's backward phase, the stage's
+/// forward ops of m computed again from what it kept (its inputs: the
+/// micro-batch's slices and the values received), and backward reads
+/// these; the forward's own results die with the forward phase. Nothing is
+/// sent again. Ops that are not pure functions of their operands (dropout
+/// draws new numbers) are not recomputed: their results are kept.
+void PipelineBuilder::recomputeForward(int64_t m, ArrayRef<Operation *> forwardOps) {
+  for (Operation *op : forwardOps) {
+    const bool pure = mlir::isMemoryEffectFree(op) || !isa<MemoryEffectOpInterface>(op);
+    if (!pure || isa<DropoutOp, DropoutIfOp, AssignOp>(op))
+      continue;
+    for (Value operand : op->getOperands())
+      values[m].map(operand, lookup(operand, m));
+    Operation *clone = builder.clone(*op, values[m]);  // maps op's results to the clone's
+    clone->removeAttr(dtc::attr::kStage);
+    clone->setAttr(dtc::attr::kRecomputed, builder.getI64IntegerAttr(m));
+  }
+}
+
 /// This stage's sums over the micro-batches of `contributions`, added in
 /// their order.
 Value PipelineBuilder::sumOf(ArrayRef<Value> contributions, Location loc) {
@@ -474,12 +498,19 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
 
   llvm::MapVector<StringAttr, Value> gradientSums;
   Value lossSum;
+  std::optional<Phase> previous;
   for (Phase phase : scheduleOf(schedule, stage, numStages, microBatches)) {
     int64_t m = phase.microBatch;
     builder.create<SchedulePhaseOp>(train.getLoc(),
                                     builder.getStringAttr(phase.backward ? "backward"
                                                                          : "forward"),
                                     builder.getI64IntegerAttr(m));
+    // Right after its own forward (the last stage's 1F1B) nothing was freed.
+    const bool rightAfterForward =
+        previous && !previous->backward && previous->microBatch == m;
+    if (recompute && phase.backward && !rightAfterForward)
+      recomputeForward(m, forwardOps);
+    previous = phase;
     for (Operation *op : phase.backward ? backwardOps : forwardOps) {
       if (auto gradient = dyn_cast<GradientOp>(op)) {
         // Summed over the micro-batches; the mean goes to the optimizer.
@@ -581,7 +612,7 @@ struct SchedulePipelinePass : dtc::impl::SchedulePipelineBase<SchedulePipelinePa
       module.emitError("dtc-schedule-pipeline needs @train_step (run dtc-differentiate first)");
       return signalPassFailure();
     }
-    PipelineBuilder pipeline(module, train, microBatches, schedule);
+    PipelineBuilder pipeline(module, train, microBatches, schedule, recompute);
     if (failed(pipeline.run()))
       return signalPassFailure();
     int64_t stages = 0;

@@ -240,6 +240,12 @@ cl::opt<bool> sendEarly("send-early",
                                  "gradients and updates (default true; false keeps autodiff's "
                                  "order: one stage busy at a time)"),
                         cl::init(true), cl::cat(dtcCategory));
+cl::opt<bool> recompute("recompute",
+                        cl::desc("model/pipeline: keep only each stage's inputs of a micro-batch "
+                                 "until its backward and compute its forward again there "
+                                 "(activation recomputation: less activation memory, about a "
+                                 "third more compute)"),
+                        cl::init(false), cl::cat(dtcCategory));
 cl::opt<std::string> emitSchedule("emit-schedule",
                                   cl::desc("model/pipeline: write the planned timeline of one "
                                            "step as a Chrome trace (chrome://tracing, Perfetto); "
@@ -531,6 +537,7 @@ mlir::FailureOr<dtc::CompileJob> jobFromFlags(mlir::MLIRContext &context) {
   o.shardReplicas = isPipeline() && shard.getNumOccurrences() > 0;
   o.tensorParallel = tensorParallel;
   o.sendEarly = sendEarly;
+  o.recompute = recompute;
   return job;
 }
 
@@ -746,6 +753,11 @@ int main(int argc, char **argv) {
       !isPipeline()) {
     llvm::errs() << "dtc: error: --strategy=" << strategy
                  << " is not supported (expected none, ddp, fsdp, model, pipeline or auto)\n";
+    return 1;
+  }
+  if (recompute && !isPipeline()) {
+    llvm::errs() << "dtc: error: --recompute recomputes a pipeline stage's forward in its "
+                    "backward: it is for --strategy=model|pipeline\n";
     return 1;
   }
   if (shard.getNumOccurrences() && strategy != "fsdp") {
