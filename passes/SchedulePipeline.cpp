@@ -78,7 +78,7 @@ struct Edge {
 /// earliest of them, which alone keeps, updates and saves the weight)
 /// and, per other stage reading it, the tag it is sent on each step.
 struct Tied {
-  int64_t owner;
+  int64_t owner = 0;
   llvm::SmallVector<std::pair<int64_t, int64_t>> readers;  // (stage, tag)
 };
 
@@ -86,7 +86,7 @@ struct Tied {
 /// taken apart: each stage sums its own over the micro-batches and sends
 /// that once per step to the owner, which adds them in stage order.
 struct TiedGradient {
-  int64_t owner;
+  int64_t owner = 0;
   std::map<int64_t, SmallVector<Value>> contributions;  // by stage, in order
   llvm::DenseMap<int64_t, int64_t> tags;                       // by sending stage
 };
@@ -261,7 +261,8 @@ void PipelineBuilder::splitTiedGradients() {
       leaves.push_back(v);
     };
     flatten(gradient.getGrad());
-    TiedGradient split{t->second.owner, {}, {}};
+    TiedGradient split;
+    split.owner = t->second.owner;
     bool computed = true;  // every contribution computed by some stage's op
     for (Value leaf : leaves) {
       Operation *def = leaf.getDefiningOp();
