@@ -25,10 +25,11 @@ std::string Plan::describe() const {
                          microBatches,
                          replicas > 1 ? llvm::formatv(" x {0} replicas", replicas).str() : "",
                          tp.empty() ? "" : " x " + tp,
-                         shard.empty()           ? ""
-                         : shard == "optimizer"  ? ", ZeRO-1"
-                         : shard == "gradients"  ? ", ZeRO-2"
-                                                 : ", ZeRO-3")
+                         (shard.empty()           ? ""
+                          : shard == "optimizer"  ? ", ZeRO-1"
+                          : shard == "gradients"  ? ", ZeRO-2"
+                                                  : ", ZeRO-3") +
+                             std::string(recompute ? ", recompute" : ""))
         .str();
   if (strategy == "ddp" || strategy == "fsdp") {
     std::string name = strategy == "ddp" ? "ddp" : "fsdp " + shard;
@@ -47,6 +48,7 @@ std::string Plan::flags() const {
                        replicas > 1 ? llvm::formatv(" --dp={0}", replicas).str() : "")
              .str();
   if (strategy == "pipeline" && !shard.empty()) f += " --shard=" + shard;
+  if (recompute) f += " --recompute";
   if (tensorParallel > 1) f += llvm::formatv(" --tp={0}", tensorParallel).str();
   f += llvm::formatv(" --batch-size={0}", batchSize).str();
   return llvm::StringRef(f).ltrim().str();

@@ -136,6 +136,7 @@ CompileJob withPlan(const CompileJob &base, const Plan &plan) {
   o.dataParallel = plan.strategy == "pipeline" ? plan.replicas : 1;
   o.shardReplicas = plan.strategy == "pipeline" && !plan.shard.empty();
   o.microBatches = plan.microBatches;
+  o.recompute = plan.recompute;
   job.batchSize = plan.batchSize;
   return job;
 }
@@ -151,7 +152,9 @@ mlir::FailureOr<AutoChoice> chooseAutoPlan(mlir::MLIRContext &context,
   importOnly.runPipeline = false;
   if (!compile(context, importOnly))
     return mlir::failure();
-  for (const Plan &plan : candidatePlans(devices, choice.globalBatch)) {
+  std::vector<Plan> plans = candidatePlans(devices, choice.globalBatch);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Plan plan = plans[i];
     PlanResult result;
     result.plan = plan;
     result.refusal = targetRefusal(plan, job.pipeline);
@@ -170,11 +173,19 @@ mlir::FailureOr<AutoChoice> chooseAutoPlan(mlir::MLIRContext &context,
     mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, withPlan(job, plan));
     if (!module || mlir::failed(predictPlan(*module, cluster, result)))
       result.refusal = error.empty() ? "does not compile" : error;
-    else if (result.bytesPerDevice > memoryLimit)
+    else if (result.bytesPerDevice > memoryLimit) {
       result.refusal = llvm::formatv("needs {0:f1} MiB per device, over {1:f1} MiB",
                                      double(result.bytesPerDevice) / (1 << 20),
                                      double(memoryLimit) / (1 << 20))
                            .str();
+      // A pipeline over the limit: weighed again recomputing activations
+      // (never faster, so not weighed where the plain plan fits).
+      if (plan.strategy == "pipeline" && !plan.recompute) {
+        Plan again = plan;
+        again.recompute = true;
+        plans.insert(plans.begin() + long(i) + 1, again);
+      }
+    }
     choice.plans.push_back(result);
   }
   std::vector<size_t> order;

@@ -962,6 +962,19 @@ int main(int argc, char **argv) {
                      << " to fit (--shard=" << name << ")\n";
     }
   }
+  // A pipeline that does not fit: recompute activations first (no
+  // communication, only compute), then shard as below.
+  if (!memoryLimit.empty() && job.runPipeline && job.pipeline.isPipeline() &&
+      !job.pipeline.recompute && !autoPlanned && parseSize(memoryLimit) > 0 && ranks >= 0 &&
+      !checkMemoryLimit(*module, job, /*quiet=*/true)) {
+    job.pipeline.recompute = true;
+    module = dtc::compile(context, job, &binaryModel);
+    if (!module)
+      return 1;
+    if (checkMemoryLimit(*module, job, /*quiet=*/true))
+      llvm::errs() << "dtc: note: --memory-limit=" << memoryLimit
+                   << ": recomputing each stage's activations in backward to fit (--recompute)\n";
+  }
   // A pipeline with replicas and no --shard likewise: each stage's
   // optimizer state sharded over its replicas (ZeRO-1), then its gradients
   // freed in backward too (ZeRO-2), then its weights (ZeRO-3), whichever
