@@ -9,22 +9,17 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
-#include "dialect/PlanAttributes.h"
-
+#include "passes/PipelineBuilder.h"
 #include "passes/PipelineEvalStages.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/MapVector.h"
 
-#include <functional>
 #include <optional>
-#include <map>
-#include <set>
 
 namespace dtc {
 #define GEN_PASS_DEF_SCHEDULEPIPELINE
@@ -33,15 +28,9 @@ namespace dtc {
 
 using namespace mlir;
 using namespace dtc;
+using namespace dtc::pipeline;
 
 namespace {
-
-/// One piece of a stage's schedule: the forward or backward pass of one
-/// micro-batch.
-struct Phase {
-  bool backward;
-  int64_t microBatch;
-};
 
 /// The order in which stage `stage` of `stages` runs its phases.
 SmallVector<Phase> scheduleOf(StringRef schedule, int64_t stage, int64_t stages,
@@ -69,82 +58,7 @@ SmallVector<Phase> scheduleOf(StringRef schedule, int64_t stage, int64_t stages,
   return order;
 }
 
-/// A value one stage computes and another reads.
-struct Edge {
-  int64_t from, to, tag;
-};
-
-/// Weights read by more than one stage (tied weights): the owner (the
-/// earliest of them, which alone keeps, updates and saves the weight)
-/// and, per other stage reading it, the tag it is sent on each step.
-struct Tied {
-  int64_t owner = 0;
-  llvm::SmallVector<std::pair<int64_t, int64_t>> readers;  // (stage, tag)
-};
-
-/// A tied weight's gradient, autodiff's sum of its readers' contributions
-/// taken apart: each stage sums its own over the micro-batches and sends
-/// that once per step to the owner, which adds them in stage order.
-struct TiedGradient {
-  int64_t owner = 0;
-  std::map<int64_t, SmallVector<Value>> contributions;  // by stage, in order
-  llvm::DenseMap<int64_t, int64_t> tags;                       // by sending stage
-};
-
-class PipelineBuilder {
-public:
-  PipelineBuilder(ModuleOp module, func::FuncOp train, int64_t microBatches,
-                  StringRef schedule, bool recompute)
-      : module(module), train(train), microBatches(microBatches), schedule(schedule),
-        recompute(recompute) {}
-
-  LogicalResult run();
-
-private:
-  LogicalResult assignStages();
-  LogicalResult assignParams();
-  void splitTiedGradients();
-  void findEdges();
-  void tagTiedWeights();
-  LogicalResult buildStage(int64_t stage);
-  void exchangeTiedWeights();
-  void recomputeForward(int64_t m, ArrayRef<Operation *> forwardOps);
-  Value sumOf(ArrayRef<Value> contributions, Location loc);
-  Value receiveContributions(const TiedGradient &split);
-  void sendContributions();
-
-  /// The value `v` of micro-batch `m` inside the stage being built.
-  Value lookup(Value v, int64_t m);
-  void sendResults(Operation *original, Operation *clone, int64_t m);
-
-  ModuleOp module;
-  func::FuncOp train;
-  int64_t microBatches;
-  StringRef schedule;
-  bool recompute;
-  int64_t numStages = 0;
-
-  llvm::DenseMap<Operation *, int64_t> stageOf;
-  llvm::DenseSet<Operation *> isBackward;
-  Operation *lossOp = nullptr;
-  /// Values read by another stage: (value, reading stage) -> edge.
-  llvm::MapVector<std::pair<Value, int64_t>, Edge> edges;
-  std::map<std::string, Tied> tied;  // by name: one order on every stage
-  llvm::MapVector<Operation *, TiedGradient> tiedGradients;  // by dtc.gradient
-  llvm::DenseSet<Operation *> takenApart;                    // the sums' adds
-  llvm::DenseMap<Value, Operation *> contributionTo;         // -> its dtc.gradient
-
-  // The stage being built.
-  int64_t current = 0;
-  func::FuncOp stageFunc;
-  OpBuilder builder{module.getContext()};
-  std::vector<IRMapping> values;        // per micro-batch
-  llvm::DenseMap<Operation *, Value> freeValues;
-  llvm::StringMap<Value> tiedValues;  // the tied weights this stage reads
-  llvm::DenseMap<Value, Value> contributionSums;  // over this stage's micro-batches
-  llvm::DenseMap<std::pair<unsigned, int64_t>, Value> slices;
-  llvm::DenseMap<int64_t, std::pair<Value, Value>> pendingSends;   // tag -> (token, value)
-};
+} // namespace
 
 LogicalResult PipelineBuilder::assignStages() {
   auto ret = cast<func::ReturnOp>(train.front().getTerminator());
@@ -182,146 +96,6 @@ LogicalResult PipelineBuilder::assignStages() {
   return success();
 }
 
-LogicalResult PipelineBuilder::assignParams() {
-  SymbolTable symbols(module);
-  Builder b(module.getContext());
-  // Every stage that reads a parameter, and the ones that write it (its
-  // gradient, a buffer's assignment): those must be its owner.
-  llvm::StringMap<std::set<int64_t>> readers;
-  SmallVector<std::pair<Operation *, StringRef>> writers;
-  auto isState = [&](StringRef name) {
-    auto param = symbols.lookup<ParamOp>(name);
-    return param && param.getKind() != ParamKind::constant;
-  };
-  for (Operation &op : train.front().without_terminator()) {
-    if (op.hasTrait<trait::StageFree>())
-      continue;
-    for (Value operand : op.getOperands())
-      if (auto ref = operand.getDefiningOp<ParamRefOp>(); ref && isState(ref.getName()))
-        readers[ref.getName()].insert(stageOf.lookup(&op));
-    if (auto gradient = dyn_cast<GradientOp>(op); gradient && isState(gradient.getParam()))
-      writers.push_back({&op, gradient.getParam()});
-    if (auto assign = dyn_cast<AssignOp>(op); assign && isState(assign.getName()))
-      writers.push_back({&op, assign.getName()});
-  }
-  llvm::StringMap<int64_t> owner;
-  for (auto &[name, stages] : readers)
-    owner[name] = *stages.begin();
-  for (auto [op, name] : writers)
-    owner.try_emplace(name, stageOf.lookup(op));
-  for (auto [op, name] : writers)
-    if (int64_t stage = stageOf.lookup(op); stage != owner[name])
-      return op->emitError() << "'" << name << "' is read by stage " << owner[name]
-                             << " and written by stage " << stage
-                             << "; a weight shared across stages must be updated by the "
-                                "first stage that reads it";
-  for (auto &[name, stage] : owner) {
-    auto param = symbols.lookup<ParamOp>(name);
-    param->setAttr(dtc::attr::kStage, b.getI64IntegerAttr(stage));
-    auto it = readers.find(name);
-    if (it == readers.end() || it->second.size() < 2)
-      continue;
-    // Tied weights: the owner sends the weight to the others each step;
-    // their gradients come back through the edges autodiff's sum makes.
-    if (param.getKind() != ParamKind::weight)
-      return param.emitError() << "'" << name << "' is read by stages " << *it->second.begin()
-                               << " and " << *std::next(it->second.begin())
-                               << "; a buffer shared across stages is not supported: choose "
-                                  "--split-at points that keep its users in one stage";
-    Tied &t = tied[name.str()];
-    t.owner = stage;
-    for (int64_t reader : it->second)
-      if (reader != stage)
-        t.readers.push_back({reader, -1});
-  }
-  return success();
-}
-
-/// Finds each tied weight's gradient sum (the adds autodiff made over the
-/// contributions of the ops reading it) spanning stages, and takes it apart.
-void PipelineBuilder::splitTiedGradients() {
-  for (Operation &op : train.front().without_terminator()) {
-    auto gradient = dyn_cast<GradientOp>(op);
-    if (!gradient)
-      continue;
-    auto t = tied.find(gradient.getParam().str());
-    if (t == tied.end())
-      continue;
-    SmallVector<Value> leaves;
-    SmallVector<Operation *> adds;
-    std::function<void(Value)> flatten = [&](Value v) {
-      auto add = v.getDefiningOp<AddOp>();
-      if (add && isBackward.contains(add) && add->hasOneUse() &&
-          add.getLhs().getType() == v.getType() && add.getRhs().getType() == v.getType()) {
-        adds.push_back(add);
-        flatten(add.getLhs());
-        flatten(add.getRhs());
-        return;
-      }
-      leaves.push_back(v);
-    };
-    flatten(gradient.getGrad());
-    TiedGradient split;
-    split.owner = t->second.owner;
-    bool computed = true;  // every contribution computed by some stage's op
-    for (Value leaf : leaves) {
-      Operation *def = leaf.getDefiningOp();
-      computed &= def && !def->hasTrait<trait::StageFree>() && stageOf.count(def);
-      if (computed)
-        split.contributions[stageOf[def]].push_back(leaf);
-    }
-    if (!computed || split.contributions.size() < 2)
-      continue;
-    for (Value leaf : leaves)
-      contributionTo[leaf] = gradient;
-    takenApart.insert(adds.begin(), adds.end());
-    tiedGradients.insert({gradient, std::move(split)});
-  }
-}
-
-/// Tags after the edges' for the tied weights' sends and their gradients'.
-void PipelineBuilder::tagTiedWeights() {
-  int64_t tag = int64_t(edges.size());
-  for (auto &[name, t] : tied)
-    for (auto &reader : t.readers)
-      reader.second = tag++;
-  for (auto &[gradient, split] : tiedGradients)
-    for (auto &[stage, leaves] : split.contributions)
-      if (stage != split.owner)
-        split.tags[stage] = tag++;
-}
-
-/// At the start of the stage's step: the tied weights it owns sent to the
-/// stages that read them, and those it reads received, all in one order of
-/// names on every stage (readers come after the owner, so the sends of
-/// one stage wait only on later stages' first receives).
-void PipelineBuilder::exchangeTiedWeights() {
-  tiedValues.clear();
-  SmallVector<std::pair<Value, Value>> sends;  // (token, value)
-  for (auto &[name, t] : tied) {
-    auto param = module.lookupSymbol<ParamOp>(name);
-    Location loc = param.getLoc();
-    if (t.owner == current) {
-      Value weight = builder.create<ParamRefOp>(loc, param.getType(), name);
-      tiedValues[name] = weight;
-      for (auto [reader, tag] : t.readers)
-        sends.push_back({builder.create<SendStartOp>(loc, weight,
-                                                     builder.getI64IntegerAttr(reader),
-                                                     builder.getI64IntegerAttr(tag)),
-                         weight});
-      continue;
-    }
-    for (auto [reader, tag] : t.readers)
-      if (reader == current)
-        tiedValues[name] = builder.create<RecvOp>(loc, param.getType(),
-                                                  builder.getI64IntegerAttr(t.owner),
-                                                  builder.getI64IntegerAttr(tag));
-  }
-  // Waited for before anything can update the weights.
-  for (auto [token, value] : sends)
-    builder.create<SendWaitOp>(value.getLoc(), token, value);
-}
-
 /// --recompute: at the start of micro-batch m's backward phase, the stage's
 /// forward ops of m computed again from what it kept (its inputs: the
 /// micro-batch's slices and the values received), and backward reads
@@ -338,51 +112,6 @@ void PipelineBuilder::recomputeForward(int64_t m, ArrayRef<Operation *> forwardO
     Operation *clone = builder.clone(*op, values[m]);  // maps op's results to the clone's
     clone->removeAttr(dtc::attr::kStage);
     clone->setAttr(dtc::attr::kRecomputed, builder.getI64IntegerAttr(m));
-  }
-}
-
-/// This stage's sums over the micro-batches of `contributions`, added in
-/// their order.
-Value PipelineBuilder::sumOf(ArrayRef<Value> contributions, Location loc) {
-  Value total;
-  for (Value c : contributions) {
-    Value sum = contributionSums.lookup(c);
-    total = total ? builder.create<AddOp>(loc, total, sum).getResult() : sum;
-  }
-  return total;
-}
-
-/// On the owner, after its last micro-batch: its own contributions, then
-/// each other stage's total in stage order.
-Value PipelineBuilder::receiveContributions(const TiedGradient &split) {
-  Location loc = train.getLoc();
-  Value total;
-  if (auto own = split.contributions.find(current); own != split.contributions.end())
-    total = sumOf(own->second, loc);
-  for (auto &[stage, leaves] : split.contributions) {
-    if (stage == current)
-      continue;
-    Value received = builder.create<RecvOp>(loc, leaves.front().getType(),
-                                            builder.getI64IntegerAttr(stage),
-                                            builder.getI64IntegerAttr(split.tags.lookup(stage)));
-    total = total ? builder.create<AddOp>(loc, total, received).getResult() : received;
-  }
-  return total;
-}
-
-/// On the other stages, after their last micro-batch: their total of each
-/// tied weight's contributions, sent to its owner once.
-void PipelineBuilder::sendContributions() {
-  for (auto &[gradient, split] : tiedGradients) {
-    auto mine = split.contributions.find(current);
-    if (current == split.owner || mine == split.contributions.end())
-      continue;
-    Value total = sumOf(mine->second, gradient->getLoc());
-    int64_t tag = split.tags.lookup(current);
-    Value token = builder.create<SendStartOp>(gradient->getLoc(), total,
-                                              builder.getI64IntegerAttr(split.owner),
-                                              builder.getI64IntegerAttr(tag));
-    pendingSends[tag] = {token, total};
   }
 }
 
@@ -593,6 +322,8 @@ LogicalResult PipelineBuilder::run() {
       return failure();
   return success();
 }
+
+namespace {
 
 struct SchedulePipelinePass : dtc::impl::SchedulePipelineBase<SchedulePipelinePass> {
   using SchedulePipelineBase::SchedulePipelineBase;
