@@ -174,7 +174,7 @@ mlir::FailureOr<AutoChoice> chooseAutoPlan(mlir::MLIRContext &context,
     if (!module || mlir::failed(predictPlan(*module, cluster, result)))
       result.refusal = error.empty() ? "does not compile" : error;
     else if (result.bytesPerDevice > memoryLimit) {
-      result.refusal = llvm::formatv("needs {0:f1} MiB per device, over {1:f1} MiB",
+      result.refusal = llvm::formatv("needs {0:f2} MiB per device, over {1:f2} MiB",
                                      double(result.bytesPerDevice) / (1 << 20),
                                      double(memoryLimit) / (1 << 20))
                            .str();
