@@ -426,15 +426,22 @@ def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
     whose gradient lands on a later stage, or a buffer read by two stages,
     is an error.
 
-    With `recompute` (dtc --recompute, activation recomputation), each
+    With `recompute=full` (dtc --recompute, activation recomputation), each
     backward phase of a micro-batch begins by computing the stage's forward
     ops of that micro-batch again (marked `dtc.recomputed`, which also keeps
     CSE from merging them with the forward's), from what the stage kept of
     it: the batch's slices and the values it received; backward reads the
-    copies, so the forward's own results die with its phase. Ops that are
-    not pure (dropout draws new numbers) keep their forward results. A
-    backward phase right after the same micro-batch's forward (the last
-    stage in 1F1B) recomputes nothing.
+    copies, so the forward's own results die with its phase. Only ops whose
+    results the stage's backward reads (directly or through another
+    recomputed op) run again. Ops that are not pure (dropout draws new
+    numbers) keep their forward results. With `recompute=selective` the
+    contractions over a weight (`dtc.gemm`, `dtc.matmul` and convolutions
+    with an operand that does not depend on the batch: most of the step's
+    FLOPs) keep their results too, and the cheap ops between them
+    (normalizations, activation functions, softmax, masks, residual sums,
+    attention's products of two activations) are recomputed. A backward
+    phase right after the same micro-batch's forward (the last stage in
+    1F1B) recomputes nothing.
 
     @eval_step is cut into `@stage<S>_eval` the same way (one batch, no
     micro-batches, forward only): each op on the earliest stage at or after
@@ -467,9 +474,10 @@ def SchedulePipeline : Pass<"dtc-schedule-pipeline", "mlir::ModuleOp"> {
            "gpipe or 1f1b">,
     Option<"strategy", "strategy", "std::string", /*default=*/"\"pipeline\"",
            "pipeline or model (recorded as the module's dtc.strategy)">,
-    Option<"recompute", "recompute", "bool", /*default=*/"false",
-           "recompute each micro-batch's forward in its backward phase from the "
-           "stage's inputs (activation recomputation)">
+    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
+           "none, full (each micro-batch's forward computed again in its "
+           "backward phase from the stage's inputs) or selective (all but the "
+           "contractions over a weight)">
   ];
 }
 

@@ -44,7 +44,10 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
       pm.addPass(createDifferentiate());
       pm.addPass(createSchedulePipeline(
           {o.microBatches, gpipe ? "gpipe" : "1f1b",
-           o.strategy == Options::Strategy::Model ? "model" : "pipeline", o.recompute}));
+           o.strategy == Options::Strategy::Model ? "model" : "pipeline",
+           o.recompute == Options::Recompute::Full        ? "full"
+           : o.recompute == Options::Recompute::Selective ? "selective"
+                                                          : "none"}));
       // GPipe keeps all micro-batches' activations until backward anyway:
       // it can afford one weight-gradient GEMM over all of them.
       pm.addPass(createFoldGradientSums({/*batch=*/gpipe}));
@@ -168,7 +171,11 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
   Option<bool> shardReplicas{*this, "shard-replicas", llvm::cl::init(false)};
   Option<int64_t> tensorParallel{*this, "tp", llvm::cl::init(1)};
   Option<bool> sendEarly{*this, "send-early", llvm::cl::init(true)};
-  Option<bool> recompute{*this, "recompute", llvm::cl::init(false)};
+  Option<Options::Recompute> recompute{
+      *this, "recompute", llvm::cl::init(Options::Recompute::None),
+      llvm::cl::values(clEnumValN(Options::Recompute::None, "none", ""),
+                       clEnumValN(Options::Recompute::Full, "full", ""),
+                       clEnumValN(Options::Recompute::Selective, "selective", ""))};
 
   Options toOptions() const {
     Options o;

@@ -24,6 +24,10 @@ struct TrainingPipelineOptions {
   enum class Optimizer { Sgd, Adam, AdamW };
   // --strategy=fsdp: what is sharded (the ZeRO paper's stages 1, 2 and 3).
   enum class Shard { Optimizer, Gradients, Parameters };
+  // Pipelines: which of a stage's forward results backward computes again
+  // instead of keeping them (activation recomputation): none, all of them,
+  // or all but the contractions over a weight (GEMMs, convolutions).
+  enum class Recompute { None, Full, Selective };
 
   Mode mode = Mode::Train;
   Strategy strategy = Strategy::None;
@@ -63,7 +67,7 @@ struct TrainingPipelineOptions {
   bool shardReplicas = false;
   int64_t tensorParallel = 1; // --tp: ranks of a tensor-parallel group
   bool sendEarly = true;
-  bool recompute = false;   // pipelines: activation recomputation
+  Recompute recompute = Recompute::None;  // pipelines: activation recomputation
 
   bool isPipeline() const {
     return strategy == Strategy::Model || strategy == Strategy::Pipeline;

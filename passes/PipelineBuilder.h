@@ -11,6 +11,8 @@
 #ifndef DTC_PASSES_PIPELINEBUILDER_H
 #define DTC_PASSES_PIPELINEBUILDER_H
 
+#include "passes/Pipeline.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -54,10 +56,12 @@ struct TiedGradient {
   llvm::DenseMap<int64_t, int64_t> tags;                            // by sending stage
 };
 
+using Recompute = TrainingPipelineOptions::Recompute;
+
 class PipelineBuilder {
 public:
   PipelineBuilder(mlir::ModuleOp module, mlir::func::FuncOp train, int64_t microBatches,
-                  llvm::StringRef schedule, bool recompute)
+                  llvm::StringRef schedule, Recompute recompute)
       : module(module), train(train), microBatches(microBatches), schedule(schedule),
         recompute(recompute) {}
 
@@ -71,7 +75,11 @@ private:
   void tagTiedWeights();
   mlir::LogicalResult buildStage(int64_t stage);
   void exchangeTiedWeights();
-  void recomputeForward(int64_t m, llvm::ArrayRef<mlir::Operation *> forwardOps);
+  void findActivations();
+  bool recomputes(mlir::Operation *op) const;
+  llvm::SmallVector<mlir::Operation *>
+  opsToRecompute(llvm::ArrayRef<mlir::Operation *> forwardOps) const;
+  void recomputeForward(int64_t m, llvm::ArrayRef<mlir::Operation *> ops);
   mlir::Value sumOf(llvm::ArrayRef<mlir::Value> contributions, mlir::Location loc);
   mlir::Value receiveContributions(const TiedGradient &split);
   void sendContributions();
@@ -84,12 +92,14 @@ private:
   mlir::func::FuncOp train;
   int64_t microBatches;
   llvm::StringRef schedule;
-  bool recompute;
+  Recompute recompute;
   int64_t numStages = 0;
 
   llvm::DenseMap<mlir::Operation *, int64_t> stageOf;
   llvm::DenseSet<mlir::Operation *> isBackward;
   mlir::Operation *lossOp = nullptr;
+  /// Values that depend on the batch (not only on weights and constants).
+  llvm::DenseSet<mlir::Value> activations;
   /// Values read by another stage: (value, reading stage) -> edge.
   llvm::MapVector<std::pair<mlir::Value, int64_t>, Edge> edges;
   std::map<std::string, Tied> tied;  // by name: one order on every stage

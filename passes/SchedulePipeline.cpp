@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <optional>
 
@@ -96,17 +97,63 @@ LogicalResult PipelineBuilder::assignStages() {
   return success();
 }
 
+/// The values of @train_step that depend on the batch: its arguments and
+/// what is computed from them (the rest comes from weights and constants).
+void PipelineBuilder::findActivations() {
+  for (BlockArgument arg : train.getArguments())
+    activations.insert(arg);
+  for (Operation &op : train.front().without_terminator())
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return activations.contains(v); }))
+      activations.insert(op.result_begin(), op.result_end());
+}
+
+/// Whether backward computes `op` again rather than keeping its results.
+/// Ops that are not pure functions of their operands (dropout draws new
+/// numbers) are never recomputed. Selective recomputation also keeps what
+/// the contractions over a weight compute (GEMMs and convolutions of an
+/// activation with a weight: the step's FLOPs), and recomputes the cheap
+/// ops between them: normalizations, activation functions, softmax, masks,
+/// residual sums, and attention's products of two activations.
+bool PipelineBuilder::recomputes(Operation *op) const {
+  const bool pure = mlir::isMemoryEffectFree(op) || !isa<MemoryEffectOpInterface>(op);
+  if (!pure || isa<DropoutOp, DropoutIfOp, AssignOp>(op))
+    return false;
+  if (recompute != Recompute::Selective)
+    return true;
+  const bool contraction = isa<GemmOp, MatMulOp>(op) || op->hasTrait<trait::Convolution>();
+  const bool overWeight =
+      llvm::any_of(op->getOperands(), [&](Value v) { return !activations.contains(v); });
+  return !(contraction && overWeight);
+}
+
+/// The stage's forward ops its backward computes again, in order: those
+/// recomputes() allows whose results the stage's backward reads, directly
+/// or through another of them (the rest would be computed for nothing).
+SmallVector<Operation *>
+PipelineBuilder::opsToRecompute(ArrayRef<Operation *> forwardOps) const {
+  llvm::DenseSet<Operation *> needed;
+  for (Operation *op : llvm::reverse(forwardOps)) {
+    auto readsIt = [&](Operation *user) {
+      return needed.contains(user) ||
+             (isBackward.contains(user) && stageOf.lookup(user) == current);
+    };
+    if (recomputes(op) && llvm::any_of(op->getUsers(), readsIt))
+      needed.insert(op);
+  }
+  SmallVector<Operation *> ops;
+  for (Operation *op : forwardOps)
+    if (needed.contains(op))
+      ops.push_back(op);
+  return ops;
+}
+
 /// --recompute: at the start of micro-batch m's backward phase, the stage's
-/// forward ops of m computed again from what it kept (its inputs: the
-/// micro-batch's slices and the values received), and backward reads
-/// these; the forward's own results die with the forward phase. Nothing is
-/// sent again. Ops that are not pure functions of their operands (dropout
-/// draws new numbers) are not recomputed: their results are kept.
-void PipelineBuilder::recomputeForward(int64_t m, ArrayRef<Operation *> forwardOps) {
-  for (Operation *op : forwardOps) {
-    const bool pure = mlir::isMemoryEffectFree(op) || !isa<MemoryEffectOpInterface>(op);
-    if (!pure || isa<DropoutOp, DropoutIfOp, AssignOp>(op))
-      continue;
+/// forward ops `ops` of m computed again from what it kept (its inputs: the
+/// micro-batch's slices and the values received, and with selective
+/// recomputation the contractions' results), and backward reads these; the
+/// forward's own results die with the forward phase. Nothing is sent again.
+void PipelineBuilder::recomputeForward(int64_t m, ArrayRef<Operation *> ops) {
+  for (Operation *op : ops) {
     for (Value operand : op->getOperands())
       values[m].map(operand, lookup(operand, m));
     Operation *clone = builder.clone(*op, values[m]);  // maps op's results to the clone's
@@ -225,6 +272,9 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
   for (Operation &op : train.front().without_terminator())
     if (!op.hasTrait<trait::StageFree>() && stageOf[&op] == stage && !takenApart.contains(&op))
       (isBackward.contains(&op) ? backwardOps : forwardOps).push_back(&op);
+  SmallVector<Operation *> recomputedOps;
+  if (recompute != Recompute::None)
+    recomputedOps = opsToRecompute(forwardOps);
 
   llvm::MapVector<StringAttr, Value> gradientSums;
   Value lossSum;
@@ -238,8 +288,8 @@ LogicalResult PipelineBuilder::buildStage(int64_t stage) {
     // Right after its own forward (the last stage's 1F1B) nothing was freed.
     const bool rightAfterForward =
         previous && !previous->backward && previous->microBatch == m;
-    if (recompute && phase.backward && !rightAfterForward)
-      recomputeForward(m, forwardOps);
+    if (recompute != Recompute::None && phase.backward && !rightAfterForward)
+      recomputeForward(m, recomputedOps);
     previous = phase;
     for (Operation *op : phase.backward ? backwardOps : forwardOps) {
       if (auto gradient = dyn_cast<GradientOp>(op)) {
@@ -316,6 +366,7 @@ LogicalResult PipelineBuilder::run() {
     return failure();
   splitTiedGradients();
   findEdges();
+  findActivations();
   tagTiedWeights();
   for (int64_t stage = 0; stage < numStages; ++stage)
     if (failed(buildStage(stage)))
@@ -344,7 +395,17 @@ struct SchedulePipelinePass : dtc::impl::SchedulePipelineBase<SchedulePipelinePa
       module.emitError("dtc-schedule-pipeline needs @train_step (run dtc-differentiate first)");
       return signalPassFailure();
     }
-    PipelineBuilder pipeline(module, train, microBatches, schedule, recompute);
+    std::optional<Recompute> mode = llvm::StringSwitch<std::optional<Recompute>>(recompute)
+                                        .Case("none", Recompute::None)
+                                        .Case("full", Recompute::Full)
+                                        .Case("selective", Recompute::Selective)
+                                        .Default(std::nullopt);
+    if (!mode) {
+      module.emitError() << "--recompute: unknown mode '" << recompute
+                         << "' (expected none, full or selective)";
+      return signalPassFailure();
+    }
+    PipelineBuilder pipeline(module, train, microBatches, schedule, *mode);
     if (failed(pipeline.run()))
       return signalPassFailure();
     int64_t stages = 0;

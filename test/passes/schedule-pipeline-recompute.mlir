@@ -3,12 +3,13 @@
 // slices of the batch and what it received) until that micro-batch's
 // backward phase, which begins by computing the stage's forward ops again
 // (marked dtc.recomputed, which also keeps CSE from merging them with the
-// forward's); backward reads those copies. Nothing is sent again. Dropout
-// draws new numbers each time it runs, so its results are kept, not
-// recomputed. The last stage of 1F1B runs each backward right after its
+// forward's); backward reads those copies. Only what backward reads is
+// recomputed (relu's gradient reads relu's input, not its result), and
+// nothing is sent again. Dropout draws new numbers each time it runs, so
+// its results are kept, not recomputed. The last stage of 1F1B runs each backward right after its
 // forward, where there is nothing to recompute.
-// RUN: dtc-opt %s -dtc-differentiate -dtc-schedule-pipeline="micro-batches=2 schedule=1f1b recompute=true" -dtc-verify-pipeline | FileCheck %s
-// RUN: dtc-opt %s -dtc-differentiate -dtc-schedule-pipeline="micro-batches=2 schedule=1f1b recompute=true" -cse | FileCheck %s --check-prefix=CSE
+// RUN: dtc-opt %s -dtc-differentiate -dtc-schedule-pipeline="micro-batches=2 schedule=1f1b recompute=full" -dtc-verify-pipeline | FileCheck %s
+// RUN: dtc-opt %s -dtc-differentiate -dtc-schedule-pipeline="micro-batches=2 schedule=1f1b recompute=full" -cse | FileCheck %s --check-prefix=CSE
 // RUN: dtc-opt %s -dtc-differentiate -dtc-schedule-pipeline="micro-batches=2 schedule=1f1b" | FileCheck %s --check-prefix=OFF
 
 // CHECK-LABEL: func.func @stage0_step
@@ -20,7 +21,7 @@
 // CHECK-NEXT: dtc.send_start %[[D0]] {peer = 1 : i64, tag = 0 : i64}
 // CHECK: dtc.schedule_phase {micro_batch = 0 : i64, phase = "backward"}
 // CHECK-NEXT: %[[RH0:.*]] = dtc.gemm %[[X0]], %{{.*}} {dtc.recomputed = 0 : i64, transB = true}
-// CHECK-NEXT: dtc.relu %[[RH0]] {dtc.recomputed = 0 : i64}
+// CHECK-NOT: dtc.relu
 // CHECK-NOT: dtc.dropout
 // CHECK-NOT: dtc.send_start
 // CHECK: dtc.recv {peer = 1 : i64, tag = 1 : i64}

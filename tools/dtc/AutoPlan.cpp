@@ -25,11 +25,13 @@ std::string Plan::describe() const {
                          microBatches,
                          replicas > 1 ? llvm::formatv(" x {0} replicas", replicas).str() : "",
                          tp.empty() ? "" : " x " + tp,
-                         (shard.empty()           ? ""
-                          : shard == "optimizer"  ? ", ZeRO-1"
-                          : shard == "gradients"  ? ", ZeRO-2"
-                                                  : ", ZeRO-3") +
-                             std::string(recompute ? ", recompute" : ""))
+                         std::string(shard.empty()           ? ""
+                                     : shard == "optimizer"  ? ", ZeRO-1"
+                                     : shard == "gradients"  ? ", ZeRO-2"
+                                                             : ", ZeRO-3") +
+                             (recompute.empty()         ? ""
+                              : recompute == "selective" ? ", selective recompute"
+                                                         : ", recompute"))
         .str();
   if (strategy == "ddp" || strategy == "fsdp") {
     std::string name = strategy == "ddp" ? "ddp" : "fsdp " + shard;
@@ -48,7 +50,8 @@ std::string Plan::flags() const {
                        replicas > 1 ? llvm::formatv(" --dp={0}", replicas).str() : "")
              .str();
   if (strategy == "pipeline" && !shard.empty()) f += " --shard=" + shard;
-  if (recompute) f += " --recompute";
+  if (recompute == "full") f += " --recompute";
+  if (recompute == "selective") f += " --recompute=selective";
   if (tensorParallel > 1) f += llvm::formatv(" --tp={0}", tensorParallel).str();
   f += llvm::formatv(" --batch-size={0}", batchSize).str();
   return llvm::StringRef(f).ltrim().str();

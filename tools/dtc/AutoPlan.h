@@ -38,7 +38,7 @@ struct Plan {
   int64_t replicas = 1;           // pipeline: --dp; ddp/fsdp: the ranks (of groups with --tp)
   int64_t microBatches = 1;       // pipeline: --micro-batches
   int64_t batchSize = 0;          // the --batch-size it compiles with
-  bool recompute = false;         // pipeline: --recompute
+  std::string recompute;          // pipeline: --recompute=full|selective, or none
 
   int64_t ranks() const;
   /// "ddp on 2 ranks", "pipeline: 2 stages x 4 micro-batches", ...

@@ -136,7 +136,9 @@ CompileJob withPlan(const CompileJob &base, const Plan &plan) {
   o.dataParallel = plan.strategy == "pipeline" ? plan.replicas : 1;
   o.shardReplicas = plan.strategy == "pipeline" && !plan.shard.empty();
   o.microBatches = plan.microBatches;
-  o.recompute = plan.recompute;
+  o.recompute = plan.recompute == "full"        ? Options::Recompute::Full
+                : plan.recompute == "selective" ? Options::Recompute::Selective
+                                                : Options::Recompute::None;
   job.batchSize = plan.batchSize;
   return job;
 }
@@ -178,11 +180,12 @@ mlir::FailureOr<AutoChoice> chooseAutoPlan(mlir::MLIRContext &context,
                                      double(result.bytesPerDevice) / (1 << 20),
                                      double(memoryLimit) / (1 << 20))
                            .str();
-      // A pipeline over the limit: weighed again recomputing activations
-      // (never faster, so not weighed where the plain plan fits).
-      if (plan.strategy == "pipeline" && !plan.recompute) {
+      // A pipeline over the limit: weighed again recomputing the cheap ops,
+      // and if that does not fit either, all activations (never faster, so
+      // not weighed where the plan without fits).
+      if (plan.strategy == "pipeline" && plan.recompute != "full") {
         Plan again = plan;
-        again.recompute = true;
+        again.recompute = plan.recompute.empty() ? "selective" : "full";
         plans.insert(plans.begin() + long(i) + 1, again);
       }
     }

@@ -240,12 +240,14 @@ cl::opt<bool> sendEarly("send-early",
                                  "gradients and updates (default true; false keeps autodiff's "
                                  "order: one stage busy at a time)"),
                         cl::init(true), cl::cat(dtcCategory));
-cl::opt<bool> recompute("recompute",
-                        cl::desc("model/pipeline: keep only each stage's inputs of a micro-batch "
-                                 "until its backward and compute its forward again there "
-                                 "(activation recomputation: less activation memory, about a "
-                                 "third more compute)"),
-                        cl::init(false), cl::cat(dtcCategory));
+cl::opt<std::string> recompute(
+    "recompute", cl::ValueOptional, cl::value_desc("full|selective"),
+    cl::desc("model/pipeline: compute each micro-batch's forward again in its backward "
+             "instead of keeping its activations (activation recomputation): full (the "
+             "default: keep only each stage's inputs, about a third more compute) or "
+             "selective (keep what the GEMMs and convolutions over weights compute, "
+             "recompute the cheap ops between them)"),
+    cl::init(""), cl::cat(dtcCategory));
 cl::opt<std::string> emitSchedule("emit-schedule",
                                   cl::desc("model/pipeline: write the planned timeline of one "
                                            "step as a Chrome trace (chrome://tracing, Perfetto); "
@@ -317,6 +319,18 @@ std::string programPath() {
 }
 
 bool isPipeline() { return strategy == "pipeline" || strategy == "model"; }
+
+/// --recompute's mode (alone: full), or nothing for a value it does not know.
+std::optional<dtc::TrainingPipelineOptions::Recompute> recomputeMode() {
+  using Recompute = dtc::TrainingPipelineOptions::Recompute;
+  if (!recompute.getNumOccurrences() || recompute == "none")
+    return Recompute::None;
+  if (recompute.empty() || recompute == "full")
+    return Recompute::Full;
+  if (recompute == "selective")
+    return Recompute::Selective;
+  return std::nullopt;
+}
 
 /// --memory-limit=SIZE in bytes (K, M, G: powers of 1024), or -1 when not a size.
 int64_t parseSize(llvm::StringRef text) {
@@ -537,7 +551,7 @@ mlir::FailureOr<dtc::CompileJob> jobFromFlags(mlir::MLIRContext &context) {
   o.shardReplicas = isPipeline() && shard.getNumOccurrences() > 0;
   o.tensorParallel = tensorParallel;
   o.sendEarly = sendEarly;
-  o.recompute = recompute;
+  o.recompute = recomputeMode().value_or(Options::Recompute::None);
   return job;
 }
 
@@ -755,7 +769,12 @@ int main(int argc, char **argv) {
                  << " is not supported (expected none, ddp, fsdp, model, pipeline or auto)\n";
     return 1;
   }
-  if (recompute && !isPipeline()) {
+  if (!recomputeMode()) {
+    llvm::errs() << "dtc: error: --recompute=" << recompute
+                 << ": expected full or selective\n";
+    return 1;
+  }
+  if (recompute.getNumOccurrences() && !isPipeline()) {
     llvm::errs() << "dtc: error: --recompute recomputes a pipeline stage's forward in its "
                     "backward: it is for --strategy=model|pipeline\n";
     return 1;
@@ -963,17 +982,27 @@ int main(int argc, char **argv) {
     }
   }
   // A pipeline that does not fit: recompute activations first (no
-  // communication, only compute), then shard as below.
+  // communication, only compute; the cheap ops alone, then all of them),
+  // then shard as below.
   if (!memoryLimit.empty() && job.runPipeline && job.pipeline.isPipeline() &&
-      !job.pipeline.recompute && !autoPlanned && parseSize(memoryLimit) > 0 && ranks >= 0 &&
-      !checkMemoryLimit(*module, job, /*quiet=*/true)) {
-    job.pipeline.recompute = true;
-    module = dtc::compile(context, job, &binaryModel);
-    if (!module)
-      return 1;
-    if (checkMemoryLimit(*module, job, /*quiet=*/true))
-      llvm::errs() << "dtc: note: --memory-limit=" << memoryLimit
-                   << ": recomputing each stage's activations in backward to fit (--recompute)\n";
+      !recompute.getNumOccurrences() && !autoPlanned && parseSize(memoryLimit) > 0 &&
+      ranks >= 0) {
+    using Recompute = PipelineOptions::Recompute;
+    for (Recompute mode : {Recompute::Selective, Recompute::Full}) {
+      if (checkMemoryLimit(*module, job, /*quiet=*/true))
+        break;
+      job.pipeline.recompute = mode;
+      module = dtc::compile(context, job, &binaryModel);
+      if (!module)
+        return 1;
+      if (checkMemoryLimit(*module, job, /*quiet=*/true))
+        llvm::errs() << "dtc: note: --memory-limit=" << memoryLimit
+                     << (mode == Recompute::Selective
+                             ? ": recomputing the cheap ops of each stage's forward in "
+                               "backward to fit (--recompute=selective)\n"
+                             : ": recomputing each stage's activations in backward to fit "
+                               "(--recompute)\n");
+    }
   }
   // A pipeline with replicas and no --shard likewise: each stage's
   // optimizer state sharded over its replicas (ZeRO-1), then its gradients
