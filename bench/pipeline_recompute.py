@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Activation recomputation (dtc --recompute) in a pipeline: each stage's
-planned arena (its activations) and the step's speed, with and without.
+planned arena (its activations) and the step's speed, without it, with
+--recompute=selective and with --recompute (full).
 
-The models: the zoo's ViT-tiny and BERT-style encoder (test/zoo/zoo_models.py),
---strategy=pipeline --stages=2 on 2 ranks, 1F1B, a step of 128 samples in
-8 micro-batches of 16, AdamW, synthetic data, one thread per rank. Each
+The models: the zoo's ViT-tiny, BERT-style encoder and nanoGPT
+(test/zoo/zoo_models.py), --strategy=pipeline --stages=2 on 2 ranks, 1F1B,
+a step of 128 samples in 8 micro-batches of 16, AdamW, synthetic data, one
+thread per rank. Each
 configuration trains --steps steps --rounds times, taking turns; samples/s
 = 128 / median step time after the warm-up, the median round. The arena of
 each stage is the compiled memory plan's (rank_memory in the metrics).
@@ -23,8 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fsdp_memory import ROOT, run  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
-MODELS = ["vit_tiny", "bert_encoder"]
+MODELS = ["vit_tiny", "bert_encoder", "nanogpt"]
 BATCH, MICRO = 128, 8
+MODES = ["off", "selective", "full"]
 
 
 def export(name, path):
@@ -47,15 +50,15 @@ def main():
         onnx = os.path.join(work, name + ".onnx")
         export(name, onnx)
         programs = {}
-        for mode in ("off", "on"):
+        for mode in MODES:
             prog = os.path.join(work, f"{name}-{mode}")
             flags = ["--strategy=pipeline", "--stages=2", f"--micro-batches={MICRO}",
                      f"--batch-size={BATCH}", "--optimizer=adamw", "--lr=1e-3"]
-            if mode == "on":
-                flags.append("--recompute")
+            if mode != "off":
+                flags.append(f"--recompute={mode}")
             subprocess.run([dtc, onnx, "-o", prog] + flags, check=True)
             programs[mode] = prog
-        rates = {"off": [], "on": []}
+        rates = {mode: [] for mode in MODES}
         memory = {}
         for r in range(args.rounds):
             for mode, prog in programs.items():
@@ -66,16 +69,16 @@ def main():
         rows.append((name, memory, {m: statistics.median(v) for m, v in rates.items()}))
         print(name, memory, rates, flush=True)
 
-    out = ["# Activation recomputation in a pipeline (--recompute)", "",
+    out = ["# Activation recomputation in a pipeline (--recompute[=selective])", "",
            f"Produced by `{' '.join(['/usr/bin/python3 bench/pipeline_recompute.py'] + sys.argv[1:])}` "
            f"on {datetime.date.today()} "
            f"({os.cpu_count()} cores). " + " ".join(__doc__.split("\n\n")[1].split()), "",
-           "| model | arena stage 0, MiB (off -> on) | arena stage 1, MiB (off -> on) | "
-           "samples/s off | samples/s on | on / off |", "|---|---|---|---|---|---|"]
+           "| model | recompute | arena stage 0, MiB | arena stage 1, MiB | samples/s | "
+           "/ off |", "|---|---|---|---|---|---|"]
     for name, memory, rate in rows:
-        out.append(f"| {name} | {memory['off'][0]:.2f} -> {memory['on'][0]:.2f} | "
-                   f"{memory['off'][1]:.2f} -> {memory['on'][1]:.2f} | {rate['off']:.1f} | "
-                   f"{rate['on']:.1f} | {rate['on'] / rate['off']:.2f} |")
+        for mode in MODES:
+            out.append(f"| {name} | {mode} | {memory[mode][0]:.2f} | {memory[mode][1]:.2f} | "
+                       f"{rate[mode]:.1f} | {rate[mode] / rate['off']:.2f} |")
     text = "\n".join(out) + "\n"
     print(text)
     if args.out:
