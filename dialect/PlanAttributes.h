@@ -30,7 +30,8 @@ inline constexpr char kStateOf[] = "dtc.state_of";
 /// On ops and params of a pipeline: the stage that runs or owns them (I64).
 inline constexpr char kStage[] = "dtc.stage";
 /// On a forward op a pipeline stage computes again in a micro-batch's
-/// backward phase (--recompute): that micro-batch (I64). It also keeps CSE
+/// backward phase (--recompute): that micro-batch (I64); outside pipelines
+/// (dtc-recompute-activations), the forward's segment. It also keeps CSE
 /// from merging the copy with the forward's op.
 inline constexpr char kRecomputed[] = "dtc.recomputed";
 /// On the module of a pipeline: each stage's own state buffer, the only one

@@ -226,6 +226,45 @@ def AddOptimizer : Pass<"dtc-add-optimizer", "mlir::ModuleOp"> {
   ];
 }
 
+def RecomputeActivations : Pass<"dtc-recompute-activations", "mlir::ModuleOp"> {
+  let summary = "Activation recomputation in a step that is not a pipeline";
+  let description = [{
+    `dtc --recompute[=selective]` without a pipeline (one process, ddp,
+    fsdp, --tp; pipelines recompute in dtc-schedule-pipeline). Runs after
+    dtc-differentiate. The forward of @train_step (its ops up to the loss)
+    is cut into segments of equally many ops computing activations: `segments`
+    of them, or the square root of their number (Chen et al. 2016). A
+    segment's results that a later segment reads or the step returns are its
+    checkpoints, kept as before. Its other results that backward reads are
+    computed again right before the first backward op reading one of them
+    (clones marked `dtc.recomputed` with the segment's number, which also
+    keeps CSE from merging them with the forward's), from the checkpoints,
+    and backward reads the copies: the forward's own results die once the
+    forward has used them. Only ops whose results backward reads (directly
+    or through another copy) run again; the last segment, whose backward
+    follows its forward at once, recomputes nothing.
+
+    Which ops may be recomputed is dtc-schedule-pipeline's rule: never
+    dropout (new random numbers) or other impure ops; with
+    `mode=selective`, not the contractions over a weight (`dtc.gemm`,
+    `dtc.matmul`, convolutions with an operand that does not depend on the
+    batch) nor the tensor-parallel all-reduces and gathers either.
+
+    After (2 segments), before the first backward op reading segment 0:
+    ```mlir
+    %h2 = dtc.relu %h {dtc.recomputed = 0 : i64}
+    %dh = dtc.relu_grad %h2, %dy
+    ```
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"full\"",
+           "full or selective">,
+    Option<"segmentCount", "segments", "int64_t", /*default=*/"0",
+           "segments of the forward (0: the square root of its ops)">
+  ];
+}
+
 def AccumulateGradients : Pass<"dtc-accumulate-gradients", "mlir::ModuleOp"> {
   let summary = "Gradient accumulation: N micro-batches per optimizer update";
   let description = [{

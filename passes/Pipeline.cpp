@@ -57,6 +57,9 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
              /*separateLarge=*/o.shardReplicas && o.shard != Options::Shard::Optimizer}));
     } else {
       pm.addPass(createDifferentiate());
+      if (o.recompute != Options::Recompute::None)
+        pm.addPass(createRecomputeActivations(
+            {o.recompute == Options::Recompute::Selective ? "selective" : "full", 0}));
       pm.addPass(createAccumulateGradients({o.accumulate}));
       if (o.strategy == Options::Strategy::Ddp || o.strategy == Options::Strategy::Fsdp)
         pm.addPass(createDataParallel(

@@ -11,7 +11,7 @@
 #ifndef DTC_PASSES_PIPELINEBUILDER_H
 #define DTC_PASSES_PIPELINEBUILDER_H
 
-#include "passes/Pipeline.h"
+#include "passes/Recomputation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -56,8 +56,6 @@ struct TiedGradient {
   llvm::DenseMap<int64_t, int64_t> tags;                            // by sending stage
 };
 
-using Recompute = TrainingPipelineOptions::Recompute;
-
 class PipelineBuilder {
 public:
   PipelineBuilder(mlir::ModuleOp module, mlir::func::FuncOp train, int64_t microBatches,
@@ -75,8 +73,6 @@ private:
   void tagTiedWeights();
   mlir::LogicalResult buildStage(int64_t stage);
   void exchangeTiedWeights();
-  void findActivations();
-  bool recomputes(mlir::Operation *op) const;
   llvm::SmallVector<mlir::Operation *>
   opsToRecompute(llvm::ArrayRef<mlir::Operation *> forwardOps) const;
   void recomputeForward(int64_t m, llvm::ArrayRef<mlir::Operation *> ops);

@@ -11,14 +11,13 @@
 #include "passes/Passes.h"
 #include "passes/PipelineBuilder.h"
 #include "passes/PipelineEvalStages.h"
+#include "passes/Recomputation.h"
 
 #include "dialect/DtcDialect.h"
 #include "dialect/PlanAttributes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <optional>
 
@@ -97,37 +96,8 @@ LogicalResult PipelineBuilder::assignStages() {
   return success();
 }
 
-/// The values of @train_step that depend on the batch: its arguments and
-/// what is computed from them (the rest comes from weights and constants).
-void PipelineBuilder::findActivations() {
-  for (BlockArgument arg : train.getArguments())
-    activations.insert(arg);
-  for (Operation &op : train.front().without_terminator())
-    if (llvm::any_of(op.getOperands(), [&](Value v) { return activations.contains(v); }))
-      activations.insert(op.result_begin(), op.result_end());
-}
-
-/// Whether backward computes `op` again rather than keeping its results.
-/// Ops that are not pure functions of their operands (dropout draws new
-/// numbers) are never recomputed. Selective recomputation also keeps what
-/// the contractions over a weight compute (GEMMs and convolutions of an
-/// activation with a weight: the step's FLOPs), and recomputes the cheap
-/// ops between them: normalizations, activation functions, softmax, masks,
-/// residual sums, and attention's products of two activations.
-bool PipelineBuilder::recomputes(Operation *op) const {
-  const bool pure = mlir::isMemoryEffectFree(op) || !isa<MemoryEffectOpInterface>(op);
-  if (!pure || isa<DropoutOp, DropoutIfOp, AssignOp>(op))
-    return false;
-  if (recompute != Recompute::Selective)
-    return true;
-  const bool contraction = isa<GemmOp, MatMulOp>(op) || op->hasTrait<trait::Convolution>();
-  const bool overWeight =
-      llvm::any_of(op->getOperands(), [&](Value v) { return !activations.contains(v); });
-  return !(contraction && overWeight);
-}
-
 /// The stage's forward ops its backward computes again, in order: those
-/// recomputes() allows whose results the stage's backward reads, directly
+/// mayRecompute() allows whose results the stage's backward reads, directly
 /// or through another of them (the rest would be computed for nothing).
 SmallVector<Operation *>
 PipelineBuilder::opsToRecompute(ArrayRef<Operation *> forwardOps) const {
@@ -137,7 +107,7 @@ PipelineBuilder::opsToRecompute(ArrayRef<Operation *> forwardOps) const {
       return needed.contains(user) ||
              (isBackward.contains(user) && stageOf.lookup(user) == current);
     };
-    if (recomputes(op) && llvm::any_of(op->getUsers(), readsIt))
+    if (mayRecompute(op, recompute, activations) && llvm::any_of(op->getUsers(), readsIt))
       needed.insert(op);
   }
   SmallVector<Operation *> ops;
@@ -366,7 +336,7 @@ LogicalResult PipelineBuilder::run() {
     return failure();
   splitTiedGradients();
   findEdges();
-  findActivations();
+  activations = batchDependentValues(train);
   tagTiedWeights();
   for (int64_t stage = 0; stage < numStages; ++stage)
     if (failed(buildStage(stage)))
@@ -395,11 +365,7 @@ struct SchedulePipelinePass : dtc::impl::SchedulePipelineBase<SchedulePipelinePa
       module.emitError("dtc-schedule-pipeline needs @train_step (run dtc-differentiate first)");
       return signalPassFailure();
     }
-    std::optional<Recompute> mode = llvm::StringSwitch<std::optional<Recompute>>(recompute)
-                                        .Case("none", Recompute::None)
-                                        .Case("full", Recompute::Full)
-                                        .Case("selective", Recompute::Selective)
-                                        .Default(std::nullopt);
+    std::optional<Recompute> mode = parseRecompute(recompute);
     if (!mode) {
       module.emitError() << "--recompute: unknown mode '" << recompute
                          << "' (expected none, full or selective)";
