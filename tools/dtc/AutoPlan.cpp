@@ -19,26 +19,27 @@ int64_t Plan::ranks() const {
 }
 
 std::string Plan::describe() const {
-  std::string tp = tensorParallel > 1 ? llvm::formatv("tp {0}", tensorParallel).str() : "";
+  const std::string tp = tensorParallel > 1 ? llvm::formatv("tp {0}", tensorParallel).str() : "";
+  const char *recomputing = recompute.empty()           ? ""
+                            : recompute == "selective" ? ", selective recompute"
+                                                       : ", recompute";
   if (strategy == "pipeline")
-    return llvm::formatv("pipeline {0} stages x {1} micro-batches{2}{3}{4}", stages,
+    return llvm::formatv("pipeline {0} stages x {1} micro-batches{2}{3}{4}{5}", stages,
                          microBatches,
                          replicas > 1 ? llvm::formatv(" x {0} replicas", replicas).str() : "",
                          tp.empty() ? "" : " x " + tp,
-                         std::string(shard.empty()           ? ""
-                                     : shard == "optimizer"  ? ", ZeRO-1"
-                                     : shard == "gradients"  ? ", ZeRO-2"
-                                                             : ", ZeRO-3") +
-                             (recompute.empty()         ? ""
-                              : recompute == "selective" ? ", selective recompute"
-                                                         : ", recompute"))
+                         shard.empty()           ? ""
+                         : shard == "optimizer"  ? ", ZeRO-1"
+                         : shard == "gradients"  ? ", ZeRO-2"
+                                                 : ", ZeRO-3",
+                         recomputing)
         .str();
-  if (strategy == "ddp" || strategy == "fsdp") {
-    std::string name = strategy == "ddp" ? "ddp" : "fsdp " + shard;
-    return tp.empty() ? llvm::formatv("{0} on {1} ranks", name, replicas).str()
-                      : llvm::formatv("{0} {1} groups x {2}", name, replicas, tp).str();
-  }
-  return tp.empty() ? std::string("one process") : tp;
+  std::string name = strategy == "ddp" ? "ddp" : "fsdp " + shard;
+  if (strategy == "ddp" || strategy == "fsdp")
+    return (tp.empty() ? llvm::formatv("{0} on {1} ranks", name, replicas).str()
+                       : llvm::formatv("{0} {1} groups x {2}", name, replicas, tp).str()) +
+           recomputing;
+  return (tp.empty() ? std::string("one process") : tp) + recomputing;
 }
 
 std::string Plan::flags() const {

@@ -180,10 +180,10 @@ mlir::FailureOr<AutoChoice> chooseAutoPlan(mlir::MLIRContext &context,
                                      double(result.bytesPerDevice) / (1 << 20),
                                      double(memoryLimit) / (1 << 20))
                            .str();
-      // A pipeline over the limit: weighed again recomputing the cheap ops,
-      // and if that does not fit either, all activations (never faster, so
-      // not weighed where the plan without fits).
-      if (plan.strategy == "pipeline" && plan.recompute != "full") {
+      // A plan over the limit: weighed again recomputing the cheap ops, and
+      // if that does not fit either, all activations (never faster, so not
+      // weighed where the plan without fits).
+      if (plan.recompute != "full") {
         Plan again = plan;
         again.recompute = plan.recompute.empty() ? "selective" : "full";
         plans.insert(plans.begin() + long(i) + 1, again);

@@ -242,11 +242,11 @@ cl::opt<bool> sendEarly("send-early",
                         cl::init(true), cl::cat(dtcCategory));
 cl::opt<std::string> recompute(
     "recompute", cl::ValueOptional, cl::value_desc("full|selective"),
-    cl::desc("model/pipeline: compute each micro-batch's forward again in its backward "
-             "instead of keeping its activations (activation recomputation): full (the "
-             "default: keep only each stage's inputs, about a third more compute) or "
-             "selective (keep what the GEMMs and convolutions over weights compute, "
-             "recompute the cheap ops between them)"),
+    cl::desc("compute the forward again in backward instead of keeping its activations "
+             "(activation recomputation; pipelines: each micro-batch's, from each stage's "
+             "inputs; otherwise: sqrt(n) segments, from their checkpoints): full (the "
+             "default, about a third more compute) or selective (keep what the GEMMs and "
+             "convolutions over weights compute, recompute the cheap ops between them)"),
     cl::init(""), cl::cat(dtcCategory));
 cl::opt<std::string> emitSchedule("emit-schedule",
                                   cl::desc("model/pipeline: write the planned timeline of one "
@@ -774,9 +774,9 @@ int main(int argc, char **argv) {
                  << ": expected full or selective\n";
     return 1;
   }
-  if (recompute.getNumOccurrences() && !isPipeline()) {
-    llvm::errs() << "dtc: error: --recompute recomputes a pipeline stage's forward in its "
-                    "backward: it is for --strategy=model|pipeline\n";
+  if (recompute.getNumOccurrences() && mode != Mode::Train) {
+    llvm::errs() << "dtc: error: --recompute recomputes activations for the backward pass: "
+                    "it is for --mode=train\n";
     return 1;
   }
   if (shard.getNumOccurrences() && strategy != "fsdp") {
@@ -981,27 +981,37 @@ int main(int argc, char **argv) {
                      << " to fit (--shard=" << name << ")\n";
     }
   }
-  // A pipeline that does not fit: recompute activations first (no
-  // communication, only compute; the cheap ops alone, then all of them),
-  // then shard as below.
-  if (!memoryLimit.empty() && job.runPipeline && job.pipeline.isPipeline() &&
+  // A step that does not fit: recompute activations (no communication,
+  // only compute; the cheap ops alone, then all of them). A pipeline then
+  // shards its replicas' state as below; another step (fsdp has tried its
+  // levels above) keeps the plan it was asked for if that does not fit.
+  if (!memoryLimit.empty() && job.runPipeline && mode == Mode::Train &&
       !recompute.getNumOccurrences() && !autoPlanned && parseSize(memoryLimit) > 0 &&
-      ranks >= 0) {
+      ranks >= 0 && !checkMemoryLimit(*module, job, /*quiet=*/true)) {
     using Recompute = PipelineOptions::Recompute;
-    for (Recompute mode : {Recompute::Selective, Recompute::Full}) {
-      if (checkMemoryLimit(*module, job, /*quiet=*/true))
-        break;
-      job.pipeline.recompute = mode;
+    const PipelineOptions asked = job.pipeline;
+    bool fits = false;
+    for (Recompute level : {Recompute::Selective, Recompute::Full}) {
+      job.pipeline.recompute = level;
       module = dtc::compile(context, job, &binaryModel);
       if (!module)
         return 1;
-      if (checkMemoryLimit(*module, job, /*quiet=*/true))
+      fits = checkMemoryLimit(*module, job, /*quiet=*/true);
+      if (fits) {
         llvm::errs() << "dtc: note: --memory-limit=" << memoryLimit
-                     << (mode == Recompute::Selective
-                             ? ": recomputing the cheap ops of each stage's forward in "
-                               "backward to fit (--recompute=selective)\n"
-                             : ": recomputing each stage's activations in backward to fit "
+                     << (level == Recompute::Selective
+                             ? ": recomputing the forward's cheap ops in backward to fit "
+                               "(--recompute=selective)\n"
+                             : ": recomputing the forward's activations in backward to fit "
                                "(--recompute)\n");
+        break;
+      }
+    }
+    if (!fits && !job.pipeline.isPipeline()) {
+      job.pipeline = asked;
+      module = dtc::compile(context, job, &binaryModel);
+      if (!module)
+        return 1;
     }
   }
   // A pipeline with replicas and no --shard likewise: each stage's
