@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Activation recomputation (dtc --recompute) in a pipeline: each stage's
-planned arena (its activations) and the step's speed, without it, with
---recompute=selective and with --recompute (full).
+"""Activation recomputation (dtc --recompute): the planned arena (the
+activations) and the step's speed, without it, with --recompute=selective
+and with --recompute (full), in a pipeline and in ddp.
 
 The models: the zoo's ViT-tiny, BERT-style encoder and nanoGPT
-(test/zoo/zoo_models.py), --strategy=pipeline --stages=2 on 2 ranks, 1F1B,
-a step of 128 samples in 8 micro-batches of 16, AdamW, synthetic data, one
-thread per rank. Each
-configuration trains --steps steps --rounds times, taking turns; samples/s
-= 128 / median step time after the warm-up, the median round. The arena of
-each stage is the compiled memory plan's (rank_memory in the metrics).
+(test/zoo/zoo_models.py), AdamW, synthetic data, one thread per rank, a step
+of 128 samples on 2 ranks: --strategy=pipeline --stages=2, 1F1B, 8
+micro-batches of 16 (each stage's arena), and --strategy=ddp, 64 samples a
+rank (rank 0's arena). Each configuration trains --steps steps --rounds
+times, taking turns; samples/s = 128 / median step time after the warm-up,
+the median round. The arenas are the compiled memory plans' (rank_memory in
+the metrics).
 
-Run:  /usr/bin/python3 bench/pipeline_recompute.py [--build DIR] [--out FILE.md]
+Run:  /usr/bin/python3 bench/recompute.py [--build DIR] [--out FILE.md]
 """
 import argparse
 import datetime
@@ -26,8 +27,12 @@ from fsdp_memory import ROOT, run  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
 MODELS = ["vit_tiny", "bert_encoder", "nanogpt"]
-BATCH, MICRO = 128, 8
+STEP = 128
 MODES = ["off", "selective", "full"]
+STRATEGIES = {
+    "pipeline": ["--strategy=pipeline", "--stages=2", "--micro-batches=8", f"--batch-size={STEP}"],
+    "ddp": ["--strategy=ddp", f"--batch-size={STEP // 2}"],
+}
 
 
 def export(name, path):
@@ -49,36 +54,39 @@ def main():
     for name in MODELS:
         onnx = os.path.join(work, name + ".onnx")
         export(name, onnx)
-        programs = {}
-        for mode in MODES:
-            prog = os.path.join(work, f"{name}-{mode}")
-            flags = ["--strategy=pipeline", "--stages=2", f"--micro-batches={MICRO}",
-                     f"--batch-size={BATCH}", "--optimizer=adamw", "--lr=1e-3"]
-            if mode != "off":
-                flags.append(f"--recompute={mode}")
-            subprocess.run([dtc, onnx, "-o", prog] + flags, check=True)
-            programs[mode] = prog
-        rates = {mode: [] for mode in MODES}
-        memory = {}
-        for r in range(args.rounds):
-            for mode, prog in programs.items():
-                rate, mem = run(args.build, prog, 2, args.steps, f"{prog}-{r}.jsonl",
-                                rows_per_step=BATCH)
-                rates[mode].append(rate)
-                memory[mode] = [m["arena_bytes"] / 2**20 for m in mem]
-        rows.append((name, memory, {m: statistics.median(v) for m, v in rates.items()}))
-        print(name, memory, rates, flush=True)
+        for strategy, strategy_flags in STRATEGIES.items():
+            programs = {}
+            for mode in MODES:
+                prog = os.path.join(work, f"{name}-{strategy}-{mode}")
+                flags = strategy_flags + ["--optimizer=adamw", "--lr=1e-3"]
+                if mode != "off":
+                    flags.append(f"--recompute={mode}")
+                subprocess.run([dtc, onnx, "-o", prog] + flags, check=True)
+                programs[mode] = prog
+            rates = {mode: [] for mode in MODES}
+            memory = {}
+            for r in range(args.rounds):
+                for mode, prog in programs.items():
+                    rate, mem = run(args.build, prog, 2, args.steps, f"{prog}-{r}.jsonl",
+                                    rows_per_step=STEP)
+                    rates[mode].append(rate)
+                    memory[mode] = [m["arena_bytes"] / 2**20 for m in mem]
+            rows.append((name, strategy, memory,
+                         {m: statistics.median(v) for m, v in rates.items()}))
+            print(name, strategy, memory, rates, flush=True)
 
-    out = ["# Activation recomputation in a pipeline (--recompute[=selective])", "",
-           f"Produced by `{' '.join(['/usr/bin/python3 bench/pipeline_recompute.py'] + sys.argv[1:])}` "
+    out = ["# Activation recomputation (--recompute[=selective])", "",
+           f"Produced by `{' '.join(['/usr/bin/python3 bench/recompute.py'] + sys.argv[1:])}` "
            f"on {datetime.date.today()} "
            f"({os.cpu_count()} cores). " + " ".join(__doc__.split("\n\n")[1].split()), "",
-           "| model | recompute | arena stage 0, MiB | arena stage 1, MiB | samples/s | "
-           "/ off |", "|---|---|---|---|---|---|"]
-    for name, memory, rate in rows:
+           "| model | strategy | recompute | arena rank 0 (stage 0), MiB | "
+           "arena rank 1 (stage 1), MiB | samples/s | / off |",
+           "|---|---|---|---|---|---|---|"]
+    for name, strategy, memory, rate in rows:
         for mode in MODES:
-            out.append(f"| {name} | {mode} | {memory[mode][0]:.2f} | {memory[mode][1]:.2f} | "
-                       f"{rate[mode]:.1f} | {rate[mode] / rate['off']:.2f} |")
+            out.append(f"| {name} | {strategy} | {mode} | {memory[mode][0]:.2f} | "
+                       f"{memory[mode][1]:.2f} | {rate[mode]:.1f} | "
+                       f"{rate[mode] / rate['off']:.2f} |")
     text = "\n".join(out) + "\n"
     print(text)
     if args.out:
