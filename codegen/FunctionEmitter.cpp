@@ -2,6 +2,7 @@
 #include "codegen/EmitterContext.h"
 
 #include "dialect/DtcDialect.h"
+#include "dialect/PlanAttributes.h"
 #include "dialect/ShapeHelpers.h"
 #include "llvm/Support/Format.h"
 
@@ -143,8 +144,10 @@ void FunctionEmitter::comment(Operation *op) {
   std::string where;
   if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
     where = name.getName().str();
+  // A forward op computed again in backward (--recompute) says so.
   line("// " + op->getName().getStringRef() +
-       (where.empty() ? std::string() : " (" + where + ")"));
+       (where.empty() ? std::string() : " (" + where + ")") +
+       (op->hasAttr(dtc::attr::kRecomputed) ? ", recomputed for backward" : ""));
 }
 
 void FunctionEmitter::declareResults(Operation *op) {
