@@ -12,7 +12,9 @@ kernels; each op keeps its median time) while a second copy trains on the
 other core, as a 2-device plan's other rank does, and fits, per op kind
 (the profile's kinds: op name, and a convolution's algorithm), seconds per
 call + bytes / byte rate + FLOPs / FLOP rate (the FLOP term for matrix
-products and convolutions only), by non-negative least squares weighted
+products and convolutions only; for those also seconds per call + the
+larger of the two terms, a grid search, kept where it fits better:
+"overlap" in the cluster file), by non-negative least squares weighted
 toward relative error, on the ops that fit the cache (with the kernels of 2-stage pipelines,
 PIPELINE_SET, whose in-place gradient sums are a kind of their own); ops that touch
 more (CACHE_BYTES; the 53.6M-parameter MLP's, ResNet-18's larger ones) give
@@ -179,13 +181,30 @@ def measure_pipeline(build, program, work):
     return ops
 
 
-def fit(programs):
-    """Per kind: (seconds per call, per FLOP, per byte, per streamed byte).
+def fit_overlapping(f, b, t, weight):
+    """seconds per call + max(per FLOP * FLOPs, per byte * bytes), the rates
+    searched on a logarithmic grid, the call cost the weighted mean of what
+    the larger term leaves (at least 0): (call, per_flop, per_byte, error)."""
+    per_flop = 1.0 / np.logspace(9, 12.5, 71)[:, None, None]
+    per_byte = 1.0 / np.logspace(8.5, 11.5, 61)[None, :, None]
+    larger = np.maximum(per_flop * f[None, None, :], per_byte * b[None, None, :])
+    w2 = weight ** 2
+    call = np.maximum(0.0, ((t - larger) * w2).sum(-1) / w2.sum())
+    error = (((t - larger - call[..., None]) * weight) ** 2).sum(-1)
+    i, j = np.unravel_index(np.argmin(error), error.shape)
+    return float(call[i, j]), float(per_flop[i, 0, 0]), float(per_byte[0, j, 0]), float(error[i, j])
 
-    The first three from the ops that fit the cache; the streaming cost from
-    the ops beyond it, as what they take over the in-cache cost of their
-    first CACHE_BYTES, per byte beyond (0: no op of the kind streamed, or
-    none was slower for it)."""
+
+def fit(programs):
+    """Per kind: (seconds per call, per FLOP, per byte, per streamed byte,
+    overlap).
+
+    The first three from the ops that fit the cache, as their sum or, for
+    matrix products and convolutions where that fits better, with the FLOPs
+    and the bytes overlapping (the larger of the two terms; overlap True);
+    the streaming cost from the ops beyond it, as what they take over the
+    in-cache cost of their first CACHE_BYTES, per byte beyond (0: no op of
+    the kind streamed, or none was slower for it)."""
     points = collections.defaultdict(list)
     for ops in programs:
         for kind, flops, nbytes, seconds in ops:
@@ -205,24 +224,34 @@ def fit(programs):
         per_flop = float(coef[2]) if len(coef) > 2 else 0.0
         if per_byte <= 0 and per_flop <= 0:  # no size dependence seen: per byte through 0
             call, per_byte = 0.0, float(t.sum() / b.sum())
+        overlap = False
+        if is_flop_kind(kind) and np.any(f > 0):
+            summed = (((t - call - per_byte * b - per_flop * f) * weight) ** 2).sum()
+            o_call, o_flop, o_byte, o_error = fit_overlapping(f, b, t, weight)
+            if o_error < summed:
+                call, per_flop, per_byte, overlap = o_call, o_flop, o_byte, True
         per_stream = 0.0
         streamed = [p for p in pts if p[1] > CACHE_BYTES]
         if streamed and len(streamed) < len(pts):
-            extra = sum(s - (call + per_flop * f + per_byte * CACHE_BYTES) for f, _, s in streamed)
+            in_cache = (call, per_flop, per_byte, 0.0, overlap)
+            extra = sum(s - op_seconds(in_cache, f, CACHE_BYTES) for f, _, s in streamed)
             beyond = sum(b - CACHE_BYTES for _, b, _ in streamed)
             if extra > 0:
                 per_stream = extra / beyond
-        table[kind] = (call, per_flop, per_byte, per_stream)
+        table[kind] = (call, per_flop, per_byte, per_stream, overlap)
     return table
 
 
 def op_seconds(cost, flops, nbytes):
-    call, per_flop, per_byte, per_stream = cost
-    seconds = call + per_flop * flops
+    """As passes/CostModel.cpp's estimateSeconds prices a calibrated kind."""
+    call, per_flop, per_byte, per_stream, overlap = cost
+    memory = 0.0
     if per_stream > 0 and nbytes > CACHE_BYTES:
-        seconds += per_stream * (nbytes - CACHE_BYTES)
+        memory += per_stream * (nbytes - CACHE_BYTES)
         nbytes = CACHE_BYTES
-    return seconds + per_byte * nbytes
+    memory += per_byte * nbytes
+    compute = per_flop * flops
+    return call + (max(compute, memory) if overlap else compute + memory)
 
 
 def predict(table, ops):
@@ -295,8 +324,10 @@ def main():
     device = cluster["device"]
     costs = {}
     for kind in sorted(table):
-        call, per_flop, per_byte, per_stream = table[kind]
+        call, per_flop, per_byte, per_stream, overlap = table[kind]
         entry = {"call_s": float(f"{call:.3g}")}
+        if overlap:
+            entry["overlap"] = True
         if per_flop > 0:
             entry["flops_per_s"] = float(f"{1 / per_flop:.3g}")
         if per_byte > 0:
@@ -312,7 +343,8 @@ def main():
     cluster["sources"] = [s for s in cluster.get("sources", []) if not s.startswith("op_costs")]
     cluster["sources"].append(
         "op_costs, step_overhead_s: bench/calibrate_cost_model.py (bench/results/"
-        "cost-calibration.md): per op kind, seconds per call + bytes / rate + FLOPs / rate, "
+        "cost-calibration.md): per op kind, seconds per call + bytes / rate + FLOPs / rate "
+        "(or the larger of the two where that fits a matrix product's kind better), "
         "fitted to the median of 5 traced steps of single-process programs on this machine, "
         "the other core running a second copy")
     with open(a.cluster, "w") as f:

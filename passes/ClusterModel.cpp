@@ -177,6 +177,12 @@ void readOpCosts(FieldReader &read, const llvm::json::Value &value,
       cost.bytesPerSecond = read.number(fields, "bytes_per_s", where);
     if (fields->get("stream_bytes_per_s"))
       cost.streamBytesPerSecond = read.number(fields, "stream_bytes_per_s", where);
+    if (const llvm::json::Value *overlap = fields->get("overlap")) {
+      if (std::optional<bool> value = overlap->getAsBoolean())
+        cost.overlap = *value;
+      else
+        read.fail("field '" + where + "overlap' must be true or false");
+    }
     if (cost.flopsPerSecond == 0 && cost.bytesPerSecond == 0) {
       read.fail("field 'device.op_costs." + kind.str() +
                 "' needs 'flops_per_s' or 'bytes_per_s'");

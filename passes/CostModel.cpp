@@ -102,17 +102,16 @@ double estimateSeconds(Operation *op, const MachineModel &machine) {
     return 0.0;
   if (const OpKindCost *calibrated = calibratedCost(op, machine)) {
     const OpKindCost &cost = *calibrated;
-    double seconds = cost.callSeconds;
-    if (cost.flopsPerSecond > 0)
-      seconds += estimateFlops(op) / cost.flopsPerSecond;
-    double bytes = estimateBytes(op);
+    const double compute =
+        cost.flopsPerSecond > 0 ? estimateFlops(op) / cost.flopsPerSecond : 0.0;
+    double bytes = estimateBytes(op), memory = 0;
     if (machine.cacheBytes > 0 && cost.streamBytesPerSecond > 0 && bytes > machine.cacheBytes) {
-      seconds += (bytes - machine.cacheBytes) / cost.streamBytesPerSecond;
+      memory += (bytes - machine.cacheBytes) / cost.streamBytesPerSecond;
       bytes = machine.cacheBytes;
     }
     if (cost.bytesPerSecond > 0)
-      seconds += bytes / cost.bytesPerSecond;
-    return seconds;
+      memory += bytes / cost.bytesPerSecond;
+    return cost.callSeconds + (cost.overlap ? std::max(compute, memory) : compute + memory);
   }
   double rate = op->hasTrait<trait::Convolution>() ? machine.convFlopsPerSecond
                                                      : machine.flopsPerSecond;

@@ -39,6 +39,9 @@ struct OpKindCost {
   double flopsPerSecond = 0;
   double bytesPerSecond = 0;
   double streamBytesPerSecond = 0;
+  /// The FLOPs and the bytes overlap: seconds per call + the larger of the
+  /// two terms (a roofline with measured rates), not their sum.
+  bool overlap = false;
 };
 
 struct MachineModel {
