@@ -3,6 +3,7 @@
 
 #include "dialect/DtcDialect.h"
 #include "dialect/PlanAttributes.h"
+#include "passes/CostModel.h"
 #include "passes/MemoryPlan.h"
 #include "passes/PipelineSimulation.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -322,6 +323,29 @@ static void printTensorParallel(ModuleOp module, llvm::raw_ostream &os) {
      << rows;
 }
 
+/// --recompute: how many forward ops the training step computes again in
+/// backward, and what share of its FLOPs they add.
+static void printRecomputation(ModuleOp module, llvm::raw_ostream &os) {
+  int64_t ops = 0;
+  double recomputed = 0, total = 0;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    StringRef name = func.getSymName();
+    if (name != "train_step" && !(name.starts_with("stage") && name.ends_with("_step")))
+      continue;
+    func.walk([&](Operation *op) {
+      const double flops = estimateFlops(op);
+      total += flops;
+      if (op->hasAttr(attr::kRecomputed)) {
+        ++ops;
+        recomputed += flops;
+      }
+    });
+  }
+  if (ops > 0)
+    os << llvm::format("  recomputed      %lld forward ops in backward, %.1f%% of the step's FLOPs\n",
+                       (long long)ops, total > 0 ? 100.0 * recomputed / total : 0.0);
+}
+
 LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
   int64_t count[4] = {0, 0, 0, 0}, bytes[4] = {0, 0, 0, 0}, elements = 0;
   for (auto param : module.getOps<ParamOp>()) {
@@ -353,6 +377,7 @@ LogicalResult printReport(ModuleOp module, llvm::raw_ostream &os) {
   int64_t state = bytes[0] + bytes[1] + bytes[2] + bytes[3];
   os << "  arena           " << megabytes(peak) << "\n";
   os << "  total planned   " << megabytes(peak + state) << " (arena + parameters)\n";
+  printRecomputation(module, os);
   printDataParallelMemory(module, elements, bytes[0], bytes[3], os);
   printTensorParallel(module, os);
   return printPipeline(module, os);
