@@ -13,6 +13,9 @@
 #include "dialect/PlanAttributes.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cstdint>
+#include <vector>
+
 using namespace mlir;
 
 namespace dtc {
@@ -60,6 +63,58 @@ Value accumulatedInPlace(Operation *op) {
     return {};
   return c;
 }
+
+/// The tensors placed so far, found by the op-index interval they are alive
+/// in without visiting the others: a pipeline stage's step of hundreds of
+/// micro-batches has 10^5 tensors, and comparing each with every placed one
+/// took minutes. Time is cut into at most 4096 stretches; a segment tree over
+/// them holds each interval at the O(log) nodes that cover its stretches,
+/// and a list per stretch holds the intervals that start in it. The
+/// intervals overlapping [a, b] are those alive at a (on the tree's path to
+/// a's stretch) and those starting in (a, b] (in the lists), each seen once.
+class PlacedIndex {
+public:
+  explicit PlacedIndex(int64_t opCount)
+      : opCount(opCount), stretchOps((opCount + kStretches - 1) / kStretches),
+        leaves(1), startingIn((opCount + stretchOps - 1) / stretchOps) {
+    while (leaves < static_cast<int64_t>(startingIn.size()))
+      leaves *= 2;
+    covering.resize(2 * leaves);
+  }
+
+  void insert(const std::vector<Interval> &intervals, size_t k) {
+    const Interval &interval = intervals[k];
+    startingIn[stretch(interval.start)].push_back(k);
+    int64_t lo = stretch(interval.start) + leaves, hi = stretch(interval.end) + leaves + 1;
+    for (; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1)
+        covering[lo++].push_back(k);
+      if (hi & 1)
+        covering[--hi].push_back(k);
+    }
+  }
+
+  template <typename Visit>
+  void forEachOverlapping(const std::vector<Interval> &intervals, int64_t a, int64_t b,
+                          Visit visit) const {
+    for (int64_t node = stretch(a) + leaves; node >= 1; node /= 2)
+      for (size_t k : covering[node])
+        if (intervals[k].start <= a && a <= intervals[k].end)
+          visit(intervals[k]);
+    for (int64_t s = stretch(a), last = stretch(b); s <= last; ++s)
+      for (size_t k : startingIn[s])
+        if (a < intervals[k].start && intervals[k].start <= b)
+          visit(intervals[k]);
+  }
+
+private:
+  static constexpr int64_t kStretches = 4096;
+  int64_t stretch(int64_t op) const { return std::min(op, opCount - 1) / stretchOps; }
+
+  int64_t opCount, stretchOps, leaves;
+  std::vector<std::vector<size_t>> startingIn;
+  std::vector<std::vector<size_t>> covering;
+};
 
 int64_t alignUp(int64_t n) {
   return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
@@ -164,16 +219,14 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func, bool reuse) {
       return intervals[a].bytes > intervals[b].bytes;
     return intervals[a].start < intervals[b].start;
   });
-  std::vector<size_t> placed;
+  PlacedIndex placedIndex(std::max<int64_t>(i, 1));
   for (size_t k : order) {
     Interval &cur = intervals[k];
     // Occupied address ranges of tensors alive at the same time, by offset.
     std::vector<std::pair<int64_t, int64_t>> busy;
-    for (size_t p : placed) {
-      const Interval &other = intervals[p];
-      if (other.start <= cur.end && cur.start <= other.end)
-        busy.push_back({other.offset, other.offset + other.bytes});
-    }
+    placedIndex.forEachOverlapping(intervals, cur.start, cur.end, [&](const Interval &other) {
+      busy.push_back({other.offset, other.offset + other.bytes});
+    });
     llvm::sort(busy);
     int64_t offset = 0;
     for (auto [begin, end] : busy) {
@@ -182,7 +235,7 @@ FailureOr<MemoryPlan> MemoryPlan::compute(func::FuncOp func, bool reuse) {
       offset = std::max(offset, end);
     }
     cur.offset = offset;
-    placed.push_back(k);
+    placedIndex.insert(intervals, k);
     plan.peak = std::max(plan.peak, offset + cur.bytes);
     plan.total += cur.bytes;
   }
