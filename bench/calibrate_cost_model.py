@@ -23,8 +23,11 @@ FLOPs and bytes are the compiler's own estimates, the ones the cost model
 applies the rates to. --profile's "the rest" gives the step's overhead
 beyond its kernels (the loop, the synthetic batch).
 
-It writes the fitted kinds into the cluster file's device.op_costs and
-device.step_overhead_s (docs/cluster-model.md), and a report: per program,
+It writes the fitted kinds into the cluster file's device.op_costs,
+each measured op shape's median time into device.op_times (the cost model
+prices an op it has a measured time for by that time, the rest by the
+fit; --no-op-times leaves them out) and device.step_overhead_s
+(docs/cluster-model.md), and a report: per program,
 the measured kernel time against the fit's prediction, both with every
 program in the fit and with the program's model left out of it (the second
 is the honest figure for a model the calibration has not seen).
@@ -265,12 +268,27 @@ def predict(table, ops):
     return total
 
 
+def measured_times(measured):
+    """Each measured op signature (kind, FLOPs, bytes) with its median time
+    over every program that ran it: the cluster file's device.op_times,
+    which the cost model prices those ops by before the kind's fit."""
+    times = collections.defaultdict(list)
+    for _, _, ops, _ in measured:
+        for kind, flops, nbytes, seconds in ops:
+            if not kind.startswith(COMMUNICATION):
+                times[(kind, round(flops), round(nbytes))].append(seconds)
+    return [[kind, flops, nbytes, float(f"{statistics.median(t):.4g}")]
+            for (kind, flops, nbytes), t in sorted(times.items())]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--cluster", default=os.path.join(ROOT, "clusters", "this-machine-cpu.json"))
     p.add_argument("--out")
     p.add_argument("--raw", help="also write the measured ops here (JSON)")
+    p.add_argument("--no-op-times", action="store_true",
+                   help="write the per-kind fit only, not the measured time of each op shape")
     a = p.parse_args()
     dtc = os.path.join(a.build, "bin", "dtc")
     work = tempfile.mkdtemp(prefix="dtc-calibrate-")
@@ -336,6 +354,9 @@ def main():
             entry["stream_bytes_per_s"] = float(f"{1 / per_stream:.3g}")
         costs[kind] = entry
     device["op_costs"] = costs
+    device.pop("op_times", None)
+    if not a.no_op_times:
+        device["op_times"] = measured_times(measured)
     device["step_overhead_s"] = float(f"{overhead:.3g}")
     # dtc ignores it; auto_plan.py compares its own probes with it.
     cluster["calibration_probe_s"] = float(f"{statistics.median(probes):.4g}")
@@ -346,7 +367,8 @@ def main():
         "cost-calibration.md): per op kind, seconds per call + bytes / rate + FLOPs / rate "
         "(or the larger of the two where that fits a matrix product's kind better), "
         "fitted to the median of 5 traced steps of single-process programs on this machine, "
-        "the other core running a second copy")
+        "the other core running a second copy; op_times: each measured op shape's median "
+        "time, used before the fit for ops of that kind, FLOPs and bytes")
     with open(a.cluster, "w") as f:
         json.dump(cluster, f, indent=2)
         f.write("\n")
@@ -376,7 +398,10 @@ def main():
         "between the programs and the pipelines, and at the end: "
         + ", ".join(f"{p * 1e3:.3f}" for p in probes) + " ms a step; the median is the "
         "cluster file's calibration_probe_s.\n",
-    ] + rows + ["", f"{len(table)} op kinds fitted; the table is in the cluster file."]) + "\n"
+    ] + rows + ["", f"{len(table)} op kinds fitted; the table is in the cluster file"
+                    + ("." if a.no_op_times else
+                       f", with the measured times of {len(device['op_times'])} op shapes "
+                       "(device.op_times), which the cost model uses before the fit.")]) + "\n"
     print(text)
     if a.out:
         with open(a.out, "w") as f:

@@ -20,6 +20,7 @@ MachineModel ClusterModel::machineModel() const {
   machine.linkLatencySeconds = intraLatencySeconds;
   machine.linkBytesPerSecond = intraBusBytesPerSecond;
   machine.kindCosts = device.opCosts;
+  machine.measuredSeconds = device.opTimes;
   machine.stepOverheadSeconds = device.stepOverheadSeconds;
   machine.cacheBytes = device.cacheBytes;
   return machine;
@@ -192,6 +193,36 @@ void readOpCosts(FieldReader &read, const llvm::json::Value &value,
   }
 }
 
+/// device.op_times: [[KIND, FLOPS, BYTES, SECONDS], ...], the measured time
+/// of an op of that kind with those estimated FLOPs and bytes.
+void readOpTimes(FieldReader &read, const llvm::json::Value &value,
+                 std::map<OpSignature, double> &times) {
+  const llvm::json::Array *rows = value.getAsArray();
+  if (!rows) {
+    read.fail("field 'device.op_times' must be a list of [kind, flops, bytes, seconds]");
+    return;
+  }
+  for (auto [i, row] : llvm::enumerate(*rows)) {
+    const llvm::json::Array *fields = row.getAsArray();
+    std::optional<llvm::StringRef> kind;
+    std::optional<double> flops, bytes, seconds;
+    if (fields && fields->size() == 4) {
+      kind = (*fields)[0].getAsString();
+      flops = (*fields)[1].getAsNumber();
+      bytes = (*fields)[2].getAsNumber();
+      seconds = (*fields)[3].getAsNumber();
+    }
+    if (!kind || !flops || !bytes || !seconds || *flops < 0 || *bytes < 0 || *seconds <= 0) {
+      read.fail(llvm::formatv("field 'device.op_times[{0}]' must be [kind, flops >= 0, "
+                              "bytes >= 0, seconds > 0]",
+                              i)
+                    .str());
+      return;
+    }
+    times[{kind->str(), std::llround(*flops), std::llround(*bytes)}] = *seconds;
+  }
+}
+
 /// intra_node.bus_bandwidth_by_size: {"all_reduce": [[BYTES, BUS_BYTES_PER_S],
 /// ...], "all_gather": ..., "reduce_scatter": ...}, each list in increasing
 /// bytes, every number positive.
@@ -284,6 +315,9 @@ llvm::Expected<ClusterModel> loadClusterModel(llvm::StringRef path) {
   if (device)
     if (const llvm::json::Value *costs = device->get("op_costs"))
       readOpCosts(read, *costs, cluster.device.opCosts);
+  if (device)
+    if (const llvm::json::Value *times = device->get("op_times"))
+      readOpTimes(read, *times, cluster.device.opTimes);
   const llvm::json::Object *intra = read.object(*root, "intra_node");
   cluster.intraBusBytesPerSecond = read.number(intra, "bus_bandwidth", "intra_node.");
   cluster.intraLatencySeconds = read.number(intra, "latency_s", "intra_node.");

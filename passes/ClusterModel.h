@@ -40,6 +40,8 @@ struct ClusterDevice {
   /// Measured costs per op kind ("op_costs"), replacing the roofline for
   /// those kinds; and what a step costs beyond its kernels.
   std::map<std::string, OpKindCost, std::less<>> opCosts;
+  /// Measured seconds of single ops by signature ("op_times"), before opCosts.
+  std::map<OpSignature, double> opTimes;
   double stepOverheadSeconds = 0;
   double cacheBytes = 0;  // bytes an op may touch before streaming rates apply
 };

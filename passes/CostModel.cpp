@@ -7,6 +7,7 @@
 #include "passes/MemoryPlan.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 
@@ -97,9 +98,18 @@ const OpKindCost *calibratedCost(Operation *op, const MachineModel &machine) {
 
 } // namespace
 
+OpSignature opSignature(Operation *op) {
+  return {costKind(op), std::llround(estimateFlops(op)), std::llround(estimateBytes(op))};
+}
+
 double estimateSeconds(Operation *op, const MachineModel &machine) {
   if (runsNoKernel(op))
     return 0.0;
+  if (!machine.measuredSeconds.empty()) {
+    auto measured = machine.measuredSeconds.find(opSignature(op));
+    if (measured != machine.measuredSeconds.end())
+      return measured->second;
+  }
   if (const OpKindCost *calibrated = calibratedCost(op, machine)) {
     const OpKindCost &cost = *calibrated;
     const double compute =

@@ -16,7 +16,12 @@
 // takes its kind's fixed seconds per call plus its FLOPs at the kind's FLOP
 // rate plus its bytes at the kind's byte rate (fitted together: a small
 // convolution's time follows its weights' bytes as much as its FLOPs), the
-// bytes beyond the machine's cache at the kind's streaming rate.
+// bytes beyond the machine's cache at the kind's streaming rate. An op
+// whose kind, FLOPs and bytes (its shape, as the cost model sees it) were
+// measured by the calibration takes the measured time instead ("op_times"):
+// the per-kind fit, a few rates fitted to a few dozen kernels, is poorly
+// determined, and a planner comparing plans of the same model meets the
+// same kernels again.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DTC_PASSES_COSTMODEL_H
@@ -24,8 +29,10 @@
 
 #include "mlir/IR/Operation.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 
 namespace dtc {
 
@@ -44,6 +51,17 @@ struct OpKindCost {
   bool overlap = false;
 };
 
+/// An op as the calibration measured it: its cost kind, its estimated
+/// FLOPs and bytes (rounded).
+struct OpSignature {
+  std::string kind;
+  int64_t flops = 0;
+  int64_t bytes = 0;
+  bool operator<(const OpSignature &other) const {
+    return std::tie(kind, flops, bytes) < std::tie(other.kind, other.flops, other.bytes);
+  }
+};
+
 struct MachineModel {
   double flopsPerSecond = 95e9;        // large dense GEMM on one core (measured)
   double gemmHalfDimension = 8;        // efficiency m / (m + this) for min dim m
@@ -54,6 +72,8 @@ struct MachineModel {
   double linkBytesPerSecond = 2e9;     // between stages (loopback TCP)
   /// Calibrated costs by costKind(); kinds not listed use the roofline.
   std::map<std::string, OpKindCost, std::less<>> kindCosts;
+  /// Measured seconds of ops by signature; they override kindCosts.
+  std::map<OpSignature, double> measuredSeconds;
   /// What a step costs beyond its kernels (the training loop, the batch).
   double stepOverheadSeconds = 0;
   /// Bytes an op may touch before calibrated kinds' streaming rates apply
@@ -72,6 +92,8 @@ std::string costKind(mlir::Operation *op);
 double estimateFlops(mlir::Operation *op);
 /// Bytes `op` reads and writes (0 for views, params and constants).
 double estimateBytes(mlir::Operation *op);
+/// `op`'s signature under its cost kind.
+OpSignature opSignature(mlir::Operation *op);
 /// Predicted seconds of `op` (0 for ops that run no kernel).
 double estimateSeconds(mlir::Operation *op, const MachineModel &machine = {});
 /// Predicted seconds to move `bytes` between two stages.
