@@ -22,12 +22,15 @@ This exports each model shape-only (bench/megatron_export.py; the pipelined
 ones with the output layer untied, as the recorded results were made when
 dtc refused a weight shared by two stages; tied, the 39.1B row simulates
 +0.03% slower: the first stage sends the embedding's slices to the last and
-gets their gradient back once per step), fixes the cluster file's GEMM rate on the first row (the rate that
-puts the 1.7B run at its published 137 TFLOP/s per GPU, the cluster file's)
-and predicts the others with that rate:
+gets their gradient back once per step) and simulates each row as it ran:
 each copy's batch in one step (--strategy=ddp with --tp) or, for the
-pipeline, in micro-batches of one sequence (--strategy=pipeline --stages=2
---tp=8, 1F1B). FLOPs are counted as the paper counts them, with activation
+pipeline, in micro-batches of one sequence (--strategy=pipeline --stages=P
+--tp=8, 1F1B), with activation recomputation (--recompute), as the paper's
+runs. The first row fixes the GEMM rate (the rate that puts the 1.7B run at
+its published 137 TFLOP/s per GPU, the cluster file's); the others are
+predictions with that rate. The same rows without recomputation, on a copy
+of the cluster file with the rate fitted the same way, are shown beside
+them. FLOPs are counted as the paper counts them, with activation
 recomputation: 96 B s l h^2 (1 + s/6h + V/16lh) for a step of B sequences.
 
 Run:  python3 bench/simulate_megatron2021.py [--work DIR] [--out FILE.md]
@@ -61,7 +64,7 @@ def step_flops(name, batch):
     return 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
 
 
-def command(dtc, model, cluster, row):
+def command(dtc, model, cluster, row, recompute):
     name, tp, pp, gpus, batch, _ = row
     per_copy = batch // (gpus // (tp * pp))
     cmd = [dtc, model, "--simulate", "--simulate-precision=mixed", f"--cluster={cluster}",
@@ -72,17 +75,21 @@ def command(dtc, model, cluster, row):
         cmd += ["--strategy=pipeline", f"--stages={pp}", f"--micro-batches={per_copy}"]
     else:
         cmd.append("--strategy=ddp")
+    if recompute:
+        cmd.append("--recompute")
     return cmd
 
 
-def simulate(dtc, model, cluster, row):
-    """The command, its output and the step (seconds) at the row's GPUs."""
-    cmd = command(dtc, model, cluster, row)
+def simulate(dtc, model, cluster, row, recompute):
+    """The command, its output, the step (seconds) and the memory per device
+    (MiB) at the row's GPUs."""
+    cmd = command(dtc, model, cluster, row, recompute)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"simulate_megatron2021.py: {' '.join(cmd)} failed: {p.stderr.strip()}")
     last = p.stdout.strip().splitlines()[-1].split()
-    return cmd, p.stdout, float(last[2]) / 1e3
+    memory = float(last[last.index("MiB") - 1])
+    return cmd, p.stdout, float(last[2]) / 1e3, memory
 
 
 def per_gpu(row, step):
@@ -90,18 +97,24 @@ def per_gpu(row, step):
     return step_flops(name, batch) / step / gpus
 
 
-def calibrated_rate(dtc, model, row):
+def with_rate(spec, rate, path):
+    spec = json.loads(json.dumps(spec))
+    spec["device"]["gemm_flops"] = spec["device"]["conv_flops"] = rate
+    with open(path, "w") as f:
+        json.dump(spec, f, indent=2)
+    return path
+
+
+def calibrated_rate(dtc, model, row, recompute, work):
     """The GEMM rate that puts `row` at its published TFLOP/s per GPU."""
     spec = json.load(open(CLUSTER))
     lo, hi = 1e13, 1e15
-    with tempfile.TemporaryDirectory() as tmp:
-        trial = os.path.join(tmp, "trial.json")
-        for _ in range(24):
-            mid = (lo * hi) ** 0.5
-            spec["device"]["gemm_flops"] = spec["device"]["conv_flops"] = mid
-            json.dump(spec, open(trial, "w"))
-            rate = per_gpu(row, simulate(dtc, model, trial, row)[2])
-            lo, hi = (mid, hi) if rate < row[5] * 1e12 else (lo, mid)
+    trial = os.path.join(work, "trial.json")
+    for _ in range(24):
+        mid = (lo * hi) ** 0.5
+        with_rate(spec, mid, trial)
+        rate = per_gpu(row, simulate(dtc, model, trial, row, recompute)[2])
+        lo, hi = (mid, hi) if rate < row[5] * 1e12 else (lo, mid)
     return float(f"{mid:.4g}")
 
 
@@ -127,8 +140,13 @@ def main():
             megatron_export.export(name, args.work, untied)
         models[name] = path
 
-    rate = calibrated_rate(args.dtc, models[ROWS[0][0]], ROWS[0])
-    file_rate = json.load(open(CLUSTER))["device"]["gemm_flops"]
+    # As published (with recomputation) on the cluster file, whose GEMM rate
+    # is the one fitted here; without it on a copy with its own fitted rate.
+    spec = json.load(open(CLUSTER))
+    file_rate = spec["device"]["gemm_flops"]
+    rate = calibrated_rate(args.dtc, models[ROWS[0][0]], ROWS[0], True, args.work)
+    plain_rate = calibrated_rate(args.dtc, models[ROWS[0][0]], ROWS[0], False, args.work)
+    plain_cluster = with_rate(spec, plain_rate, os.path.join(args.work, "selene-no-recompute.json"))
 
     lines = []
     out = lines.append
@@ -138,24 +156,38 @@ def main():
         f"on {datetime.date.today()}. Nothing runs: dtc compiles each step and replays it on "
         "the cluster file.")
     out("")
-    out(f"The cluster file's GEMM rate is {file_rate / 1e12:.1f} TFLOP/s: the rate that puts "
-        f"the first row at its published {ROWS[0][5]} TFLOP/s per GPU is {rate / 1e12:.1f}. "
-        "The other rows are predictions.")
+    out("Each row as the paper ran it: activation recomputation (`--recompute`: backward "
+        "runs the forward again, as Megatron-LM does for every layer), tensor parallelism "
+        "inside a server, 1F1B pipelines of micro-batches of one sequence across servers, "
+        "data parallelism over the rest. The first row, without model parallelism, fixes "
+        "the GEMM rate; the others are predictions. The cluster file's GEMM rate is "
+        f"{file_rate / 1e12:.1f} TFLOP/s; the rate that puts the first row at its published "
+        f"{ROWS[0][5]} TFLOP/s per GPU is {rate / 1e12:.1f} with recomputation and "
+        f"{plain_rate / 1e12:.1f} without (the columns on the right: the same rows on a copy "
+        "of the cluster file with that rate).")
     out("")
     results, outputs = [], []
     for row in rows:
-        cmd, text, step = simulate(args.dtc, models[row[0]], CLUSTER, row)
+        cmd, text, step, memory = simulate(args.dtc, models[row[0]], CLUSTER, row, True)
         outputs.append((cmd, text))
-        results.append((row, step, per_gpu(row, step)))
-    out("| model | tensor | pipeline | GPUs | batch | step s | predicted TFLOP/s per GPU | "
-        "published | error |")
-    out("|---|---|---|---|---|---|---|---|---|")
-    for row, step, rate_gpu in results:
+        _, _, plain_step, plain_memory = simulate(args.dtc, models[row[0]], plain_cluster,
+                                                  row, False)
+        results.append((row, step, memory, plain_step, plain_memory))
+    out("| model | tensor | pipeline | GPUs | batch | published TFLOP/s per GPU | step s | "
+        "predicted | error | memory per GPU | without recomputation: predicted | error | "
+        "memory per GPU |")
+    out("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for row, step, memory, plain_step, plain_memory in results:
         name, tp, pp, gpus, batch, published = row
         note = " (fixes the GEMM rate)" if row is ROWS[0] else ""
-        out(f"| {name.replace('-2021', '').upper()}{note} | {tp} | {pp} | {gpus} | {batch} | "
-            f"{step:.3f} | {rate_gpu / 1e12:.1f} ({100 * rate_gpu / PEAK:.0f}% of peak) | "
-            f"{published} | {100 * (rate_gpu / (published * 1e12) - 1):+.1f}% |")
+        cells = [f"{name.replace('-2021', '').upper()}{note}", str(tp), str(pp), str(gpus),
+                 str(batch), str(published), f"{step:.3f}"]
+        for s_, m_ in ((step, memory), (plain_step, plain_memory)):
+            achieved = per_gpu(row, s_)
+            cells += [f"{achieved / 1e12:.1f} ({100 * achieved / PEAK:.0f}% of peak)",
+                      f"{100 * (achieved / (published * 1e12) - 1):+.1f}%",
+                      f"{m_ / 1024:.1f} GiB"]
+        out("| " + " | ".join(cells) + " |")
     out("")
     out("```")
     for cmd, text in outputs:
@@ -163,9 +195,10 @@ def main():
         out(text.rstrip())
     out("```")
     out("")
-    out("The memory column is dtc's own plan (every sequence of a copy's batch at once in "
-        "the ddp rows, no activation recomputation), not Megatron's; what the predictions "
-        "leave out: docs/cluster-model.md, Validation.")
+    out("The memory column is dtc's own plan (a ddp row holds every sequence of a copy's "
+        "batch at once; a pipeline's first stage holds the activations of as many "
+        "micro-batches as there are stages), not Megatron's; the A100s have 80 GB. What the "
+        "predictions leave out: docs/cluster-model.md, Validation.")
     text = "\n".join(lines) + "\n"
     with open(args.out, "w") as f:
         f.write(text)
