@@ -23,17 +23,18 @@ FLOPs and bytes are the compiler's own estimates, the ones the cost model
 applies the rates to. --profile's "the rest" gives the step's overhead
 beyond its kernels (the loop, the synthetic batch).
 
-It writes the fitted kinds into the cluster file's device.op_costs,
-each measured op shape's median time into device.op_times (the cost model
-prices an op it has a measured time for by that time, the rest by the
-fit; --no-op-times leaves them out) and device.step_overhead_s
+It writes the fitted kinds into the cluster file's device.op_costs (with
+--op-times also each measured op shape's median time into device.op_times,
+which the cost model prices those ops by instead of the fit: no better
+across runs on this host, docs/cluster-model.md) and device.step_overhead_s
 (docs/cluster-model.md), and a report: per program,
 the measured kernel time against the fit's prediction, both with every
 program in the fit and with the program's model left out of it (the second
 is the honest figure for a model the calibration has not seen).
 
 Run:  /usr/bin/python3 bench/calibrate_cost_model.py [--build DIR]
-          [--cluster clusters/this-machine-cpu.json] [--out FILE.md]
+          [--cluster clusters/this-machine-cpu.json] [--out FILE.md] [--passes N]
+          [--op-times] [--raw FILE.json]
 """
 import argparse
 import collections
@@ -268,6 +269,26 @@ def predict(table, ops):
     return total
 
 
+def median_of_passes(passes):
+    """The programs' ops with each op's median time over the passes. The
+    host's speed drifts 5-15% over tens of minutes: a calibration whose
+    kernels ran 5-16% slower than later ones predicted later sweeps 20-31
+    of 55 plans within 15%, the later ones 48-55 (bench/results/
+    auto-plan-avx2.md). Passes a minute apart guard against a short spell
+    only. A program whose ops differ between passes (they should not)
+    keeps the first pass's."""
+    merged = []
+    for runs in zip(*passes):
+        name, batch, ops, overhead = runs[0]
+        shapes = [[tuple(o[:3]) for o in run[2]] for run in runs]
+        if all(shape == shapes[0] for shape in shapes):
+            ops = [tuple(op[:3]) + (statistics.median(run[2][i][3] for run in runs),)
+                   for i, op in enumerate(ops)]
+        overheads = [run[3] for run in runs if run[3] is not None]
+        merged.append((name, batch, ops, statistics.median(overheads) if overheads else None))
+    return merged
+
+
 def measured_times(measured):
     """Each measured op signature (kind, FLOPs, bytes) with its median time
     over every program that ran it: the cluster file's device.op_times,
@@ -287,27 +308,26 @@ def main():
     p.add_argument("--cluster", default=os.path.join(ROOT, "clusters", "this-machine-cpu.json"))
     p.add_argument("--out")
     p.add_argument("--raw", help="also write the measured ops here (JSON)")
-    p.add_argument("--no-op-times", action="store_true",
-                   help="write the per-kind fit only, not the measured time of each op shape")
+    p.add_argument("--passes", type=int, default=1,
+                   help="measure every program this many times, minutes apart, and keep "
+                        "each op's median (the host's speed drifts)")
+    p.add_argument("--op-times", action="store_true",
+                   help="also write each measured op shape's time (device.op_times), which "
+                        "the cost model then uses before the fit")
     a = p.parse_args()
     dtc = os.path.join(a.build, "bin", "dtc")
     work = tempfile.mkdtemp(prefix="dtc-calibrate-")
     start_load = os.getloadavg()
-    measured = []  # (model, batch, ops, overhead)
     probe = host_speed.compile_probe(a.build, work)
-    probes = [host_speed.probe_seconds(probe)]  # the host's speed: start, middle, end
+    probes = [host_speed.probe_seconds(probe)]  # the host's speed: start, each half pass
+    programs = []  # (model, batch, program, pipeline?)
     for name, source, batches, flags in CALIBRATION_SET:
         onnx = onnx_path(name, source, work)
         for batch in batches:
             program = os.path.join(work, f"{name}-{batch}")
             subprocess.run([dtc, onnx, "-o", program, f"--batch-size={batch}"] + flags,
                            check=True, capture_output=True)
-            ops, overhead = measure(program, work)
-            measured.append((name, batch, ops, overhead))
-            print(f"{name} batch {batch}: {len(ops)} ops, "
-                  f"{sum(o[3] for o in ops) * 1e3:.3f} ms of kernels", flush=True)
-
-    probes.append(host_speed.probe_seconds(probe))
+            programs.append((name, batch, program, False))
     for name, source, rows, flags in PIPELINE_SET:
         onnx = onnx_path(name, source, work)
         program = os.path.join(work, f"{name}-pipeline-{rows}")
@@ -315,12 +335,24 @@ def main():
                         f"--micro-batches={PIPELINE_MICRO_BATCHES}",
                         f"--batch-size={rows * PIPELINE_MICRO_BATCHES}"] + flags,
                        check=True, capture_output=True)
-        ops = measure_pipeline(a.build, program, work)
-        measured.append((name, f"{rows} x {PIPELINE_MICRO_BATCHES} (pipeline)", ops, None))
-        print(f"{name} pipeline, micro-batches of {rows}: {len(ops)} kernels, "
-              f"{sum(o[3] for o in ops) * 1e3:.3f} ms", flush=True)
-
-    probes.append(host_speed.probe_seconds(probe))
+        programs.append((name, f"{rows} x {PIPELINE_MICRO_BATCHES} (pipeline)", program, True))
+    passes = []  # per pass: (model, batch, ops, overhead) per program
+    for number in range(a.passes):
+        measured, probed = [], False
+        for name, batch, program, pipeline in programs:
+            if pipeline and not probed:  # between the programs and the pipelines
+                probes.append(host_speed.probe_seconds(probe))
+                probed = True
+            if pipeline:
+                ops, overhead = measure_pipeline(a.build, program, work), None
+            else:
+                ops, overhead = measure(program, work)
+            measured.append((name, batch, ops, overhead))
+            print(f"pass {number + 1}: {name} {batch}: {len(ops)} kernels, "
+                  f"{sum(o[3] for o in ops) * 1e3:.3f} ms", flush=True)
+        probes.append(host_speed.probe_seconds(probe))
+        passes.append(measured)
+    measured = median_of_passes(passes)
     table = fit([ops for _, _, ops, _ in measured])
     overheads = [o for *_, o in measured if o is not None]
     overhead = statistics.median(overheads) if overheads else 0.0
@@ -355,7 +387,7 @@ def main():
         costs[kind] = entry
     device["op_costs"] = costs
     device.pop("op_times", None)
-    if not a.no_op_times:
+    if a.op_times:
         device["op_times"] = measured_times(measured)
     device["step_overhead_s"] = float(f"{overhead:.3g}")
     # dtc ignores it; auto_plan.py compares its own probes with it.
@@ -367,17 +399,19 @@ def main():
         "cost-calibration.md): per op kind, seconds per call + bytes / rate + FLOPs / rate "
         "(or the larger of the two where that fits a matrix product's kind better), "
         "fitted to the median of 5 traced steps of single-process programs on this machine, "
-        "the other core running a second copy; op_times: each measured op shape's median "
-        "time, used before the fit for ops of that kind, FLOPs and bytes")
+        "the other core running a second copy" + ("; op_times: each measured op shape's "
+        "median time, used before the fit for ops of that kind, FLOPs and bytes"
+        if a.op_times else ""))
     with open(a.cluster, "w") as f:
         json.dump(cluster, f, indent=2)
         f.write("\n")
 
     text = "\n".join([
         "# Cost model calibration for this machine\n",
-        f"Command: `/usr/bin/python3 bench/calibrate_cost_model.py"
-        f"{' --out ' + a.out if a.out else ''}` (writes device.op_costs and "
-        "device.step_overhead_s of clusters/this-machine-cpu.json)\n",
+        f"Command: `/usr/bin/python3 bench/calibrate_cost_model.py {' '.join(sys.argv[1:])}` "
+        f"(writes device.op_costs{', device.op_times' if a.op_times else ''} and "
+        f"device.step_overhead_s of "
+        f"{os.path.relpath(a.cluster, ROOT)})\n",
         "Each program: one process, one thread, synthetic data; step 2's kernels traced 5 "
         "times, each op's median time kept, while a second copy of the program trains on the "
         "other core (as a 2-device plan's other rank). Each pipeline: 2 stages (one a core), "
@@ -394,12 +428,13 @@ def main():
         "{:.2f} {:.2f} {:.2f}.\n".format(*start_load, *os.getloadavg()),
         f"Step overhead beyond the kernels (--profile's \"the rest\", median of the "
         f"programs): {overhead * 1e3:.3f} ms.\n",
+        f"Passes: {a.passes} (each op's median over them).\n",
         "Host speed probe (bench/host_speed.py, LeNet batch 32 alone on core 0) at the start, "
-        "between the programs and the pipelines, and at the end: "
+        "then between the programs and the pipelines and at the end of each pass: "
         + ", ".join(f"{p * 1e3:.3f}" for p in probes) + " ms a step; the median is the "
         "cluster file's calibration_probe_s.\n",
     ] + rows + ["", f"{len(table)} op kinds fitted; the table is in the cluster file"
-                    + ("." if a.no_op_times else
+                    + ("." if not a.op_times else
                        f", with the measured times of {len(device['op_times'])} op shapes "
                        "(device.op_times), which the cost model uses before the fit.")]) + "\n"
     print(text)
