@@ -29,6 +29,10 @@ inline constexpr char kStateBytes[] = "dtc.state_bytes";
 inline constexpr char kStateOf[] = "dtc.state_of";
 /// On ops and params of a pipeline: the stage that runs or owns them (I64).
 inline constexpr char kStage[] = "dtc.stage";
+/// On the module of a pipeline: the ONNX node each stage after the first
+/// begins with (ArrayAttr of StrAttr, "" for an op of no node;
+/// dtc-partition-stages), so a search can move the cuts by name.
+inline constexpr char kStageStarts[] = "dtc.stage_starts";
 /// On a forward op a pipeline stage computes again in a micro-batch's
 /// backward phase (--recompute): that micro-batch (I64); outside pipelines
 /// (dtc-recompute-activations), the forward's segment. It also keeps CSE

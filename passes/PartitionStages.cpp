@@ -5,7 +5,9 @@
 // from a stage to later ones. Either at named ONNX nodes (`split-at`) or
 // balanced by the cost model: the split minimises the busiest stage's
 // predicted time, counting its compute (forward and backward) and the
-// transfers across its two cuts.
+// transfers across its two cuts. The node beginning each later stage is
+// recorded on the module (dtc.stage_starts), for dtc --strategy=auto's
+// search around the balanced cuts (tools/dtc/PlanSearch.h).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/CostModel.h"
@@ -169,6 +171,10 @@ struct PartitionStagesPass : dtc::impl::PartitionStagesBase<PartitionStagesPass>
       cuts = balancedCuts(ops, stages);
     }
     Builder b(&getContext());
+    SmallVector<Attribute> starts;
+    for (unsigned cut : cuts)
+      starts.push_back(b.getStringAttr(nodeName(ops[cut])));
+    module->setAttr(dtc::attr::kStageStarts, b.getArrayAttr(starts));
     unsigned stage = 0;
     for (auto [i, op] : llvm::enumerate(ops)) {
       while (stage < cuts.size() && i >= cuts[stage])

@@ -18,7 +18,9 @@
 // Seven ops to split.
 
 // One split point, two stages: the named node and everything after it are
-// stage 1. Params get no stage.
+// stage 1. Params get no stage. The module records the node each later
+// stage begins with (dtc --strategy=auto moves the cuts by these names).
+// TWO: module attributes {dtc.stage_starts = ["/relu/Relu"]}
 // TWO-LABEL: func.func @train_step
 // TWO-NOT: dtc.stage
 // TWO: dtc.flatten %arg0 {dtc.stage = 0 : i64}
@@ -32,6 +34,7 @@
 // Two split points (and a --stages that agrees): three stages, whatever the
 // cost model would say. A node of two ops begins its stage at its first op
 // and keeps both.
+// THREE: module attributes {dtc.stage_starts = ["/fc1/Gemm", "/scale/Mul"]}
 // THREE-LABEL: func.func @train_step
 // THREE: dtc.flatten %arg0 {dtc.stage = 0 : i64}
 // THREE-NEXT: dtc.gemm %{{.*}} {dtc.stage = 1 : i64, transB = true}
