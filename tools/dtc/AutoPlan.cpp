@@ -50,6 +50,7 @@ std::string Plan::flags() const {
     f += llvm::formatv(" --stages={0} --micro-batches={1}{2}", stages, microBatches,
                        replicas > 1 ? llvm::formatv(" --dp={0}", replicas).str() : "")
              .str();
+  if (strategy == "pipeline" && !splitAt.empty()) f += " --split-at=" + splitAt;
   if (strategy == "pipeline" && !shard.empty()) f += " --shard=" + shard;
   if (recompute == "full") f += " --recompute";
   if (recompute == "selective") f += " --recompute=selective";
@@ -181,6 +182,12 @@ void printPlans(const std::vector<PlanResult> &results, int chosen, int64_t glob
       os << "            -";
     os << "  " << r.plan.flags() << (int(i) == chosen ? "  <- chosen" : "") << "\n";
   }
+  for (const PlanResult &r : results)
+    if (r.refusal.empty() && !r.balancedSplit.empty())
+      os << "  " << r.plan.describe() << ": stages begin at " << r.plan.splitAt
+         << "; the balanced cuts (at " << r.balancedSplit << ") predicted "
+         << llvm::format("%.3f -> %.3f ms", r.balancedSeconds * 1e3, r.predictedSeconds * 1e3)
+         << "\n";
   if (chosen < 0) return;
   const PlanResult &win = results[size_t(chosen)];
   os << "chosen: " << win.plan.describe() << " (" << win.plan.flags() << "): the "

@@ -39,6 +39,8 @@ struct Plan {
   int64_t microBatches = 1;       // pipeline: --micro-batches
   int64_t batchSize = 0;          // the --batch-size it compiles with
   std::string recompute;          // pipeline: --recompute=full|selective, or none
+  std::string splitAt;            // pipeline: --split-at (the stage cut search's
+                                  // nodes), or none: the compiler's balanced cuts
 
   int64_t ranks() const;
   /// "ddp on 2 ranks", "pipeline: 2 stages x 4 micro-batches", ...
@@ -63,6 +65,10 @@ struct PlanResult {
   double communicatedBytes = 0;    // data/tensor parallel: the collectives' buffers
   int64_t bytesPerDevice = 0;      // the plan's state and arena on its fullest device
   double measuredSeconds = -1;     // --tune
+  // A pipeline whose stage cuts the search moved: where the compiler's
+  // balanced cuts began the stages ("" for an unnamed op) and their step.
+  std::string balancedSplit;
+  double balancedSeconds = 0;
 };
 
 /// Predicts `result.plan` compiled into `module` on `cluster`; fails with

@@ -4,12 +4,16 @@
 
 #include "Tune.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <set>
 
 namespace dtc {
 
@@ -42,6 +46,84 @@ llvm::Expected<double> timeJob(mlir::MLIRContext &context, const CompileJob &job
       measureStepSeconds(timing.dtcPath, program.str().str(), ranks, samplesPerStep);
   llvm::sys::fs::remove(program);
   return seconds;
+}
+
+/// The ONNX nodes of `imported`'s @forward in program order, each once: the
+/// places a stage can begin (names --split-at can carry: no commas, no
+/// spaces).
+std::vector<std::string> forwardNodes(mlir::ModuleOp imported) {
+  std::vector<std::string> nodes;
+  llvm::StringSet<> seen;
+  auto forward = imported.lookupSymbol<mlir::func::FuncOp>("forward");
+  if (!forward) return nodes;
+  forward.walk([&](mlir::Operation *op) {
+    auto loc = llvm::dyn_cast<mlir::NameLoc>(op->getLoc());
+    if (!loc) return;
+    llvm::StringRef name = loc.getName().strref();
+    if (name.empty() || name.find_first_of(", \t\n'\"") != llvm::StringRef::npos) return;
+    if (seen.insert(name).second) nodes.push_back(name.str());
+  });
+  return nodes;
+}
+
+/// A pipeline plan's stage cuts: dtc-partition-stages balances its own op
+/// estimates (the default roofline, backward priced at twice the forward),
+/// which on a calibrated cluster can leave one stage far busier than the
+/// other (LeNet-5: its first convolution alone against the rest). Starting
+/// from those cuts (`balanced`'s dtc.stage_starts), each cut is moved up to
+/// kReach nodes either way, one cut at a time, every candidate compiled and
+/// its step simulated on `cluster` exactly as the plan was; a move is kept
+/// when the predicted step drops by more than 1% and the plan still fits
+/// `memoryLimit`, until a round keeps none. `result` becomes the best found
+/// (its plan with --split-at) when that beats the balanced cuts.
+void searchStageCuts(mlir::MLIRContext &context, const ClusterModel &cluster,
+                     const CompileJob &base, const std::vector<std::string> &nodes,
+                     int64_t memoryLimit, mlir::ModuleOp balanced, PlanResult &result) {
+  constexpr int kReach = 3, kRounds = 4;
+  auto starts = balanced->getAttrOfType<mlir::ArrayAttr>(dtc::attr::kStageStarts);
+  if (!starts || starts.empty() || nodes.empty()) return;
+  std::vector<int> cuts;
+  for (mlir::Attribute start : starts) {
+    auto name = llvm::dyn_cast<mlir::StringAttr>(start);
+    auto it = name ? llvm::find(nodes, name.getValue().str()) : nodes.end();
+    if (it == nodes.end()) return;  // a cut inside the loss, or an unnamed op
+    cuts.push_back(int(it - nodes.begin()));
+  }
+  std::set<std::vector<int>> tried = {cuts};
+  PlanResult best = result;
+  for (int round = 0; round < kRounds; ++round) {
+    bool moved = false;
+    for (size_t k = 0; k < cuts.size(); ++k)
+      for (int step = -kReach; step <= kReach; ++step) {
+        std::vector<int> candidate = cuts;
+        candidate[k] += step;
+        const int lower = k == 0 ? 1 : candidate[k - 1] + 1;
+        const int upper = k + 1 == cuts.size() ? int(nodes.size()) - 1 : candidate[k + 1] - 1;
+        if (step == 0 || candidate[k] < lower || candidate[k] > upper ||
+            !tried.insert(candidate).second)
+          continue;
+        PlanResult trial;
+        trial.plan = result.plan;
+        trial.plan.splitAt.clear();
+        for (int cut : candidate)
+          trial.plan.splitAt += (trial.plan.splitAt.empty() ? "" : ",") + nodes[size_t(cut)];
+        mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, withPlan(base, trial.plan));
+        if (!module || mlir::failed(predictPlan(*module, cluster, trial)) ||
+            trial.bytesPerDevice > memoryLimit ||
+            trial.predictedSeconds >= 0.99 * best.predictedSeconds)
+          continue;
+        best = trial;
+        cuts = candidate;
+        moved = true;
+      }
+    if (!moved) break;
+  }
+  if (best.plan.splitAt.empty()) return;
+  best.balancedSeconds = result.predictedSeconds;
+  for (mlir::Attribute start : starts)
+    best.balancedSplit += (best.balancedSplit.empty() ? "" : ",") +
+                          llvm::cast<mlir::StringAttr>(start).getValue().str();
+  result = best;
 }
 
 } // namespace
@@ -133,6 +215,7 @@ CompileJob withPlan(const CompileJob &base, const Plan &plan) {
                                            : Options::Shard::Optimizer;
   o.tensorParallel = plan.tensorParallel;
   o.stages = plan.stages;
+  if (!plan.splitAt.empty()) o.splitAt = plan.splitAt;
   o.dataParallel = plan.strategy == "pipeline" ? plan.replicas : 1;
   o.shardReplicas = plan.strategy == "pipeline" && !plan.shard.empty();
   o.microBatches = plan.microBatches;
@@ -152,8 +235,11 @@ mlir::FailureOr<AutoChoice> chooseAutoPlan(mlir::MLIRContext &context,
   // A model that does not import fails every plan: its error, once.
   CompileJob importOnly = job;
   importOnly.runPipeline = false;
-  if (!compile(context, importOnly))
+  mlir::OwningOpRef<mlir::ModuleOp> imported = compile(context, importOnly);
+  if (!imported)
     return mlir::failure();
+  const std::vector<std::string> nodes =
+      job.pipeline.splitAt.empty() ? forwardNodes(*imported) : std::vector<std::string>();
   std::vector<Plan> plans = candidatePlans(devices, choice.globalBatch);
   for (size_t i = 0; i < plans.size(); ++i) {
     const Plan plan = plans[i];
@@ -175,6 +261,8 @@ mlir::FailureOr<AutoChoice> chooseAutoPlan(mlir::MLIRContext &context,
     mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, withPlan(job, plan));
     if (!module || mlir::failed(predictPlan(*module, cluster, result)))
       result.refusal = error.empty() ? "does not compile" : error;
+    else if (plan.strategy == "pipeline" && result.bytesPerDevice <= memoryLimit)
+      searchStageCuts(context, cluster, job, nodes, memoryLimit, *module, result);
     else if (result.bytesPerDevice > memoryLimit) {
       result.refusal = llvm::formatv("needs {0:f2} MiB per device, over {1:f2} MiB",
                                      double(result.bytesPerDevice) / (1 << 20),
