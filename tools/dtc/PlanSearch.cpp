@@ -1,5 +1,6 @@
 //===- PlanSearch.cpp - the searches dtc runs before it compiles ----------===//
 #include "PlanSearch.h"
+#include "dialect/DtcDialect.h"
 #include "dialect/PlanAttributes.h"
 
 #include "Tune.h"
@@ -48,15 +49,16 @@ llvm::Expected<double> timeJob(mlir::MLIRContext &context, const CompileJob &job
   return seconds;
 }
 
-/// The ONNX nodes of `imported`'s @forward in program order, each once: the
-/// places a stage can begin (names --split-at can carry: no commas, no
-/// spaces).
+} // namespace
+
 std::vector<std::string> forwardNodes(mlir::ModuleOp imported) {
   std::vector<std::string> nodes;
   llvm::StringSet<> seen;
   auto forward = imported.lookupSymbol<mlir::func::FuncOp>("forward");
   if (!forward) return nodes;
   forward.walk([&](mlir::Operation *op) {
+    // Params and constants (named after their initializers) begin no stage.
+    if (op->hasTrait<trait::StageFree>()) return;
     auto loc = llvm::dyn_cast<mlir::NameLoc>(op->getLoc());
     if (!loc) return;
     llvm::StringRef name = loc.getName().strref();
@@ -66,31 +68,27 @@ std::vector<std::string> forwardNodes(mlir::ModuleOp imported) {
   return nodes;
 }
 
-/// A pipeline plan's stage cuts: dtc-partition-stages balances its own op
-/// estimates (the default roofline, backward priced at twice the forward),
-/// which on a calibrated cluster can leave one stage far busier than the
-/// other (LeNet-5: its first convolution alone against the rest). Starting
-/// from those cuts (`balanced`'s dtc.stage_starts), each cut is moved up to
-/// kReach nodes either way, one cut at a time, every candidate compiled and
-/// its step simulated on `cluster` exactly as the plan was; a move is kept
-/// when the predicted step drops by more than 1% and the plan still fits
-/// `memoryLimit`, until a round keeps none. `result` becomes the best found
-/// (its plan with --split-at) when that beats the balanced cuts.
-void searchStageCuts(mlir::MLIRContext &context, const ClusterModel &cluster,
-                     const CompileJob &base, const std::vector<std::string> &nodes,
-                     int64_t memoryLimit, mlir::ModuleOp balanced, PlanResult &result) {
+StageCutSearch searchStageCuts(mlir::MLIRContext &context, const ClusterModel &cluster,
+                               const CompileJob &job, const std::vector<std::string> &nodes,
+                               int64_t memoryLimit, mlir::ModuleOp balanced,
+                               double balancedSeconds) {
   constexpr int kReach = 3, kRounds = 4;
+  StageCutSearch search;
+  search.balancedSeconds = balancedSeconds;
   auto starts = balanced->getAttrOfType<mlir::ArrayAttr>(dtc::attr::kStageStarts);
-  if (!starts || starts.empty() || nodes.empty()) return;
+  if (!starts || starts.empty() || nodes.empty()) return search;
   std::vector<int> cuts;
   for (mlir::Attribute start : starts) {
     auto name = llvm::dyn_cast<mlir::StringAttr>(start);
     auto it = name ? llvm::find(nodes, name.getValue().str()) : nodes.end();
-    if (it == nodes.end()) return;  // a cut inside the loss, or an unnamed op
+    if (it == nodes.end()) return search;  // a cut inside the loss, or an unnamed op
     cuts.push_back(int(it - nodes.begin()));
+    search.balanced += (search.balanced.empty() ? "" : ",") + *it;
   }
   std::set<std::vector<int>> tried = {cuts};
-  PlanResult best = result;
+  double best = balancedSeconds;
+  // A candidate that does not compile is skipped, its error not printed.
+  mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) { return mlir::success(); });
   for (int round = 0; round < kRounds; ++round) {
     bool moved = false;
     for (size_t k = 0; k < cuts.size(); ++k)
@@ -102,31 +100,31 @@ void searchStageCuts(mlir::MLIRContext &context, const ClusterModel &cluster,
         if (step == 0 || candidate[k] < lower || candidate[k] > upper ||
             !tried.insert(candidate).second)
           continue;
-        PlanResult trial;
-        trial.plan = result.plan;
-        trial.plan.splitAt.clear();
+        CompileJob trialJob = job;
+        trialJob.pipeline.splitAt.clear();
         for (int cut : candidate)
-          trial.plan.splitAt += (trial.plan.splitAt.empty() ? "" : ",") + nodes[size_t(cut)];
-        mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, withPlan(base, trial.plan));
+          trialJob.pipeline.splitAt +=
+              (trialJob.pipeline.splitAt.empty() ? "" : ",") + nodes[size_t(cut)];
+        // Priced as --strategy=auto prices a pipeline plan: its stages, its
+        // replicas' rings, on the cluster's links.
+        PlanResult trial;
+        trial.plan.strategy = "pipeline";
+        trial.plan.replicas = job.pipeline.dataParallel;
+        mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, trialJob);
         if (!module || mlir::failed(predictPlan(*module, cluster, trial)) ||
-            trial.bytesPerDevice > memoryLimit ||
-            trial.predictedSeconds >= 0.99 * best.predictedSeconds)
+            trial.bytesPerDevice > memoryLimit || trial.predictedSeconds >= 0.99 * best)
           continue;
-        best = trial;
+        best = trial.predictedSeconds;
+        search.chosen = trialJob.pipeline.splitAt;
+        search.chosenSeconds = trial.predictedSeconds;
+        search.chosenBytes = trial.bytesPerDevice;
         cuts = candidate;
         moved = true;
       }
     if (!moved) break;
   }
-  if (best.plan.splitAt.empty()) return;
-  best.balancedSeconds = result.predictedSeconds;
-  for (mlir::Attribute start : starts)
-    best.balancedSplit += (best.balancedSplit.empty() ? "" : ",") +
-                          llvm::cast<mlir::StringAttr>(start).getValue().str();
-  result = best;
+  return search;
 }
-
-} // namespace
 
 void MicroBatchSearch::print(int64_t batchSize, llvm::raw_ostream &os) const {
   if (candidates.empty())
@@ -261,8 +259,17 @@ mlir::FailureOr<AutoChoice> chooseAutoPlan(mlir::MLIRContext &context,
     mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, withPlan(job, plan));
     if (!module || mlir::failed(predictPlan(*module, cluster, result)))
       result.refusal = error.empty() ? "does not compile" : error;
-    else if (plan.strategy == "pipeline" && result.bytesPerDevice <= memoryLimit)
-      searchStageCuts(context, cluster, job, nodes, memoryLimit, *module, result);
+    else if (plan.strategy == "pipeline" && result.bytesPerDevice <= memoryLimit) {
+      const StageCutSearch cuts = searchStageCuts(context, cluster, withPlan(job, plan), nodes,
+                                                  memoryLimit, *module, result.predictedSeconds);
+      if (!cuts.chosen.empty()) {
+        result.plan.splitAt = cuts.chosen;
+        result.balancedSplit = cuts.balanced;
+        result.balancedSeconds = cuts.balancedSeconds;
+        result.predictedSeconds = cuts.chosenSeconds;
+        result.bytesPerDevice = cuts.chosenBytes;
+      }
+    }
     else if (result.bytesPerDevice > memoryLimit) {
       result.refusal = llvm::formatv("needs {0:f2} MiB per device, over {1:f2} MiB",
                                      double(result.bytesPerDevice) / (1 << 20),

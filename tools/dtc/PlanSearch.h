@@ -60,6 +60,36 @@ mlir::FailureOr<MicroBatchSearch> searchMicroBatches(mlir::MLIRContext &context,
 mlir::LogicalResult tuneMicroBatches(mlir::MLIRContext &context, CompileJob &job,
                                      MicroBatchSearch &search, const Timing &timing);
 
+/// The ONNX nodes of `imported`'s @forward in program order, each once: the
+/// places a pipeline stage can begin (names --split-at can carry: no
+/// commas, spaces or quotes).
+std::vector<std::string> forwardNodes(mlir::ModuleOp imported);
+
+/// A pipeline's stage cuts searched on a cluster model.
+struct StageCutSearch {
+  std::string balanced;       // the nodes the compiler's balanced cuts began stages with
+  double balancedSeconds = 0; // their predicted step
+  std::string chosen;         // --split-at of the best found; "" when none beat the balanced
+  double chosenSeconds = 0;
+  int64_t chosenBytes = 0;    // its state and arena on the fullest device
+};
+
+/// dtc-partition-stages balances its own op estimates (the default
+/// roofline, backward at twice the forward), which on a calibrated cluster
+/// can leave one stage far busier than the other (LeNet-5: its first
+/// convolution alone against the rest). Starting from the cuts `balanced`
+/// (`job` compiled; its dtc.stage_starts, step `balancedSeconds` on
+/// `cluster`) records, each cut is moved up to three of `nodes` either way,
+/// one cut at a time, every candidate compiled and its step simulated on
+/// `cluster` as --strategy=auto prices a pipeline; a move is kept when the
+/// predicted step drops by more than 1% and the plan still fits
+/// `memoryLimit` bytes, until a round keeps none. Candidates that do not
+/// compile are skipped (their errors go to the context's handler).
+StageCutSearch searchStageCuts(mlir::MLIRContext &context, const ClusterModel &cluster,
+                               const CompileJob &job, const std::vector<std::string> &nodes,
+                               int64_t memoryLimit, mlir::ModuleOp balanced,
+                               double balancedSeconds);
+
 /// --strategy=auto: every plan weighed and the chosen one's index.
 struct AutoChoice {
   std::vector<PlanResult> plans;

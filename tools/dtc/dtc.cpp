@@ -80,7 +80,8 @@ cl::opt<std::string> simulatePrecision(
     cl::init("fp32"), cl::cat(dtcCategory));
 cl::opt<std::string> clusterFile("cluster",
                                  cl::desc("--simulate, --strategy=auto, --emit-schedule: the cluster description (JSON, see "
-                                          "clusters/ and docs/cluster-model.md)"),
+                                          "clusters/ and docs/cluster-model.md); model/pipeline without --split-at: "
+                                          "the stage cuts are searched on it"),
                                  cl::value_desc("FILE"), cl::init(""), cl::cat(dtcCategory));
 cl::opt<int64_t> devices("devices",
                          cl::desc("--simulate: the largest number of devices to predict; "
@@ -445,10 +446,12 @@ std::optional<std::string> checkSimulateFlags(std::optional<dtc::ClusterModel> &
     return "--simulate-precision must be fp32 or mixed, got '" + simulatePrecision + "'";
   if (!simulate && simulatePrecision.getNumOccurrences())
     return std::string("--simulate-precision is for --simulate");
-  const bool scheduleOnly = !simulate && !autoPlan && !emitSchedule.empty();
+  // A pipeline compiled with --cluster: its stage cuts searched on it (and
+  // --emit-schedule's timeline priced by it).
+  const bool scheduleOnly = !simulate && !autoPlan && (!emitSchedule.empty() || isPipeline());
   if (!simulate && !autoPlan && !scheduleOnly)
     return std::string("--cluster and --devices are for --simulate and --strategy=auto "
-                       "(--cluster also for --emit-schedule)");
+                       "(--cluster also for pipelines and --emit-schedule)");
   if (scheduleOnly) {
     if (devices.getNumOccurrences())
       return std::string("--devices is for --simulate and --strategy=auto (a pipeline's "
@@ -958,6 +961,35 @@ int main(int argc, char **argv) {
   mlir::OwningOpRef<mlir::ModuleOp> module = dtc::compile(context, job, &binaryModel);
   if (!module)
     return 1;
+  // A pipeline with --cluster and no --split-at: its stage cuts searched on
+  // the cluster (as --strategy=auto does for its pipeline plans).
+  if (cluster && !autoPlanned && !simulate && job.pipeline.isPipeline() && job.runPipeline &&
+      job.pipeline.splitAt.empty()) {
+    dtc::CompileJob importOnly = job;
+    importOnly.runPipeline = false;
+    mlir::OwningOpRef<mlir::ModuleOp> imported = dtc::compile(context, importOnly);
+    dtc::PlanResult balanced;
+    balanced.plan.strategy = "pipeline";
+    balanced.plan.replicas = job.pipeline.dataParallel;
+    if (!imported || mlir::failed(dtc::predictPlan(*module, *cluster, balanced)))
+      return 1;
+    const int64_t limit =
+        memoryLimit.empty() ? int64_t(cluster->device.memoryBytes) : parseSize(memoryLimit);
+    const dtc::StageCutSearch cuts =
+        dtc::searchStageCuts(context, *cluster, job, dtc::forwardNodes(*imported), limit,
+                             *module, balanced.predictedSeconds);
+    if (!cuts.chosen.empty()) {
+      llvm::errs() << "dtc: note: --cluster: stages begin at " << cuts.chosen
+                   << " (--split-at); the balanced cuts (at " << cuts.balanced << ") predicted "
+                   << llvm::formatv("{0:f3} -> {1:f3}", cuts.balancedSeconds * 1e3,
+                                    cuts.chosenSeconds * 1e3)
+                   << " ms per step\n";
+      job.pipeline.splitAt = cuts.chosen;
+      module = dtc::compile(context, job, &binaryModel);
+      if (!module)
+        return 1;
+    }
+  }
   if (!emitSchedule.empty() && mlir::failed(writeSchedule(*module, cluster, job.pipeline.dataParallel)))
     return 1;
   // fsdp without --shard under --memory-limit: the coarsest sharding level
