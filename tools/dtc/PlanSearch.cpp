@@ -144,7 +144,8 @@ void MicroBatchSearch::print(int64_t batchSize, llvm::raw_ostream &os) const {
 }
 
 mlir::FailureOr<MicroBatchSearch> searchMicroBatches(mlir::MLIRContext &context,
-                                                     CompileJob &job, std::string &error) {
+                                                     CompileJob &job, std::string &error,
+                                                     const ClusterModel *cluster) {
   MicroBatchSearch search;
   const int64_t numStages = stageCount(job.pipeline);
   for (int64_t m = numStages; m <= std::min<int64_t>(job.batchSize, 64); ++m) {
@@ -155,8 +156,19 @@ mlir::FailureOr<MicroBatchSearch> searchMicroBatches(mlir::MLIRContext &context,
     mlir::OwningOpRef<mlir::ModuleOp> module = compile(context, candidate);
     if (!module)
       return mlir::failure();
-    auto predicted = (*module)->getAttrOfType<mlir::FloatAttr>(dtc::attr::kPredictedStepSeconds);
-    search.candidates.push_back({m, predicted ? predicted.getValueAsDouble() : 0.0});
+    double seconds = 0;
+    if (cluster) {
+      PlanResult priced;
+      priced.plan.strategy = "pipeline";
+      priced.plan.replicas = job.pipeline.dataParallel;
+      if (mlir::failed(predictPlan(*module, *cluster, priced)))
+        return mlir::failure();
+      seconds = priced.predictedSeconds;
+    } else if (auto predicted =
+                   (*module)->getAttrOfType<mlir::FloatAttr>(dtc::attr::kPredictedStepSeconds)) {
+      seconds = predicted.getValueAsDouble();
+    }
+    search.candidates.push_back({m, seconds});
   }
   if (search.candidates.empty()) {
     error = "--batch-size=" + std::to_string(job.batchSize) + " cannot be split into at least " +

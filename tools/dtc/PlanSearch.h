@@ -50,10 +50,13 @@ struct MicroBatchSearch {
 
 /// Compiles `job` with every divisor of its batch from its stage count up to
 /// 64 micro-batches and returns the search, `job`'s micro-batches set to
-/// the fastest predicted. An error message when no count splits the batch;
-/// failure (the error reported) when a candidate does not compile.
+/// the fastest predicted (on `cluster` when given, else by the default
+/// roofline the compiler records). An error message when no count splits
+/// the batch; failure (the error reported) when a candidate does not
+/// compile.
 mlir::FailureOr<MicroBatchSearch> searchMicroBatches(mlir::MLIRContext &context,
-                                                     CompileJob &job, std::string &error);
+                                                     CompileJob &job, std::string &error,
+                                                     const ClusterModel *cluster = nullptr);
 
 /// --tune: of the three best predicted candidates, the fastest measured here
 /// wins (`job`'s micro-batches set to it).

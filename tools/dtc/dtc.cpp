@@ -219,7 +219,7 @@ cl::opt<std::string> splitAt("split-at",
 cl::opt<std::string> microBatchesFlag(
     "micro-batches",
     cl::desc("pipeline: micro-batches per step, or auto (default: the cost model's "
-             "fastest divisor of --batch-size)"),
+             "fastest divisor of --batch-size; with --cluster, priced on it)"),
     cl::init("auto"), cl::cat(dtcCategory));
 cl::opt<std::string> schedule("schedule", cl::desc("pipeline: gpipe or 1f1b (default)"),
                               cl::init("1f1b"), cl::cat(dtcCategory));
@@ -927,7 +927,7 @@ int main(int argc, char **argv) {
       if (!error && microBatchesFlag == "auto" && strategy == "pipeline") {
         error.emplace();
         mlir::FailureOr<dtc::MicroBatchSearch> search =
-            dtc::searchMicroBatches(context, job, *error);
+            dtc::searchMicroBatches(context, job, *error, cluster ? &*cluster : nullptr);
         if (mlir::failed(search))
           return 1;  // a candidate failed to compile; its error is printed
         microSearch = *search;
