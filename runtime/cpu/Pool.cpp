@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <vector>
 
 namespace dtcrt::cpu {
 using namespace detail;
@@ -151,6 +152,61 @@ DTCRT_AVX2 void maxPool2x2Avx2(const float* xp, int64_t W, int64_t OH, int64_t O
   }
 }
 
+// Average pool over 2x2 windows, stride 2, no padding (is2x2Stride2), with
+// AVX2, eight outputs of a row at a time: each window summed from zero in
+// scan order and times 1/4, as the general path does, so the same bits.
+DTCRT_AVX2 void avgPool2x2Avx2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp) {
+  const __m256 quarter = _mm256_set1_ps(0.25f);
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const float* r0 = xp + 2 * oh * W;
+    const float* r1 = r0 + W;
+    float* yr = yp + oh * OW;
+    for (int64_t ow = 0; ow < OW; ow += 8) {
+      const int64_t n = std::min<int64_t>(8, OW - ow);
+      __m256 e0, o0, e1, o1;
+      splitPairs(r0 + 2 * ow, 2 * n, e0, o0);
+      splitPairs(r1 + 2 * ow, 2 * n, e1, o1);
+      __m256 sum = _mm256_add_ps(_mm256_setzero_ps(), e0);
+      sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(sum, o0), e1), o1);
+      sum = _mm256_mul_ps(sum, quarter);
+      if (n == 8)
+        _mm256_storeu_ps(yr + ow, sum);
+      else
+        _mm256_maskstore_ps(yr + ow, firstLanes(n), sum);
+    }
+  }
+}
+
+// Its gradient: each output's dy / 4 into the four inputs of its window
+// (zero + g, as the general path adds to zeroed dx, so the same bits; the
+// inputs no window covers, a last odd row or column, are zeroed before).
+DTCRT_AVX2 void avgPool2x2GradAvx2(const float* dyp, int64_t W, int64_t OH, int64_t OW,
+                                   float* dxp) {
+  const __m256 quarter = _mm256_set1_ps(0.25f);
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* r0 = dxp + 2 * oh * W;
+    float* r1 = r0 + W;
+    const float* dyr = dyp + oh * OW;
+    for (int64_t ow = 0; ow < OW; ow += 8) {
+      const int64_t n = std::min<int64_t>(8, OW - ow);
+      const __m256 dy = n == 8 ? _mm256_loadu_ps(dyr + ow) : _mm256_maskload_ps(dyr + ow, firstLanes(n));
+      const __m256 g = _mm256_add_ps(_mm256_setzero_ps(), _mm256_mul_ps(dy, quarter));
+      const __m256 lo = _mm256_unpacklo_ps(g, g), hi = _mm256_unpackhi_ps(g, g);
+      const __m256 first = _mm256_permute2f128_ps(lo, hi, 0x20);   // g0 g0 .. g3 g3
+      const __m256 second = _mm256_permute2f128_ps(lo, hi, 0x31);  // g4 g4 .. g7 g7
+      for (float* row : {r0, r1}) {
+        if (n == 8) {
+          _mm256_storeu_ps(row + 2 * ow, first);
+          _mm256_storeu_ps(row + 2 * ow + 8, second);
+        } else {
+          _mm256_maskstore_ps(row + 2 * ow, firstLanes(2 * n), first);
+          _mm256_maskstore_ps(row + 2 * ow + 8, firstLanes(2 * n - 8), second);
+        }
+      }
+    }
+  }
+}
+
 // Planes of `planeFloats` input floats handed to one thread at a time
 // (about 16K floats of work per item).
 int64_t planesPerItem(int64_t planeFloats) {
@@ -223,15 +279,27 @@ void maxPoolRowRunBest(const Pool2dParams& p, const float* xp, int64_t hs, const
     maxPoolRowRun<kStride, kIndices>(p, xp, hs, th, ws0, n, y, index);
 }
 
+// The output columns [lo, hi) whose windows hold every tap column (no
+// padding, no overhang past the input): the vectorized run of each row.
+struct FullColumns {
+  int64_t lo, hi;
+};
+FullColumns fullColumns(const Pool2dParams& p, int64_t OW) {
+  const int64_t sW = p.strideW, reach = (p.kW - 1) * p.dilW;
+  const int64_t lo = std::min(OW, (p.padL + sW - 1) / sW);
+  const int64_t lastStart = p.W - 1 - reach + p.padL;  // ws + padL of the last full window
+  const int64_t hi = std::max(lo, lastStart < 0 ? lo : std::min(OW, lastStart / sW + 1));
+  return {lo, hi};
+}
+
 // Max pool of one plane: per output row, the columns whose windows cross
 // the padding one by one, the rest as one vectorized run.
 template <int kStride>
 void maxPoolPlane(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW, float* yp,
                   int32_t* ip) {
-  const int64_t sW = p.strideW, reach = (p.kW - 1) * p.dilW;
-  const int64_t owLo = std::min(OW, (p.padL + sW - 1) / sW);
-  const int64_t lastStart = p.W - 1 - reach + p.padL;  // ws + padL of the last full window
-  const int64_t owHi = std::max(owLo, lastStart < 0 ? owLo : std::min(OW, lastStart / sW + 1));
+  const int64_t sW = p.strideW;
+  const FullColumns full = fullColumns(p, OW);
+  const int64_t owLo = full.lo, owHi = full.hi;
   for (int64_t oh = 0; oh < OH; ++oh) {
     const int64_t hs = oh * p.strideH - p.padT;
     const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
@@ -323,20 +391,132 @@ void max_pool2d_scatter(const float* dy, const int32_t* indices, int64_t planes,
 
 namespace {
 
-// Calls fn(oh, ow, th, tw, invDivisor) for every output of one plane.
-template <typename Fn>
-void forEachAvgWindow(const Pool2dParams& p, int64_t OH, int64_t OW, Fn&& fn) {
+// The divisor of one window: its taps inside the input, or inside the
+// padded input with count_include_pad.
+inline float avgInverse(const Pool2dParams& p, const Taps& th, const Taps& tw) {
+  const int64_t count =
+      p.countIncludePad ? th.inPad * tw.inPad : (th.hi - th.lo) * (tw.hi - tw.lo);
+  return count > 0 ? 1.0f / (float)count : 0.0f;
+}
+
+// One output of the general path: the window's taps in scan order, summed
+// from zero, times the inverse divisor.
+inline float avgPoolOne(const Pool2dParams& p, const float* xp, int64_t hs, const Taps& th,
+                        int64_t ws) {
+  const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
+  float acc = 0.0f;
+  for (int64_t r = th.lo; r < th.hi; ++r) {
+    const float* row = xp + (hs + r * p.dilH) * p.W + ws;
+    for (int64_t s = tw.lo; s < tw.hi; ++s) acc += row[s * p.dilW];
+  }
+  return acc * avgInverse(p, th, tw);
+}
+
+// The outputs [0, n) of one row whose windows hold every tap column, summed
+// tap by tap in scan order over all n at once (vectorized over outputs; the
+// same additions in the same order as avgPoolOne, so the same bits).
+template <int kStride>
+__attribute__((always_inline)) inline void avgPoolRowRun(const Pool2dParams& p, const float* xp,
+                                                         int64_t hs, const Taps& th, int64_t ws0,
+                                                         int64_t n, float inv, float* y) {
+  const int64_t stride = kStride ? kStride : p.strideW;
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = 0.0f;
+  for (int64_t r = th.lo; r < th.hi; ++r)
+    for (int64_t s = 0; s < p.kW; ++s) {
+      const float* src = xp + (hs + r * p.dilH) * p.W + ws0 + s * p.dilW;
+      DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] += src[i * stride];
+    }
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+}
+
+// The gradient of such a run: each tap's input column receives dy * inverse
+// of every output of the run (distinct columns within one tap, so no two
+// lanes add to the same element).
+template <int kStride>
+__attribute__((always_inline)) inline void avgPoolGradRowRun(const Pool2dParams& p, float* dxp,
+                                                             int64_t hs, const Taps& th,
+                                                             int64_t ws0, int64_t n, float inv,
+                                                             const float* dy, float* g) {
+  const int64_t stride = kStride ? kStride : p.strideW;
+  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * inv;
+  for (int64_t r = th.lo; r < th.hi; ++r)
+    for (int64_t s = 0; s < p.kW; ++s) {
+      float* dst = dxp + (hs + r * p.dilH) * p.W + ws0 + s * p.dilW;
+      DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dst[i * stride] += g[i];
+    }
+}
+
+// Average pool of one plane (and its gradient): per output row, the columns
+// whose windows cross the padding one by one, the rest as one run.
+template <int kStride>
+void avgPoolPlane(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW, float* yp) {
+  const FullColumns full = fullColumns(p, OW);
+  const Taps fullTw{0, p.kW, p.kW};
   for (int64_t oh = 0; oh < OH; ++oh) {
     const int64_t hs = oh * p.strideH - p.padT;
     const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
-    for (int64_t ow = 0; ow < OW; ++ow) {
-      const int64_t ws = ow * p.strideW - p.padL;
-      const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
-      const int64_t count =
-          p.countIncludePad ? th.inPad * tw.inPad : (th.hi - th.lo) * (tw.hi - tw.lo);
-      fn(oh, ow, hs, ws, th, tw, count > 0 ? 1.0f / (float)count : 0.0f);
-    }
+    float* yrow = yp + oh * OW;
+    for (int64_t ow = 0; ow < full.lo; ++ow) yrow[ow] = avgPoolOne(p, xp, hs, th, ow * p.strideW - p.padL);
+    if (full.hi > full.lo)
+      avgPoolRowRun<kStride>(p, xp, hs, th, full.lo * p.strideW - p.padL, full.hi - full.lo,
+                             avgInverse(p, th, fullTw), yrow + full.lo);
+    for (int64_t ow = full.hi; ow < OW; ++ow) yrow[ow] = avgPoolOne(p, xp, hs, th, ow * p.strideW - p.padL);
   }
+}
+
+template <int kStride>
+void avgPoolGradPlane(const Pool2dParams& p, const float* dyp, int64_t OH, int64_t OW, float* dxp,
+                      float* g) {
+  const FullColumns full = fullColumns(p, OW);
+  const Taps fullTw{0, p.kW, p.kW};
+  const auto one = [&](int64_t oh, int64_t hs, const Taps& th, int64_t ow) {
+    const int64_t ws = ow * p.strideW - p.padL;
+    const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
+    const float gradient = dyp[oh * OW + ow] * avgInverse(p, th, tw);
+    for (int64_t r = th.lo; r < th.hi; ++r) {
+      float* row = dxp + (hs + r * p.dilH) * p.W + ws;
+      for (int64_t s = tw.lo; s < tw.hi; ++s) row[s * p.dilW] += gradient;
+    }
+  };
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t hs = oh * p.strideH - p.padT;
+    const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
+    for (int64_t ow = 0; ow < full.lo; ++ow) one(oh, hs, th, ow);
+    if (full.hi > full.lo)
+      avgPoolGradRowRun<kStride>(p, dxp, hs, th, full.lo * p.strideW - p.padL, full.hi - full.lo,
+                                 avgInverse(p, th, fullTw), dyp + oh * OW + full.lo, g);
+    for (int64_t ow = full.hi; ow < OW; ++ow) one(oh, hs, th, ow);
+  }
+}
+
+// Both compiled for AVX2 (8 outputs a vector) where the CPU has it.
+template <int kStride>
+DTCRT_AVX2 void avgPoolPlaneAvx2(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW,
+                                 float* yp) {
+  avgPoolPlane<kStride>(p, xp, OH, OW, yp);
+}
+template <int kStride>
+DTCRT_AVX2 void avgPoolGradPlaneAvx2(const Pool2dParams& p, const float* dyp, int64_t OH,
+                                     int64_t OW, float* dxp, float* g) {
+  avgPoolGradPlane<kStride>(p, dyp, OH, OW, dxp, g);
+}
+
+template <int kStride>
+void avgPoolPlaneBest(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW, float* yp) {
+  static const bool avx2 = hasAvx2Fma();
+  if (avx2)
+    avgPoolPlaneAvx2<kStride>(p, xp, OH, OW, yp);
+  else
+    avgPoolPlane<kStride>(p, xp, OH, OW, yp);
+}
+template <int kStride>
+void avgPoolGradPlaneBest(const Pool2dParams& p, const float* dyp, int64_t OH, int64_t OW,
+                          float* dxp, float* g) {
+  static const bool avx2 = hasAvx2Fma();
+  if (avx2)
+    avgPoolGradPlaneAvx2<kStride>(p, dyp, OH, OW, dxp, g);
+  else
+    avgPoolGradPlane<kStride>(p, dyp, OH, OW, dxp, g);
 }
 
 }  // namespace
@@ -344,40 +524,48 @@ void forEachAvgWindow(const Pool2dParams& p, int64_t OH, int64_t OW, Fn&& fn) {
 void avg_pool2d(const Pool2dParams& p, const float* x, float* y) {
   check(p, "avg_pool2d");
   const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
-  const int64_t planes = p.N * p.C;
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    const float* xp = x + pl * p.H * p.W;
-    float* yp = y + pl * OH * OW;
-    forEachAvgWindow(p, OH, OW,
-                     [&](int64_t oh, int64_t ow, int64_t hs, int64_t ws, const Taps& th,
-                         const Taps& tw, float inv) {
-                       float acc = 0.0f;
-                       for (int64_t r = th.lo; r < th.hi; ++r) {
-                         const float* row = xp + (hs + r * p.dilH) * p.W + ws;
-                         for (int64_t s = tw.lo; s < tw.hi; ++s) acc += row[s * p.dilW];
-                       }
-                       yp[oh * OW + ow] = acc * inv;
-                     });
-  }
+  const int64_t planes = p.N * p.C, perItem = planesPerItem(p.H * p.W);
+  const bool fast2x2 = is2x2Stride2(p, OH, OW) && hasAvx2Fma();
+  parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
+    const int64_t end = std::min(planes, (item + 1) * perItem);
+    for (int64_t pl = item * perItem; pl < end; ++pl) {
+      const float* xp = x + pl * p.H * p.W;
+      float* yp = y + pl * OH * OW;
+      if (fast2x2)
+        avgPool2x2Avx2(xp, p.W, OH, OW, yp);
+      else if (p.strideW == 2)
+        avgPoolPlaneBest<2>(p, xp, OH, OW, yp);
+      else if (p.strideW == 1)
+        avgPoolPlaneBest<1>(p, xp, OH, OW, yp);
+      else
+        avgPoolPlaneBest<0>(p, xp, OH, OW, yp);
+    }
+  });
 }
 
 void avg_pool2d_backward(const Pool2dParams& p, const float* dy, float* dx) {
+  check(p, "avg_pool2d_backward");
   const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
-  const int64_t planes = p.N * p.C, HW = p.H * p.W;
-  fill(dx, planes * HW, 0.0f);
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    float* dxp = dx + pl * HW;
-    const float* dyp = dy + pl * OH * OW;
-    forEachAvgWindow(p, OH, OW,
-                     [&](int64_t oh, int64_t ow, int64_t hs, int64_t ws, const Taps& th,
-                         const Taps& tw, float inv) {
-                       const float g = dyp[oh * OW + ow] * inv;
-                       for (int64_t r = th.lo; r < th.hi; ++r) {
-                         float* row = dxp + (hs + r * p.dilH) * p.W + ws;
-                         for (int64_t s = tw.lo; s < tw.hi; ++s) row[s * p.dilW] += g;
-                       }
-                     });
-  }
+  const int64_t planes = p.N * p.C, HW = p.H * p.W, perItem = planesPerItem(HW);
+  const bool fast2x2 = is2x2Stride2(p, OH, OW) && hasAvx2Fma();
+  const bool tiles = fast2x2 && 2 * OH == p.H && 2 * OW == p.W;  // every dx written once
+  parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
+    const int64_t begin = item * perItem, end = std::min(planes, begin + perItem);
+    if (!tiles) fill(dx + begin * HW, (end - begin) * HW, 0.0f);
+    std::vector<float> g(fast2x2 ? 0 : (size_t)OW);  // one row's dy * inverse
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const float* dyp = dy + pl * OH * OW;
+      float* dxp = dx + pl * HW;
+      if (fast2x2)
+        avgPool2x2GradAvx2(dyp, p.W, OH, OW, dxp);
+      else if (p.strideW == 2)
+        avgPoolGradPlaneBest<2>(p, dyp, OH, OW, dxp, g.data());
+      else if (p.strideW == 1)
+        avgPoolGradPlaneBest<1>(p, dyp, OH, OW, dxp, g.data());
+      else
+        avgPoolGradPlaneBest<0>(p, dyp, OH, OW, dxp, g.data());
+    }
+  });
 }
 
 void global_avg_pool(const float* x, float* y, int64_t N, int64_t C, int64_t HW) {

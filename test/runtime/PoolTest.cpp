@@ -1,7 +1,8 @@
 // Tests of pooling: output sizes (ceil_mode rule), max pool values and argmax
 // indices against a reference loop and against PyTorch 1.13, max pool
 // backward through the indices (finite differences), average pool with and
-// without count_include_pad against a reference and PyTorch, its backward,
+// without count_include_pad against a reference and PyTorch (and bit for bit
+// against a scalar sum in scan order, on one and two threads), its backward,
 // and global average pooling.
 #include "TestUtil.h"
 
@@ -170,6 +171,50 @@ TEST(Pool2d, AvgBackwardByFiniteDifferences) {
         return o;
       }, name(p) + " avg backward");
     }
+}
+
+// The vectorized runs and the 2x2 stride-2 kernel sum each window from zero
+// in scan order and multiply by 1/count, as this scalar loop does: the same
+// bits, on one thread and on two (planes split between them).
+TEST(Pool2d, AvgBitwiseScanOrderAnyThreads) {
+  Rng rng(46);
+  const int before = dtcrt::getNumThreads();
+  std::vector<k::Pool2dParams> cases = kCases;
+  // Planes of more than 16K floats: one plane a work item, so two threads share them.
+  cases.push_back(make(1, 3, 128, 130, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, true));
+  cases.push_back(make(1, 3, 128, 130, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false));
+  for (auto p : cases)
+    for (bool incl : {true, false}) {
+      p.countIncludePad = incl;
+      const int64_t OH = k::pool2d_out_h(p), OW = k::pool2d_out_w(p);
+      Vec x = rng.vec(p.N * p.C * p.H * p.W), want((size_t)outSize(p));
+      for (int64_t pl = 0; pl < p.N * p.C; ++pl)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            float acc = 0.0f;
+            int64_t valid = 0, inPad = 0;
+            for (int64_t r = 0; r < p.kH; ++r)
+              for (int64_t s = 0; s < p.kW; ++s) {
+                const int64_t ih = oh * p.strideH - p.padT + r * p.dilH;
+                const int64_t iw = ow * p.strideW - p.padL + s * p.dilW;
+                if (ih < p.H + p.padB && iw < p.W + p.padR) ++inPad;
+                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                ++valid;
+                acc += x[(size_t)(pl * p.H * p.W + ih * p.W + iw)];
+              }
+            const int64_t count = incl ? inPad : valid;
+            want[(size_t)((pl * OH + oh) * OW + ow)] = acc * (count ? 1.0f / (float)count : 0.0f);
+          }
+      for (int threads : {1, 2}) {
+        dtcrt::setNumThreads(threads);
+        Vec y((size_t)outSize(p));
+        k::avg_pool2d(p, x.data(), y.data());
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_EQ(y[i], want[i]) << name(p) << " incl=" << incl << " threads=" << threads
+                                   << " output " << i;
+      }
+    }
+  dtcrt::setNumThreads(before);
 }
 
 // Constants printed by /usr/bin/python3 with torch 1.13 (Debian python3-torch):
