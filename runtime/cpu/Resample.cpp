@@ -3,13 +3,16 @@
 // dimensions and its backward. The
 // backward passes scatter-add each dy element into the x element(s) it was
 // read from, in a fixed order per slab (an independent range of leading
-// dimensions), so results do not depend on the thread count.
+// dimensions), so results do not depend on the thread count. A resize
+// computes the taps of each output row and column once per call; nearest
+// (without a crop) copies.
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace dtcrt::cpu {
 using namespace detail;
@@ -205,14 +208,52 @@ inline Taps1d resizeTaps(const Resize2dParams& p, int64_t o, int64_t in, int64_t
 
 }  // namespace
 
+namespace {
+
+// The taps of every output position along one dimension: they depend on the
+// position alone, so they are computed once per call, not once per output.
+std::vector<Taps1d> axisTaps(const Resize2dParams& p, int64_t in, int64_t out, float scale,
+                             const float* roi) {
+  std::vector<Taps1d> taps((size_t)out);
+  for (int64_t o = 0; o < out; ++o) taps[(size_t)o] = resizeTaps(p, o, in, out, scale, roi);
+  return taps;
+}
+
+// Nearest resize without a crop: every output reads one input element.
+bool copiesOneTap(const Resize2dParams& p) {
+  return p.mode == ResizeMode::Nearest && p.coordinate != ResizeCoordinate::TfCropAndResize;
+}
+
+}  // namespace
+
 void resize2d(const Resize2dParams& p, const float* x, float* y) {
+  const std::vector<Taps1d> rows = axisTaps(p, p.H, p.OH, p.scaleH, p.roiH);
+  const std::vector<Taps1d> cols = axisTaps(p, p.W, p.OW, p.scaleW, p.roiW);
+  if (copiesOneTap(p)) {
+    std::vector<int64_t> source((size_t)p.OW);
+    for (int64_t ow = 0; ow < p.OW; ++ow) source[(size_t)ow] = cols[(size_t)ow].i[0];
+    parallelFor(p.planes, [&](int64_t plane) {
+      const float* xp = x + plane * p.H * p.W;
+      float* yp = y + plane * p.OH * p.OW;
+      for (int64_t oh = 0; oh < p.OH; ++oh) {
+        float* yrow = yp + oh * p.OW;
+        if (oh > 0 && rows[(size_t)oh].i[0] == rows[(size_t)oh - 1].i[0]) {  // the same input row
+          std::memcpy(yrow, yrow - p.OW, sizeof(float) * p.OW);
+          continue;
+        }
+        const float* xrow = xp + rows[(size_t)oh].i[0] * p.W;
+        for (int64_t ow = 0; ow < p.OW; ++ow) yrow[ow] = xrow[source[(size_t)ow]];
+      }
+    });
+    return;
+  }
   parallelFor(p.planes, [&](int64_t plane) {
     const float* xp = x + plane * p.H * p.W;
     float* yp = y + plane * p.OH * p.OW;
     for (int64_t oh = 0; oh < p.OH; ++oh) {
-      Taps1d h = resizeTaps(p, oh, p.H, p.OH, p.scaleH, p.roiH);
+      const Taps1d& h = rows[(size_t)oh];
       for (int64_t ow = 0; ow < p.OW; ++ow) {
-        Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW, p.roiW);
+        const Taps1d& w = cols[(size_t)ow];
         if (h.n == 0 || w.n == 0) {
           yp[oh * p.OW + ow] = p.extrapolation;
           continue;
@@ -231,15 +272,26 @@ void resize2d(const Resize2dParams& p, const float* x, float* y) {
 }
 
 void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx) {
+  const std::vector<Taps1d> rows = axisTaps(p, p.H, p.OH, p.scaleH, p.roiH);
+  const std::vector<Taps1d> cols = axisTaps(p, p.W, p.OW, p.scaleW, p.roiW);
+  const bool oneTap = copiesOneTap(p);
+  std::vector<int64_t> source(oneTap ? (size_t)p.OW : 0);
+  for (size_t ow = 0; ow < source.size(); ++ow) source[ow] = cols[ow].i[0];
   parallelFor(p.planes, [&](int64_t plane) {
     float* dxp = dx + plane * p.H * p.W;
     const float* dyp = dy + plane * p.OH * p.OW;
     std::memset(dxp, 0, sizeof(float) * p.H * p.W);
     for (int64_t oh = 0; oh < p.OH; ++oh) {
-      Taps1d h = resizeTaps(p, oh, p.H, p.OH, p.scaleH, p.roiH);
+      const Taps1d& h = rows[(size_t)oh];
+      const float* dyrow = dyp + oh * p.OW;
+      if (oneTap) {  // weights 1: each dy added as it is, in the same order
+        float* dxrow = dxp + h.i[0] * p.W;
+        for (int64_t ow = 0; ow < p.OW; ++ow) dxrow[source[(size_t)ow]] += dyrow[ow];
+        continue;
+      }
       for (int64_t ow = 0; ow < p.OW; ++ow) {
-        Taps1d w = resizeTaps(p, ow, p.W, p.OW, p.scaleW, p.roiW);
-        float g = dyp[oh * p.OW + ow];
+        const Taps1d& w = cols[(size_t)ow];
+        const float g = dyrow[ow];
         for (int a = 0; a < h.n; ++a)
           for (int b = 0; b < w.n; ++b) dxp[h.i[a] * p.W + w.i[b]] += h.w[a] * w.w[b] * g;
       }
