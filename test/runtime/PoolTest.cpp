@@ -31,6 +31,7 @@ const std::vector<k::Pool2dParams> kCases = {
     make(2, 2, 9, 45, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, true),  // 3x3 s2 p1
     make(1, 2, 6, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true),  // 3x3 s1 p1
     make(1, 1, 7, 50, 2, 3, 1, 3, 0, 2, 0, 2, 1, 2, true, true),   // stride 3, dilation 2
+    make(1, 2, 5, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true),  // 35 columns, ceil overhang
 };
 
 std::string name(const k::Pool2dParams& p) {
@@ -123,6 +124,12 @@ TEST(Pool2d, MaxMatchesReference) {
       if (!std::isnan(y[i])) {
         EXPECT_EQ(y2[i], y[i]);
       }
+    // Windows of -inf only: the index is the first tap inside the input
+    // (never a pad's, which the backward would scatter out of the plane).
+    std::fill(x.begin(), x.end(), -std::numeric_limits<float>::infinity());
+    k::max_pool2d(p, x.data(), y.data(), idx.data());
+    refPool(p, x, true, want, wantIdx);
+    EXPECT_EQ(idx, wantIdx) << name(p) << " all -inf";
   }
 }
 
