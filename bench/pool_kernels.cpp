@@ -3,7 +3,7 @@
 // bench/pool_kernels.py, which times PyTorch's kernels on the same shapes in
 // the same run.
 //
-//   dtcrt_pool_kernels_bench REPS N C H W K STRIDE PAD COUNT_INCLUDE_PAD
+//   dtcrt_pool_kernels_bench REPS N C H W K STRIDE PAD COUNT_INCLUDE_PAD [CEIL_MODE]
 // prints one tab-separated line per kernel: name, best microseconds of REPS.
 // The inputs are normal values (seed 1); windows are square, pads symmetric.
 #include "runtime/cpu/Kernels.h"
@@ -34,10 +34,12 @@ double bestMicroseconds(int reps, const std::function<void()>& run) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 10) {
-    std::fprintf(stderr, "usage: %s REPS N C H W K STRIDE PAD COUNT_INCLUDE_PAD\n", argv[0]);
+  if (argc != 10 && argc != 11) {
+    std::fprintf(stderr, "usage: %s REPS N C H W K STRIDE PAD COUNT_INCLUDE_PAD [CEIL_MODE]\n",
+                 argv[0]);
     return 2;
   }
+  const bool ceilMode = argc == 11 && std::atol(argv[10]) != 0;
   long v[9];
   for (int i = 0; i < 9; ++i) v[i] = std::atol(argv[i + 1]);
   const int reps = (int)v[0];
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const k::Pool2dParams p{v[1], v[2], v[3], v[4], v[5], v[5], v[6], v[6],
-                          v[7], v[7], v[7], v[7], 1,    1,    false, v[8] != 0};
+                          v[7], v[7], v[7], v[7], 1,    1,    ceilMode, v[8] != 0};
   const int64_t in = p.N * p.C * p.H * p.W;
   const int64_t out = p.N * p.C * k::pool2d_out_h(p) * k::pool2d_out_w(p);
   std::vector<float> x(in), dx(in), y(out), dy(out);

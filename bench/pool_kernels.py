@@ -20,13 +20,16 @@ import subprocess
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# (where the shape comes from, N, C, H, W, window, stride, pad, count_include_pad)
+# (where the shape comes from, N, C, H, W, window, stride, pad, count_include_pad, ceil_mode)
 SHAPES = [
-    ("LeNet-5, batch 32", 32, 6, 28, 28, 2, 2, 0, True),
-    ("LeNet-5, 2nd pool", 32, 16, 10, 10, 2, 2, 0, True),
-    ("DenseNet transition, batch 8", 8, 128, 56, 56, 2, 2, 0, True),
-    ("Inception branch 3x3 s1, batch 8", 8, 192, 28, 28, 3, 1, 1, False),
-    ("ResNet stem pool 3x3 s2, batch 8", 8, 64, 112, 112, 3, 2, 1, True),
+    ("LeNet-5, batch 32", 32, 6, 28, 28, 2, 2, 0, True, False),
+    ("LeNet-5, 2nd pool", 32, 16, 10, 10, 2, 2, 0, True, False),
+    ("DenseNet transition, batch 8", 8, 128, 56, 56, 2, 2, 0, True, False),
+    ("Inception branch 3x3 s1, batch 8", 8, 192, 28, 28, 3, 1, 1, False, False),
+    ("ResNet stem pool 3x3 s2, batch 8", 8, 64, 112, 112, 3, 2, 1, True, False),
+    ("the zoo's GoogLeNet (32x32 images), 1st pool", 8, 64, 16, 16, 3, 2, 0, True, True),
+    ("the zoo's GoogLeNet, inception branch", 8, 480, 4, 4, 3, 1, 1, True, True),
+    ("the zoo's AlexNet (64x64 images), 1st pool", 8, 64, 15, 15, 3, 2, 0, True, False),
 ]
 KERNELS = ("avg_pool", "avg_pool_grad", "max_pool", "max_pool_grad")
 
@@ -41,26 +44,27 @@ def parse_args():
 
 
 def dtc_times(tool, shape, reps):
-    _, n, c, h, w, k, s, pad, incl = shape
-    args = [tool, str(reps)] + [str(v) for v in (n, c, h, w, k, s, pad, int(incl))]
+    _, n, c, h, w, k, s, pad, incl, ceil = shape
+    args = [tool, str(reps)] + [str(v) for v in (n, c, h, w, k, s, pad, int(incl), int(ceil))]
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     return {name: float(us) for name, us in (line.split("\t") for line in out.splitlines())}
 
 
 def torch_times(torch, shape, reps):
-    _, n, c, h, w, k, s, pad, incl = shape
+    _, n, c, h, w, k, s, pad, incl, ceil = shape
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(n, c, h, w, generator=gen)
     F, aten = torch.nn.functional, torch.ops.aten
-    y, indices = F.max_pool2d(x, k, s, pad, return_indices=True)
+    y, indices = F.max_pool2d(x, k, s, pad, ceil_mode=ceil, return_indices=True)
     dy = torch.randn(y.shape, generator=gen)
+    avg_dy = torch.randn(F.avg_pool2d(x, k, s, pad, ceil_mode=ceil).shape, generator=gen)
     kernels = {
-        "avg_pool": lambda: F.avg_pool2d(x, k, s, pad, count_include_pad=incl),
-        "avg_pool_grad": lambda: aten.avg_pool2d_backward(dy, x, [k, k], [s, s], [pad, pad],
-                                                          False, incl, None),
-        "max_pool": lambda: F.max_pool2d(x, k, s, pad, return_indices=True),
+        "avg_pool": lambda: F.avg_pool2d(x, k, s, pad, ceil_mode=ceil, count_include_pad=incl),
+        "avg_pool_grad": lambda: aten.avg_pool2d_backward(avg_dy, x, [k, k], [s, s], [pad, pad],
+                                                          ceil, incl, None),
+        "max_pool": lambda: F.max_pool2d(x, k, s, pad, ceil_mode=ceil, return_indices=True),
         "max_pool_grad": lambda: aten.max_pool2d_with_indices_backward(
-            dy, x, [k, k], [s, s], [pad, pad], [1, 1], False, indices),
+            dy, x, [k, k], [s, s], [pad, pad], [1, 1], ceil, indices),
     }
     times = {}
     with torch.no_grad():
@@ -87,9 +91,9 @@ def main():
                 dtc[name] = min(dtc.get(name, float("inf")), us)
             for name, us in torch_times(torch, shape, args.reps).items():
                 ref[name] = min(ref.get(name, float("inf")), us)
-        label = "{} ({}x{}x{}x{}, {}x{} s{} p{}{})".format(
+        label = "{} ({}x{}x{}x{}, {}x{} s{} p{}{}{})".format(
             shape[0], *shape[1:5], shape[5], shape[5], shape[6], shape[7],
-            "" if shape[8] else ", pads not counted")
+            "" if shape[8] else ", pads not counted", ", ceil" if shape[9] else "")
         for name in KERNELS:
             rows.append((label, name, dtc[name], ref[name]))
             print(f"{label:60s} {name:14s} dtc {dtc[name]:9.1f} us  PyTorch {ref[name]:9.1f} us  "
