@@ -10,7 +10,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 namespace dtcrt::cpu {
 using namespace detail;
@@ -219,23 +218,10 @@ int64_t planesPerItem(int64_t planeFloats) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(planeFloats, 1));
 }
 
-// The taps of every output row and column: they depend on the position
-// alone, so a call computes them once instead of once per output.
-struct WindowTaps {
-  std::vector<Taps> rows, cols;
-};
-WindowTaps windowTaps(const Pool2dParams& p, int64_t OH, int64_t OW) {
-  WindowTaps t{std::vector<Taps>((size_t)OH), std::vector<Taps>((size_t)OW)};
-  for (int64_t oh = 0; oh < OH; ++oh)
-    t.rows[(size_t)oh] = taps(oh * p.strideH - p.padT, p.kH, p.dilH, p.H, p.padB);
-  for (int64_t ow = 0; ow < OW; ++ow)
-    t.cols[(size_t)ow] = taps(ow * p.strideW - p.padL, p.kW, p.dilW, p.W, p.padR);
-  return t;
-}
-
 // One output of the general path: the window's taps in scan order.
 inline void maxPoolOne(const Pool2dParams& p, const float* xp, int64_t hs, const Taps& th,
-                       int64_t ws, const Taps& tw, float* y, int32_t* index) {
+                       int64_t ws, float* y, int32_t* index) {
+  const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
   float best = -std::numeric_limits<float>::infinity();
   int32_t at = -1;
   if (th.lo < th.hi && tw.lo < tw.hi) at = (int32_t)((hs + th.lo * p.dilH) * p.W + ws + tw.lo * p.dilW);
@@ -314,18 +300,17 @@ FullColumns fullColumns(const Pool2dParams& p, int64_t OW) {
 // Max pool of one plane: per output row, the columns whose windows cross
 // the padding one by one, the rest as one vectorized run.
 template <int kStride>
-void maxPoolPlane(const Pool2dParams& p, const WindowTaps& wt, const float* xp, int64_t OH,
-                  int64_t OW, float* yp, int32_t* ip) {
+void maxPoolPlane(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW, float* yp,
+                  int32_t* ip) {
   const int64_t sW = p.strideW;
   const FullColumns full = fullColumns(p, OW);
   const int64_t owLo = full.lo, owHi = full.hi;
   const auto one = [&](int64_t hs, const Taps& th, int64_t ow, float* yrow, int32_t* irow) {
-    maxPoolOne(p, xp, hs, th, ow * sW - p.padL, wt.cols[(size_t)ow], yrow + ow,
-               irow ? irow + ow : nullptr);
+    maxPoolOne(p, xp, hs, th, ow * sW - p.padL, yrow + ow, irow ? irow + ow : nullptr);
   };
   for (int64_t oh = 0; oh < OH; ++oh) {
     const int64_t hs = oh * p.strideH - p.padT;
-    const Taps& th = wt.rows[(size_t)oh];
+    const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
     float* yrow = yp + oh * OW;
     int32_t* irow = ip ? ip + oh * OW : nullptr;
     for (int64_t ow = 0; ow < owLo; ++ow) one(hs, th, ow, yrow, irow);
@@ -351,31 +336,57 @@ void maxPoolPlane(const Pool2dParams& p, const WindowTaps& wt, const float* xp, 
 // each output starts from its first tap inside the input, as maxPoolOne
 // does: the same values and indices.
 struct PaddedPlane {
-  int64_t rows, cols;                 // of the padded plane
-  std::vector<int32_t> outputAt;      // per output: its window's first row/column, padded
-  std::vector<int32_t> outputIndex;   // per output: its window's corner in the plane's indices
-  std::vector<int32_t> firstInside;   // per output: the first tap inside the input, or -1
-  std::vector<int32_t> tapAt, tapIndex;  // per tap (scan order): offsets in both
+  int64_t rows, cols;      // of the padded plane
+  int64_t outputs, taps;   // OH * OW, kH * kW
+  float* plane;            // rows x cols, -inf outside the copied input
+  int32_t* outputAt;       // per output: its window's corner in the padded plane
+  int32_t* outputIndex;    // per output: its window's corner in the plane's indices
+  int32_t* firstInside;    // per output: its first tap inside the input, or -1
+  int32_t* tapAt;          // per tap (scan order): its offset in the padded plane
+  int32_t* tapIndex;       // and in the plane's indices
+  int32_t* noIndices;      // one plane's indices, for callers that want none
 };
 
-PaddedPlane paddedPlane(const Pool2dParams& p, const WindowTaps& wt, int64_t OH, int64_t OW) {
+int64_t paddedRows(const Pool2dParams& p, int64_t OH) {
+  return std::max(p.padT + p.H, (OH - 1) * p.strideH + (p.kH - 1) * p.dilH + 1);
+}
+int64_t paddedCols(const Pool2dParams& p, int64_t OW) {
+  return std::max(p.padL + p.W, (OW - 1) * p.strideW + (p.kW - 1) * p.dilW + 1);
+}
+
+// Lays the padded plane and its tables out in this thread's scratch (no
+// allocation but the scratch's growth) and fills them.
+PaddedPlane paddedPlane(const Pool2dParams& p, int64_t OH, int64_t OW) {
   PaddedPlane pp;
-  pp.rows = std::max(p.padT + p.H, (OH - 1) * p.strideH + (p.kH - 1) * p.dilH + 1);
-  pp.cols = std::max(p.padL + p.W, (OW - 1) * p.strideW + (p.kW - 1) * p.dilW + 1);
-  for (int64_t oh = 0; oh < OH; ++oh)
+  pp.rows = paddedRows(p, OH), pp.cols = paddedCols(p, OW);
+  pp.outputs = OH * OW, pp.taps = p.kH * p.kW;
+  const int64_t planeFloats = (pp.rows * pp.cols + 7) / 8 * 8;
+  float* scratch = threadScratch(planeFloats + 4 * pp.outputs + 2 * pp.taps);
+  pp.plane = scratch;
+  pp.outputAt = reinterpret_cast<int32_t*>(scratch + planeFloats);
+  pp.outputIndex = pp.outputAt + pp.outputs;
+  pp.firstInside = pp.outputIndex + pp.outputs;
+  pp.noIndices = pp.firstInside + pp.outputs;
+  pp.tapAt = pp.noIndices + pp.outputs;
+  pp.tapIndex = pp.tapAt + pp.taps;
+  std::fill(pp.plane, pp.plane + pp.rows * pp.cols, -std::numeric_limits<float>::infinity());
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t hs = oh * p.strideH - p.padT;
+    const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
     for (int64_t ow = 0; ow < OW; ++ow) {
-      const int64_t hs = oh * p.strideH - p.padT, ws = ow * p.strideW - p.padL;
-      const Taps &th = wt.rows[(size_t)oh], &tw = wt.cols[(size_t)ow];
-      pp.outputAt.push_back((int32_t)(oh * p.strideH * pp.cols + ow * p.strideW));
-      pp.outputIndex.push_back((int32_t)(hs * p.W + ws));
-      pp.firstInside.push_back(th.lo < th.hi && tw.lo < tw.hi
-                                   ? (int32_t)((hs + th.lo * p.dilH) * p.W + ws + tw.lo * p.dilW)
-                                   : -1);
+      const int64_t ws = ow * p.strideW - p.padL, o = oh * OW + ow;
+      const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
+      pp.outputAt[o] = (int32_t)(oh * p.strideH * pp.cols + ow * p.strideW);
+      pp.outputIndex[o] = (int32_t)(hs * p.W + ws);
+      pp.firstInside[o] = th.lo < th.hi && tw.lo < tw.hi
+                              ? (int32_t)((hs + th.lo * p.dilH) * p.W + ws + tw.lo * p.dilW)
+                              : -1;
     }
+  }
   for (int64_t r = 0; r < p.kH; ++r)
     for (int64_t s = 0; s < p.kW; ++s) {
-      pp.tapAt.push_back((int32_t)(r * p.dilH * pp.cols + s * p.dilW));
-      pp.tapIndex.push_back((int32_t)(r * p.dilH * p.W + s * p.dilW));
+      pp.tapAt[r * p.kW + s] = (int32_t)(r * p.dilH * pp.cols + s * p.dilW);
+      pp.tapIndex[r * p.kW + s] = (int32_t)(r * p.dilH * p.W + s * p.dilW);
     }
   return pp;
 }
@@ -384,20 +395,20 @@ PaddedPlane paddedPlane(const Pool2dParams& p, const WindowTaps& wt, int64_t OH,
 // outputs, the loads gathered), so no output waits on its previous tap.
 __attribute__((always_inline)) inline void maxPoolSmallPlane(const Pool2dParams& p,
                                                              const PaddedPlane& pp,
-                                                             const float* xp, float* padded,
-                                                             float* yp, int32_t* ip) {
+                                                             const float* xp, float* yp,
+                                                             int32_t* ip) {
   for (int64_t h = 0; h < p.H; ++h)
-    std::memcpy(padded + (p.padT + h) * pp.cols + p.padL, xp + h * p.W, sizeof(float) * p.W);
-  const int64_t outputs = (int64_t)pp.outputAt.size(), tapCount = (int64_t)pp.tapAt.size();
-  const int32_t* outputAt = pp.outputAt.data();
-  const int32_t* outputIndex = pp.outputIndex.data();
-  const int32_t* first = pp.firstInside.data();
+    std::memcpy(pp.plane + (p.padT + h) * pp.cols + p.padL, xp + h * p.W, sizeof(float) * p.W);
+  const int64_t outputs = pp.outputs;
+  const int32_t* outputAt = pp.outputAt;
+  const int32_t* outputIndex = pp.outputIndex;
+  const int32_t* first = pp.firstInside;
   const float minusInf = -std::numeric_limits<float>::infinity();
   DTCRT_SIMD for (int64_t o = 0; o < outputs; ++o) yp[o] = minusInf;
   DTCRT_SIMD for (int64_t o = 0; o < outputs; ++o) ip[o] = first[o];
-  for (int64_t t = 0; t < tapCount; ++t) {
-    const float* tap = padded + pp.tapAt[(size_t)t];
-    const int32_t tapIndex = pp.tapIndex[(size_t)t];
+  for (int64_t t = 0; t < pp.taps; ++t) {
+    const float* tap = pp.plane + pp.tapAt[t];
+    const int32_t tapIndex = pp.tapIndex[t];
     DTCRT_SIMD for (int64_t o = 0; o < outputs; ++o) {
       const float v = tap[outputAt[o]];
       const bool take = (v > yp[o]) | (v != v);
@@ -408,20 +419,18 @@ __attribute__((always_inline)) inline void maxPoolSmallPlane(const Pool2dParams&
 }
 
 DTCRT_AVX2 void maxPoolSmallPlanesAvx2(const Pool2dParams& p, const PaddedPlane& pp,
-                                       const float* x, int64_t begin, int64_t end, int64_t OHW,
-                                       float* padded, float* y, int32_t* indices,
-                                       int32_t* scratchIndices) {
+                                       const float* x, int64_t begin, int64_t end, float* y,
+                                       int32_t* indices) {
   for (int64_t pl = begin; pl < end; ++pl)
-    maxPoolSmallPlane(p, pp, x + pl * p.H * p.W, padded, y + pl * OHW,
-                      indices ? indices + pl * OHW : scratchIndices);
+    maxPoolSmallPlane(p, pp, x + pl * p.H * p.W, y + pl * pp.outputs,
+                      indices ? indices + pl * pp.outputs : pp.noIndices);
 }
 
 void maxPoolSmallPlanes(const Pool2dParams& p, const PaddedPlane& pp, const float* x,
-                        int64_t begin, int64_t end, int64_t OHW, float* padded, float* y,
-                        int32_t* indices, int32_t* scratchIndices) {
+                        int64_t begin, int64_t end, float* y, int32_t* indices) {
   for (int64_t pl = begin; pl < end; ++pl)
-    maxPoolSmallPlane(p, pp, x + pl * p.H * p.W, padded, y + pl * OHW,
-                      indices ? indices + pl * OHW : scratchIndices);
+    maxPoolSmallPlane(p, pp, x + pl * p.H * p.W, y + pl * pp.outputs,
+                      indices ? indices + pl * pp.outputs : pp.noIndices);
 }
 
 bool is2x2Stride2(const Pool2dParams& p, int64_t OH, int64_t OW) {
@@ -453,21 +462,15 @@ void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indice
     return;
   }
   const int64_t perItem = planesPerItem(p.H * p.W);
-  const WindowTaps wt = windowTaps(p, OH, OW);
   if (OW < kSmallPlaneColumns) {
-    const PaddedPlane pp = paddedPlane(p, wt, OH, OW);
     static const bool avx2 = hasAvx2Fma();
     parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
-      const int64_t paddedFloats = pp.rows * pp.cols, OHW = OH * OW;
-      // The padded plane, then room for one plane's indices when the caller wants none.
-      float* padded = threadScratch(paddedFloats + OHW);
-      std::fill(padded, padded + paddedFloats, -std::numeric_limits<float>::infinity());
-      int32_t* scratchIndices = reinterpret_cast<int32_t*>(padded + paddedFloats);
+      const PaddedPlane pp = paddedPlane(p, OH, OW);  // once per item of planes
       const int64_t begin = item * perItem, end = std::min(planes, begin + perItem);
       if (avx2)
-        maxPoolSmallPlanesAvx2(p, pp, x, begin, end, OHW, padded, y, indices, scratchIndices);
+        maxPoolSmallPlanesAvx2(p, pp, x, begin, end, y, indices);
       else
-        maxPoolSmallPlanes(p, pp, x, begin, end, OHW, padded, y, indices, scratchIndices);
+        maxPoolSmallPlanes(p, pp, x, begin, end, y, indices);
     });
     return;
   }
@@ -476,11 +479,11 @@ void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indice
     for (int64_t pl = item * perItem; pl < end; ++pl) {
       int32_t* ip = indices ? indices + pl * OH * OW : nullptr;
       if (p.strideW == 2)
-        maxPoolPlane<2>(p, wt, x + pl * p.H * p.W, OH, OW, y + pl * OH * OW, ip);
+        maxPoolPlane<2>(p, x + pl * p.H * p.W, OH, OW, y + pl * OH * OW, ip);
       else if (p.strideW == 1)
-        maxPoolPlane<1>(p, wt, x + pl * p.H * p.W, OH, OW, y + pl * OH * OW, ip);
+        maxPoolPlane<1>(p, x + pl * p.H * p.W, OH, OW, y + pl * OH * OW, ip);
       else
-        maxPoolPlane<0>(p, wt, x + pl * p.H * p.W, OH, OW, y + pl * OH * OW, ip);
+        maxPoolPlane<0>(p, x + pl * p.H * p.W, OH, OW, y + pl * OH * OW, ip);
     }
   });
 }
@@ -520,7 +523,8 @@ inline float avgInverse(const Pool2dParams& p, const Taps& th, const Taps& tw) {
 // One output of the general path: the window's taps in scan order, summed
 // from zero, times the inverse divisor.
 inline float avgPoolOne(const Pool2dParams& p, const float* xp, int64_t hs, const Taps& th,
-                        int64_t ws, const Taps& tw) {
+                        int64_t ws) {
+  const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
   float acc = 0.0f;
   for (int64_t r = th.lo; r < th.hi; ++r) {
     const float* row = xp + (hs + r * p.dilH) * p.W + ws;
@@ -566,16 +570,15 @@ __attribute__((always_inline)) inline void avgPoolGradRowRun(const Pool2dParams&
 // Average pool of one plane (and its gradient): per output row, the columns
 // whose windows cross the padding one by one, the rest as one run.
 template <int kStride>
-void avgPoolPlane(const Pool2dParams& p, const WindowTaps& wt, const float* xp, int64_t OH,
-                  int64_t OW, float* yp) {
+void avgPoolPlane(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW, float* yp) {
   const FullColumns full = fullColumns(p, OW);
   const Taps fullTw{0, p.kW, p.kW};
   for (int64_t oh = 0; oh < OH; ++oh) {
     const int64_t hs = oh * p.strideH - p.padT;
-    const Taps& th = wt.rows[(size_t)oh];
+    const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
     float* yrow = yp + oh * OW;
     const auto one = [&](int64_t ow) {
-      yrow[ow] = avgPoolOne(p, xp, hs, th, ow * p.strideW - p.padL, wt.cols[(size_t)ow]);
+      yrow[ow] = avgPoolOne(p, xp, hs, th, ow * p.strideW - p.padL);
     };
     for (int64_t ow = 0; ow < full.lo; ++ow) one(ow);
     if (full.hi > full.lo)
@@ -586,13 +589,13 @@ void avgPoolPlane(const Pool2dParams& p, const WindowTaps& wt, const float* xp, 
 }
 
 template <int kStride>
-void avgPoolGradPlane(const Pool2dParams& p, const WindowTaps& wt, const float* dyp, int64_t OH,
-                      int64_t OW, float* dxp, float* g) {
+void avgPoolGradPlane(const Pool2dParams& p, const float* dyp, int64_t OH, int64_t OW, float* dxp,
+                      float* g) {
   const FullColumns full = fullColumns(p, OW);
   const Taps fullTw{0, p.kW, p.kW};
   const auto one = [&](int64_t oh, int64_t hs, const Taps& th, int64_t ow) {
     const int64_t ws = ow * p.strideW - p.padL;
-    const Taps& tw = wt.cols[(size_t)ow];
+    const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
     const float gradient = dyp[oh * OW + ow] * avgInverse(p, th, tw);
     for (int64_t r = th.lo; r < th.hi; ++r) {
       float* row = dxp + (hs + r * p.dilH) * p.W + ws;
@@ -601,7 +604,7 @@ void avgPoolGradPlane(const Pool2dParams& p, const WindowTaps& wt, const float* 
   };
   for (int64_t oh = 0; oh < OH; ++oh) {
     const int64_t hs = oh * p.strideH - p.padT;
-    const Taps& th = wt.rows[(size_t)oh];
+    const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
     for (int64_t ow = 0; ow < full.lo; ++ow) one(oh, hs, th, ow);
     if (full.hi > full.lo)
       avgPoolGradRowRun<kStride>(p, dxp, hs, th, full.lo * p.strideW - p.padL, full.hi - full.lo,
@@ -612,34 +615,32 @@ void avgPoolGradPlane(const Pool2dParams& p, const WindowTaps& wt, const float* 
 
 // Both compiled for AVX2 (8 outputs a vector) where the CPU has it.
 template <int kStride>
-DTCRT_AVX2 void avgPoolPlaneAvx2(const Pool2dParams& p, const WindowTaps& wt, const float* xp,
-                                 int64_t OH, int64_t OW, float* yp) {
-  avgPoolPlane<kStride>(p, wt, xp, OH, OW, yp);
+DTCRT_AVX2 void avgPoolPlaneAvx2(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW,
+                                 float* yp) {
+  avgPoolPlane<kStride>(p, xp, OH, OW, yp);
 }
 template <int kStride>
-DTCRT_AVX2 void avgPoolGradPlaneAvx2(const Pool2dParams& p, const WindowTaps& wt,
-                                     const float* dyp, int64_t OH, int64_t OW, float* dxp,
-                                     float* g) {
-  avgPoolGradPlane<kStride>(p, wt, dyp, OH, OW, dxp, g);
+DTCRT_AVX2 void avgPoolGradPlaneAvx2(const Pool2dParams& p, const float* dyp, int64_t OH,
+                                     int64_t OW, float* dxp, float* g) {
+  avgPoolGradPlane<kStride>(p, dyp, OH, OW, dxp, g);
 }
 
 template <int kStride>
-void avgPoolPlaneBest(const Pool2dParams& p, const WindowTaps& wt, const float* xp, int64_t OH,
-                      int64_t OW, float* yp) {
+void avgPoolPlaneBest(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW, float* yp) {
   static const bool avx2 = hasAvx2Fma();
   if (avx2)
-    avgPoolPlaneAvx2<kStride>(p, wt, xp, OH, OW, yp);
+    avgPoolPlaneAvx2<kStride>(p, xp, OH, OW, yp);
   else
-    avgPoolPlane<kStride>(p, wt, xp, OH, OW, yp);
+    avgPoolPlane<kStride>(p, xp, OH, OW, yp);
 }
 template <int kStride>
-void avgPoolGradPlaneBest(const Pool2dParams& p, const WindowTaps& wt, const float* dyp,
-                          int64_t OH, int64_t OW, float* dxp, float* g) {
+void avgPoolGradPlaneBest(const Pool2dParams& p, const float* dyp, int64_t OH, int64_t OW,
+                          float* dxp, float* g) {
   static const bool avx2 = hasAvx2Fma();
   if (avx2)
-    avgPoolGradPlaneAvx2<kStride>(p, wt, dyp, OH, OW, dxp, g);
+    avgPoolGradPlaneAvx2<kStride>(p, dyp, OH, OW, dxp, g);
   else
-    avgPoolGradPlane<kStride>(p, wt, dyp, OH, OW, dxp, g);
+    avgPoolGradPlane<kStride>(p, dyp, OH, OW, dxp, g);
 }
 
 }  // namespace
@@ -649,7 +650,6 @@ void avg_pool2d(const Pool2dParams& p, const float* x, float* y) {
   const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
   const int64_t planes = p.N * p.C, perItem = planesPerItem(p.H * p.W);
   const bool fast2x2 = is2x2Stride2(p, OH, OW) && hasAvx2Fma();
-  const WindowTaps wt = windowTaps(p, OH, OW);
   parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
     const int64_t end = std::min(planes, (item + 1) * perItem);
     for (int64_t pl = item * perItem; pl < end; ++pl) {
@@ -658,11 +658,11 @@ void avg_pool2d(const Pool2dParams& p, const float* x, float* y) {
       if (fast2x2)
         avgPool2x2Avx2(xp, p.W, OH, OW, yp);
       else if (p.strideW == 2)
-        avgPoolPlaneBest<2>(p, wt, xp, OH, OW, yp);
+        avgPoolPlaneBest<2>(p, xp, OH, OW, yp);
       else if (p.strideW == 1)
-        avgPoolPlaneBest<1>(p, wt, xp, OH, OW, yp);
+        avgPoolPlaneBest<1>(p, xp, OH, OW, yp);
       else
-        avgPoolPlaneBest<0>(p, wt, xp, OH, OW, yp);
+        avgPoolPlaneBest<0>(p, xp, OH, OW, yp);
     }
   });
 }
@@ -673,22 +673,21 @@ void avg_pool2d_backward(const Pool2dParams& p, const float* dy, float* dx) {
   const int64_t planes = p.N * p.C, HW = p.H * p.W, perItem = planesPerItem(HW);
   const bool fast2x2 = is2x2Stride2(p, OH, OW) && hasAvx2Fma();
   const bool tiles = fast2x2 && 2 * OH == p.H && 2 * OW == p.W;  // every dx written once
-  const WindowTaps wt = windowTaps(p, OH, OW);
   parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
     const int64_t begin = item * perItem, end = std::min(planes, begin + perItem);
     if (!tiles) fill(dx + begin * HW, (end - begin) * HW, 0.0f);
-    std::vector<float> g(fast2x2 ? 0 : (size_t)OW);  // one row's dy * inverse
+    float* g = threadScratch(OW);  // one row's dy * inverse
     for (int64_t pl = begin; pl < end; ++pl) {
       const float* dyp = dy + pl * OH * OW;
       float* dxp = dx + pl * HW;
       if (fast2x2)
         avgPool2x2GradAvx2(dyp, p.W, OH, OW, dxp);
       else if (p.strideW == 2)
-        avgPoolGradPlaneBest<2>(p, wt, dyp, OH, OW, dxp, g.data());
+        avgPoolGradPlaneBest<2>(p, dyp, OH, OW, dxp, g);
       else if (p.strideW == 1)
-        avgPoolGradPlaneBest<1>(p, wt, dyp, OH, OW, dxp, g.data());
+        avgPoolGradPlaneBest<1>(p, dyp, OH, OW, dxp, g);
       else
-        avgPoolGradPlaneBest<0>(p, wt, dyp, OH, OW, dxp, g.data());
+        avgPoolGradPlaneBest<0>(p, dyp, OH, OW, dxp, g);
     }
   });
 }

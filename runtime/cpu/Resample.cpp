@@ -4,15 +4,15 @@
 // backward passes scatter-add each dy element into the x element(s) it was
 // read from, in a fixed order per slab (an independent range of leading
 // dimensions), so results do not depend on the thread count. A resize
-// computes the taps of each output row and column once per call; nearest
-// (without a crop) copies.
+// computes the taps of each output row and column once per group of planes
+// (not per output); nearest (without a crop) copies.
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
+#include <new>
 
 namespace dtcrt::cpu {
 using namespace detail;
@@ -210,13 +210,31 @@ inline Taps1d resizeTaps(const Resize2dParams& p, int64_t o, int64_t in, int64_t
 
 namespace {
 
-// The taps of every output position along one dimension: they depend on the
-// position alone, so they are computed once per call, not once per output.
-std::vector<Taps1d> axisTaps(const Resize2dParams& p, int64_t in, int64_t out, float scale,
-                             const float* roi) {
-  std::vector<Taps1d> taps((size_t)out);
-  for (int64_t o = 0; o < out; ++o) taps[(size_t)o] = resizeTaps(p, o, in, out, scale, roi);
+// The taps of every output row and column, computed once per group of
+// planes instead of once per output, in this thread's scratch (kernels do
+// not allocate): rows first, then columns.
+Taps1d* axisTaps(const Resize2dParams& p) {
+  static_assert(alignof(Taps1d) <= 32, "threadScratch aligns to 32 bytes");
+  const int64_t tapFloats = ((p.OH + p.OW) * (int64_t)sizeof(Taps1d) + 3) / 4;
+  auto* taps = reinterpret_cast<Taps1d*>(threadScratch(tapFloats));
+  for (int64_t oh = 0; oh < p.OH; ++oh)
+    new (taps + oh) Taps1d(resizeTaps(p, oh, p.H, p.OH, p.scaleH, p.roiH));
+  for (int64_t ow = 0; ow < p.OW; ++ow)
+    new (taps + p.OH + ow) Taps1d(resizeTaps(p, ow, p.W, p.OW, p.scaleW, p.roiW));
   return taps;
+}
+
+// Calls fn(plane, row taps, column taps) for every plane: groups of planes
+// with about 16K outputs go to the kernel threads, each group computing the
+// taps once.
+template <typename Fn>
+void forPlaneGroups(const Resize2dParams& p, Fn&& fn) {
+  const int64_t perGroup = std::max<int64_t>(1, 16384 / std::max<int64_t>(p.OH * p.OW, 1));
+  parallelFor((p.planes + perGroup - 1) / perGroup, [&](int64_t group) {
+    const Taps1d* rows = axisTaps(p);
+    const int64_t end = std::min(p.planes, (group + 1) * perGroup);
+    for (int64_t plane = group * perGroup; plane < end; ++plane) fn(plane, rows, rows + p.OH);
+  });
 }
 
 // Nearest resize without a crop: every output reads one input element.
@@ -227,35 +245,28 @@ bool copiesOneTap(const Resize2dParams& p) {
 }  // namespace
 
 void resize2d(const Resize2dParams& p, const float* x, float* y) {
-  const std::vector<Taps1d> rows = axisTaps(p, p.H, p.OH, p.scaleH, p.roiH);
-  const std::vector<Taps1d> cols = axisTaps(p, p.W, p.OW, p.scaleW, p.roiW);
-  if (copiesOneTap(p)) {
-    std::vector<int64_t> source((size_t)p.OW);
-    for (int64_t ow = 0; ow < p.OW; ++ow) source[(size_t)ow] = cols[(size_t)ow].i[0];
-    parallelFor(p.planes, [&](int64_t plane) {
-      const float* xp = x + plane * p.H * p.W;
-      float* yp = y + plane * p.OH * p.OW;
-      for (int64_t oh = 0; oh < p.OH; ++oh) {
-        float* yrow = yp + oh * p.OW;
-        if (oh > 0 && rows[(size_t)oh].i[0] == rows[(size_t)oh - 1].i[0]) {  // the same input row
+  const bool oneTap = copiesOneTap(p);
+  forPlaneGroups(p, [&](int64_t plane, const Taps1d* rows, const Taps1d* cols) {
+    const float* xp = x + plane * p.H * p.W;
+    float* yp = y + plane * p.OH * p.OW;
+    int64_t previousRow = -1;
+    for (int64_t oh = 0; oh < p.OH; ++oh) {
+      const Taps1d& h = rows[oh];
+      float* yrow = yp + oh * p.OW;
+      if (oneTap) {  // a copy of the source element; a row reading the same input row repeats
+        if (h.i[0] == previousRow) {
           std::memcpy(yrow, yrow - p.OW, sizeof(float) * p.OW);
           continue;
         }
-        const float* xrow = xp + rows[(size_t)oh].i[0] * p.W;
-        for (int64_t ow = 0; ow < p.OW; ++ow) yrow[ow] = xrow[source[(size_t)ow]];
+        previousRow = h.i[0];
+        const float* xrow = xp + h.i[0] * p.W;
+        for (int64_t ow = 0; ow < p.OW; ++ow) yrow[ow] = xrow[cols[ow].i[0]];
+        continue;
       }
-    });
-    return;
-  }
-  parallelFor(p.planes, [&](int64_t plane) {
-    const float* xp = x + plane * p.H * p.W;
-    float* yp = y + plane * p.OH * p.OW;
-    for (int64_t oh = 0; oh < p.OH; ++oh) {
-      const Taps1d& h = rows[(size_t)oh];
       for (int64_t ow = 0; ow < p.OW; ++ow) {
-        const Taps1d& w = cols[(size_t)ow];
+        const Taps1d& w = cols[ow];
         if (h.n == 0 || w.n == 0) {
-          yp[oh * p.OW + ow] = p.extrapolation;
+          yrow[ow] = p.extrapolation;
           continue;
         }
         float sum = 0.0f;
@@ -265,32 +276,28 @@ void resize2d(const Resize2dParams& p, const float* x, float* y) {
           for (int b = 0; b < w.n; ++b) across += w.w[b] * row[w.i[b]];
           sum += h.w[a] * across;
         }
-        yp[oh * p.OW + ow] = sum;
+        yrow[ow] = sum;
       }
     }
   });
 }
 
 void resize2d_backward(const Resize2dParams& p, const float* dy, float* dx) {
-  const std::vector<Taps1d> rows = axisTaps(p, p.H, p.OH, p.scaleH, p.roiH);
-  const std::vector<Taps1d> cols = axisTaps(p, p.W, p.OW, p.scaleW, p.roiW);
   const bool oneTap = copiesOneTap(p);
-  std::vector<int64_t> source(oneTap ? (size_t)p.OW : 0);
-  for (size_t ow = 0; ow < source.size(); ++ow) source[ow] = cols[ow].i[0];
-  parallelFor(p.planes, [&](int64_t plane) {
+  forPlaneGroups(p, [&](int64_t plane, const Taps1d* rows, const Taps1d* cols) {
     float* dxp = dx + plane * p.H * p.W;
     const float* dyp = dy + plane * p.OH * p.OW;
     std::memset(dxp, 0, sizeof(float) * p.H * p.W);
     for (int64_t oh = 0; oh < p.OH; ++oh) {
-      const Taps1d& h = rows[(size_t)oh];
+      const Taps1d& h = rows[oh];
       const float* dyrow = dyp + oh * p.OW;
       if (oneTap) {  // weights 1: each dy added as it is, in the same order
         float* dxrow = dxp + h.i[0] * p.W;
-        for (int64_t ow = 0; ow < p.OW; ++ow) dxrow[source[(size_t)ow]] += dyrow[ow];
+        for (int64_t ow = 0; ow < p.OW; ++ow) dxrow[cols[ow].i[0]] += dyrow[ow];
         continue;
       }
       for (int64_t ow = 0; ow < p.OW; ++ow) {
-        const Taps1d& w = cols[(size_t)ow];
+        const Taps1d& w = cols[ow];
         const float g = dyrow[ow];
         for (int a = 0; a < h.n; ++a)
           for (int b = 0; b < w.n; ++b) dxp[h.i[a] * p.W + w.i[b]] += h.w[a] * w.w[b] * g;
