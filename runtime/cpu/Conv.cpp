@@ -235,7 +235,13 @@ void conv2d_forward_columns(const Conv2dParams& p, const float* x, const float* 
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
   // A pointwise convolution has no column matrix (x is one): it runs as
-  // conv2d_forward does, whatever `columns` holds.
+  // conv2d_forward does, whatever `columns` holds (on 1x1 images as rows,
+  // which need no workspace: the workspace functions size none for them).
+  if (conv2d_pointwise_rows(p)) {
+    pointwiseRowsForward(p, x, w, y);
+    if (bias) add_bias_rows(y, bias, p.N, p.K);
+    return;
+  }
   if (conv2d_is_pointwise(p)) columns = nullptr;
   const bool pointwise = conv2d_pointwise_per_image(p);
   const int64_t nb = pointwise ? 1 : conv2d_images_per_gemm(p);
@@ -333,6 +339,7 @@ void conv2d_backward_filter_columns(const Conv2dParams& p, const float* x, const
   check(p);
   const int64_t OH = conv2d_out_h(p), OW = conv2d_out_w(p), P = OH * OW;
   const int64_t Cg = p.C / p.groups, Kg = p.K / p.groups, CRS = Cg * p.R * p.S;
+  if (conv2d_pointwise_rows(p) && p.N > 0) return pointwiseRowsBackwardFilter(p, x, dy, dw);
   if (conv2d_is_pointwise(p)) columns = nullptr;  // as in conv2d_forward_columns
   const bool pointwise = conv2d_pointwise_per_image(p);
   const int64_t nb = pointwise ? 1 : conv2d_images_per_gemm(p);
