@@ -7,8 +7,10 @@
 //
 // The planes are split over the kernel threads; the filter gradient splits
 // over channels and sums each channel's batch in a fixed order, so results
-// do not depend on the thread count.
+// do not depend on the thread count. The shapes and passes
+// padded::applies() accepts go to ConvDepthwisePadded.cpp instead.
 #include "runtime/cpu/ConvDepthwise.h"
+#include "runtime/cpu/ConvDepthwisePadded.h"
 
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/ConvAlgorithm.h"
@@ -175,6 +177,7 @@ void overPlanes(int64_t planes, Fn&& fn) {
 }  // namespace
 
 void forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y) {
+  if (padded::applies(p, ConvPass::Forward)) return padded::forward(p, x, w, bias, y);
   const TapRanges taps(p);
   const Plane q = taps.plane(p);
   overPlanes(p.N * p.C, [&](int64_t first, int64_t count) {
@@ -184,6 +187,7 @@ void forward(const Conv2dParams& p, const float* x, const float* w, const float*
 }
 
 void backward_data(const Conv2dParams& p, const float* dy, const float* w, float* dx) {
+  if (padded::applies(p, ConvPass::BackwardData)) return padded::backward_data(p, dy, w, dx);
   const TapRanges taps(p);
   const Plane q = taps.plane(p);
   overPlanes(p.N * p.C, [&](int64_t first, int64_t count) {
@@ -193,6 +197,7 @@ void backward_data(const Conv2dParams& p, const float* dy, const float* w, float
 }
 
 void backward_filter(const Conv2dParams& p, const float* x, const float* dy, float* dw) {
+  if (padded::applies(p, ConvPass::BackwardFilter)) return padded::backward_filter(p, x, dy, dw);
   const TapRanges taps(p);
   const Plane q = taps.plane(p);
   overPlanes(p.C, [&](int64_t first, int64_t count) {

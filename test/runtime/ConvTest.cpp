@@ -217,17 +217,25 @@ TEST(Conv2d, DirectMatchesReferenceAndIm2col) {
   }
 }
 
-// Depthwise convolutions (groups == C == K) run the per-plane kernels of
-// ConvDepthwise.cpp on every CPU: forward against the double reference,
-// backward data and filter against the im2col + sgemm path, for ConvNeXt's
-// 7x7, MobileNet's 3x3 stride 2, a dilated 5x5 with asymmetric pads and a
-// stride-3 window; the same bits on 1 and 2 kernel threads.
+// Depthwise convolutions (groups == C == K) run the kernels of
+// ConvDepthwisePadded.cpp and ConvDepthwise.cpp on every CPU: forward against
+// the double reference, backward data and filter against the im2col + sgemm
+// path, for ConvNeXt's 7x7, MobileNet's 3x3 stride 2, a dilated 5x5 with
+// asymmetric pads, a stride-3 window, 1x1 and 2x2 planes, wide rows and a
+// stride-5 window (1x1 planes, strided data gradients and strides over 4
+// on the row kernels, the rest padded, strided passes in phase planes); the
+// same bits on 1 and 2 kernel threads.
 TEST(Conv2d, DepthwiseMatchesReferenceAndIm2col) {
   const std::vector<k::Conv2dParams> cases = {
       make(3, 8, 8, 8, 8, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 8),     // ConvNeXt block
       make(2, 6, 9, 10, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 6),    // MobileNet, stride 2
       make(2, 5, 13, 11, 5, 5, 5, 1, 1, 4, 2, 3, 5, 2, 2, 5),   // dilated, asymmetric pads
       make(1, 3, 10, 14, 3, 4, 2, 3, 3, 0, 1, 2, 0, 1, 1, 3),   // stride 3, even window
+      make(3, 4, 1, 1, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4),     // 1x1 planes (row kernels)
+      make(2, 3, 2, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3),     // 2x2 planes
+      make(2, 3, 6, 40, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3),    // 40 columns, unit strides
+      make(1, 2, 5, 70, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2),    // 35 columns, stride 2
+      make(1, 2, 12, 13, 2, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1, 2),   // stride 5 (row kernels)
   };
   // Windows wider than kMaxDepthwiseWidth columns (the kernels keep their
   // per-column ranges on the stack) and grouped convolutions with more than
