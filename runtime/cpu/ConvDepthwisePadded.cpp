@@ -263,6 +263,11 @@ bool applies(const Conv2dParams& p, ConvPass pass) {
   const int64_t OW = conv2d_out_w(p);
   const bool unit = p.strideH == 1 && p.strideW == 1;
   if (OW < 2) return false;  // a single column: the row kernels do as well
+  // Offsets into the padded plane are int32; planes near that size (and
+  // its scratch) stay on the row kernels.
+  const int64_t padded = (p.padT + p.H + p.padB + p.R * p.dilH) *
+                         (p.padL + p.W + p.padR + p.S * p.dilW);
+  if (padded > (int64_t(1) << 28)) return false;
   if (unit) return true;
   return pass != ConvPass::BackwardData && p.strideH <= kMaxPhaseStride &&
          p.strideW <= kMaxPhaseStride;
