@@ -368,7 +368,7 @@ void conv3d_backward_filter(const Conv3dParams& p, const float* x, const float* 
                             float* workspace);
 
 // ============================================================================
-// 4. Pooling, NCHW (Pool.cpp)
+// 4. Pooling, NCHW (MaxPool.cpp, AvgPool.cpp)
 // ============================================================================
 
 // x: [N, C, H, W] -> y: [N, C, OH, OW]. pads top, left, bottom, right.

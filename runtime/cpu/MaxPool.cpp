@@ -1,10 +1,12 @@
-// Pooling, NCHW: max pool (with int32 argmax indices and the backward that
-// scatters through them), average pool (count_include_pad, ceil_mode,
-// dilations) and its backward, global average pool and its backward.
-// Window bounds are computed once per output row/column, so the tap loops
-// never test for padding.
+// Max pooling, NCHW, with int32 argmax indices and the backward that
+// scatters through them: 2x2 stride-2 windows in AVX2 registers, small
+// planes tap by tap over all of their outputs in a -inf padded scratch
+// plane, wider rows as edge windows plus one vectorized run of whole
+// windows. Window bounds are computed once per output row (and, in the
+// runs, once per row's run), so the tap loops never test for padding.
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/PoolWindow.h"
 
 #include <immintrin.h>
 
@@ -13,31 +15,7 @@
 
 namespace dtcrt::cpu {
 using namespace detail;
-
-namespace {
-
-// Taps [lo, hi) of a window starting at `start` (dilation dil, k taps) that
-// land inside [0, size); `inPad` = taps inside [-padLo, size + padHi).
-struct Taps {
-  int64_t lo, hi, inPad;
-};
-inline Taps taps(int64_t start, int64_t k, int64_t dil, int64_t size, int64_t padHi) {
-  Taps t;
-  t.lo = start >= 0 ? 0 : (-start + dil - 1) / dil;
-  const int64_t top = size - 1 - start;
-  t.hi = top < 0 ? 0 : std::min(k, top / dil + 1);
-  t.lo = std::min(t.lo, t.hi);
-  const int64_t padTop = size + padHi - 1 - start;
-  t.inPad = padTop < 0 ? 0 : std::min(k, padTop / dil + 1);
-  return t;
-}
-
-void check(const Pool2dParams& p, const char* name) {
-  if (p.kH < 1 || p.kW < 1 || p.strideH < 1 || p.strideW < 1 || p.dilH < 1 || p.dilW < 1)
-    fail(name, "kernel, strides and dilations must be >= 1");
-}
-
-}  // namespace
+using namespace pool;
 
 namespace {
 
@@ -86,13 +64,6 @@ void maxPool2x2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp, i
 // maxPool2x2 with AVX2, eight outputs of a row at a time (the last group
 // masked): the same candidates in the same order, so the same results and
 // indices bit for bit.
-DTCRT_AVX2 inline __m256i firstLanes(int64_t n) {  // lanes [0, n) set (n clamped to [0, 8])
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(std::min<int64_t>(
-                                std::max<int64_t>(n, 0), 8))),
-                            lanes);
-}
-
 // Keeps `best` unless v is greater or NaN (PyTorch's rule), and its index.
 DTCRT_AVX2 inline void takeIfGreater8(__m256 v, __m256i at, __m256& best, __m256i& bestAt) {
   const __m256 m =
@@ -100,22 +71,6 @@ DTCRT_AVX2 inline void takeIfGreater8(__m256 v, __m256i at, __m256& best, __m256
   best = _mm256_blendv_ps(best, v, m);
   bestAt = _mm256_castps_si256(
       _mm256_blendv_ps(_mm256_castsi256_ps(bestAt), _mm256_castsi256_ps(at), m));
-}
-
-// Even and odd elements of the 16 floats at p (the first `count` loaded), in order.
-DTCRT_AVX2 inline void splitPairs(const float* p, int64_t count, __m256& even, __m256& odd) {
-  __m256 a, b;
-  if (count >= 16) {
-    a = _mm256_loadu_ps(p);
-    b = _mm256_loadu_ps(p + 8);
-  } else {
-    a = _mm256_maskload_ps(p, firstLanes(count));
-    b = _mm256_maskload_ps(p + 8, firstLanes(count - 8));
-  }
-  const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-  const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-  even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
-  odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
 DTCRT_AVX2 void maxPool2x2Avx2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp,
@@ -152,71 +107,10 @@ DTCRT_AVX2 void maxPool2x2Avx2(const float* xp, int64_t W, int64_t OH, int64_t O
   }
 }
 
-// Average pool over 2x2 windows, stride 2, no padding (is2x2Stride2), with
-// AVX2, eight outputs of a row at a time: each window summed from zero in
-// scan order and times 1/4, as the general path does, so the same bits.
-DTCRT_AVX2 void avgPool2x2Avx2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp) {
-  const __m256 quarter = _mm256_set1_ps(0.25f);
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    const float* r0 = xp + 2 * oh * W;
-    const float* r1 = r0 + W;
-    float* yr = yp + oh * OW;
-    for (int64_t ow = 0; ow < OW; ow += 8) {
-      const int64_t n = std::min<int64_t>(8, OW - ow);
-      __m256 e0, o0, e1, o1;
-      splitPairs(r0 + 2 * ow, 2 * n, e0, o0);
-      splitPairs(r1 + 2 * ow, 2 * n, e1, o1);
-      __m256 sum = _mm256_add_ps(_mm256_setzero_ps(), e0);
-      sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(sum, o0), e1), o1);
-      sum = _mm256_mul_ps(sum, quarter);
-      if (n == 8)
-        _mm256_storeu_ps(yr + ow, sum);
-      else
-        _mm256_maskstore_ps(yr + ow, firstLanes(n), sum);
-    }
-  }
-}
-
-// Its gradient: each output's dy / 4 into the four inputs of its window
-// (zero + g, as the general path adds to zeroed dx, so the same bits; the
-// inputs no window covers, a last odd row or column, are zeroed before).
-DTCRT_AVX2 void avgPool2x2GradAvx2(const float* dyp, int64_t W, int64_t OH, int64_t OW,
-                                   float* dxp) {
-  const __m256 quarter = _mm256_set1_ps(0.25f);
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    float* r0 = dxp + 2 * oh * W;
-    float* r1 = r0 + W;
-    const float* dyr = dyp + oh * OW;
-    for (int64_t ow = 0; ow < OW; ow += 8) {
-      const int64_t n = std::min<int64_t>(8, OW - ow);
-      const __m256 dy = n == 8 ? _mm256_loadu_ps(dyr + ow) : _mm256_maskload_ps(dyr + ow, firstLanes(n));
-      const __m256 g = _mm256_add_ps(_mm256_setzero_ps(), _mm256_mul_ps(dy, quarter));
-      const __m256 lo = _mm256_unpacklo_ps(g, g), hi = _mm256_unpackhi_ps(g, g);
-      const __m256 first = _mm256_permute2f128_ps(lo, hi, 0x20);   // g0 g0 .. g3 g3
-      const __m256 second = _mm256_permute2f128_ps(lo, hi, 0x31);  // g4 g4 .. g7 g7
-      for (float* row : {r0, r1}) {
-        if (n == 8) {
-          _mm256_storeu_ps(row + 2 * ow, first);
-          _mm256_storeu_ps(row + 2 * ow + 8, second);
-        } else {
-          _mm256_maskstore_ps(row + 2 * ow, firstLanes(2 * n), first);
-          _mm256_maskstore_ps(row + 2 * ow + 8, firstLanes(2 * n - 8), second);
-        }
-      }
-    }
-  }
-}
-
 // Max pool over output rows narrower than this takes the padded small-plane
 // path: measured against the row runs on an AVX2 EPYC (bench/pool_kernels.py
 // shapes), 1.6-5.5x faster up to 28 columns, 10-40% slower from 56.
 constexpr int64_t kSmallPlaneColumns = 32;
-
-// Planes of `planeFloats` input floats handed to one thread at a time
-// (about 16K floats of work per item).
-int64_t planesPerItem(int64_t planeFloats) {
-  return std::max<int64_t>(1, 16384 / std::max<int64_t>(planeFloats, 1));
-}
 
 // One output of the general path: the window's taps in scan order.
 inline void maxPoolOne(const Pool2dParams& p, const float* xp, int64_t hs, const Taps& th,
@@ -282,19 +176,6 @@ void maxPoolRowRunBest(const Pool2dParams& p, const float* xp, int64_t hs, const
     maxPoolRowRunAvx2<kStride, kIndices>(p, xp, hs, th, ws0, n, y, index);
   else
     maxPoolRowRun<kStride, kIndices>(p, xp, hs, th, ws0, n, y, index);
-}
-
-// The output columns [lo, hi) whose windows hold every tap column (no
-// padding, no overhang past the input): the vectorized run of each row.
-struct FullColumns {
-  int64_t lo, hi;
-};
-FullColumns fullColumns(const Pool2dParams& p, int64_t OW) {
-  const int64_t sW = p.strideW, reach = (p.kW - 1) * p.dilW;
-  const int64_t lo = std::min(OW, (p.padL + sW - 1) / sW);
-  const int64_t lastStart = p.W - 1 - reach + p.padL;  // ws + padL of the last full window
-  const int64_t hi = std::max(lo, lastStart < 0 ? lo : std::min(OW, lastStart / sW + 1));
-  return {lo, hi};
 }
 
 // Max pool of one plane: per output row, the columns whose windows cross
@@ -433,16 +314,10 @@ void maxPoolSmallPlanes(const Pool2dParams& p, const PaddedPlane& pp, const floa
                       indices ? indices + pl * pp.outputs : pp.noIndices);
 }
 
-bool is2x2Stride2(const Pool2dParams& p, int64_t OH, int64_t OW) {
-  return p.kH == 2 && p.kW == 2 && p.strideH == 2 && p.strideW == 2 && p.dilH == 1 &&
-         p.dilW == 1 && p.padT == 0 && p.padL == 0 && p.padB == 0 && p.padR == 0 &&
-         2 * OH <= p.H && 2 * OW <= p.W;
-}
-
 }  // namespace
 
 void max_pool2d(const Pool2dParams& p, const float* x, float* y, int32_t* indices) {
-  check(p, "max_pool2d");
+  checkWindow(p, "max_pool2d");
   const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
   const int64_t planes = p.N * p.C;
   if (is2x2Stride2(p, OH, OW) && hasAvx2Fma()) {
@@ -508,203 +383,6 @@ void max_pool2d_scatter(const float* dy, const int32_t* indices, int64_t planes,
         if (ip[o] >= 0) dxp[ip[o]] += dyp[o];
     }
   });
-}
-
-namespace {
-
-// The divisor of one window: its taps inside the input, or inside the
-// padded input with count_include_pad.
-inline float avgInverse(const Pool2dParams& p, const Taps& th, const Taps& tw) {
-  const int64_t count =
-      p.countIncludePad ? th.inPad * tw.inPad : (th.hi - th.lo) * (tw.hi - tw.lo);
-  return count > 0 ? 1.0f / (float)count : 0.0f;
-}
-
-// One output of the general path: the window's taps in scan order, summed
-// from zero, times the inverse divisor.
-inline float avgPoolOne(const Pool2dParams& p, const float* xp, int64_t hs, const Taps& th,
-                        int64_t ws) {
-  const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
-  float acc = 0.0f;
-  for (int64_t r = th.lo; r < th.hi; ++r) {
-    const float* row = xp + (hs + r * p.dilH) * p.W + ws;
-    for (int64_t s = tw.lo; s < tw.hi; ++s) acc += row[s * p.dilW];
-  }
-  return acc * avgInverse(p, th, tw);
-}
-
-// The outputs [0, n) of one row whose windows hold every tap column, summed
-// tap by tap in scan order over all n at once (vectorized over outputs; the
-// same additions in the same order as avgPoolOne, so the same bits).
-template <int kStride>
-__attribute__((always_inline)) inline void avgPoolRowRun(const Pool2dParams& p, const float* xp,
-                                                         int64_t hs, const Taps& th, int64_t ws0,
-                                                         int64_t n, float inv, float* y) {
-  const int64_t stride = kStride ? kStride : p.strideW;
-  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] = 0.0f;
-  for (int64_t r = th.lo; r < th.hi; ++r)
-    for (int64_t s = 0; s < p.kW; ++s) {
-      const float* src = xp + (hs + r * p.dilH) * p.W + ws0 + s * p.dilW;
-      DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] += src[i * stride];
-    }
-  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) y[i] *= inv;
-}
-
-// The gradient of such a run: each tap's input column receives dy * inverse
-// of every output of the run (distinct columns within one tap, so no two
-// lanes add to the same element).
-template <int kStride>
-__attribute__((always_inline)) inline void avgPoolGradRowRun(const Pool2dParams& p, float* dxp,
-                                                             int64_t hs, const Taps& th,
-                                                             int64_t ws0, int64_t n, float inv,
-                                                             const float* dy, float* g) {
-  const int64_t stride = kStride ? kStride : p.strideW;
-  DTCRT_SIMD for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * inv;
-  for (int64_t r = th.lo; r < th.hi; ++r)
-    for (int64_t s = 0; s < p.kW; ++s) {
-      float* dst = dxp + (hs + r * p.dilH) * p.W + ws0 + s * p.dilW;
-      DTCRT_SIMD for (int64_t i = 0; i < n; ++i) dst[i * stride] += g[i];
-    }
-}
-
-// Average pool of one plane (and its gradient): per output row, the columns
-// whose windows cross the padding one by one, the rest as one run.
-template <int kStride>
-void avgPoolPlane(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW, float* yp) {
-  const FullColumns full = fullColumns(p, OW);
-  const Taps fullTw{0, p.kW, p.kW};
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    const int64_t hs = oh * p.strideH - p.padT;
-    const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
-    float* yrow = yp + oh * OW;
-    const auto one = [&](int64_t ow) {
-      yrow[ow] = avgPoolOne(p, xp, hs, th, ow * p.strideW - p.padL);
-    };
-    for (int64_t ow = 0; ow < full.lo; ++ow) one(ow);
-    if (full.hi > full.lo)
-      avgPoolRowRun<kStride>(p, xp, hs, th, full.lo * p.strideW - p.padL, full.hi - full.lo,
-                             avgInverse(p, th, fullTw), yrow + full.lo);
-    for (int64_t ow = full.hi; ow < OW; ++ow) one(ow);
-  }
-}
-
-template <int kStride>
-void avgPoolGradPlane(const Pool2dParams& p, const float* dyp, int64_t OH, int64_t OW, float* dxp,
-                      float* g) {
-  const FullColumns full = fullColumns(p, OW);
-  const Taps fullTw{0, p.kW, p.kW};
-  const auto one = [&](int64_t oh, int64_t hs, const Taps& th, int64_t ow) {
-    const int64_t ws = ow * p.strideW - p.padL;
-    const Taps tw = taps(ws, p.kW, p.dilW, p.W, p.padR);
-    const float gradient = dyp[oh * OW + ow] * avgInverse(p, th, tw);
-    for (int64_t r = th.lo; r < th.hi; ++r) {
-      float* row = dxp + (hs + r * p.dilH) * p.W + ws;
-      for (int64_t s = tw.lo; s < tw.hi; ++s) row[s * p.dilW] += gradient;
-    }
-  };
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    const int64_t hs = oh * p.strideH - p.padT;
-    const Taps th = taps(hs, p.kH, p.dilH, p.H, p.padB);
-    for (int64_t ow = 0; ow < full.lo; ++ow) one(oh, hs, th, ow);
-    if (full.hi > full.lo)
-      avgPoolGradRowRun<kStride>(p, dxp, hs, th, full.lo * p.strideW - p.padL, full.hi - full.lo,
-                                 avgInverse(p, th, fullTw), dyp + oh * OW + full.lo, g);
-    for (int64_t ow = full.hi; ow < OW; ++ow) one(oh, hs, th, ow);
-  }
-}
-
-// Both compiled for AVX2 (8 outputs a vector) where the CPU has it.
-template <int kStride>
-DTCRT_AVX2 void avgPoolPlaneAvx2(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW,
-                                 float* yp) {
-  avgPoolPlane<kStride>(p, xp, OH, OW, yp);
-}
-template <int kStride>
-DTCRT_AVX2 void avgPoolGradPlaneAvx2(const Pool2dParams& p, const float* dyp, int64_t OH,
-                                     int64_t OW, float* dxp, float* g) {
-  avgPoolGradPlane<kStride>(p, dyp, OH, OW, dxp, g);
-}
-
-template <int kStride>
-void avgPoolPlaneBest(const Pool2dParams& p, const float* xp, int64_t OH, int64_t OW, float* yp) {
-  static const bool avx2 = hasAvx2Fma();
-  if (avx2)
-    avgPoolPlaneAvx2<kStride>(p, xp, OH, OW, yp);
-  else
-    avgPoolPlane<kStride>(p, xp, OH, OW, yp);
-}
-template <int kStride>
-void avgPoolGradPlaneBest(const Pool2dParams& p, const float* dyp, int64_t OH, int64_t OW,
-                          float* dxp, float* g) {
-  static const bool avx2 = hasAvx2Fma();
-  if (avx2)
-    avgPoolGradPlaneAvx2<kStride>(p, dyp, OH, OW, dxp, g);
-  else
-    avgPoolGradPlane<kStride>(p, dyp, OH, OW, dxp, g);
-}
-
-}  // namespace
-
-void avg_pool2d(const Pool2dParams& p, const float* x, float* y) {
-  check(p, "avg_pool2d");
-  const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
-  const int64_t planes = p.N * p.C, perItem = planesPerItem(p.H * p.W);
-  const bool fast2x2 = is2x2Stride2(p, OH, OW) && hasAvx2Fma();
-  parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
-    const int64_t end = std::min(planes, (item + 1) * perItem);
-    for (int64_t pl = item * perItem; pl < end; ++pl) {
-      const float* xp = x + pl * p.H * p.W;
-      float* yp = y + pl * OH * OW;
-      if (fast2x2)
-        avgPool2x2Avx2(xp, p.W, OH, OW, yp);
-      else if (p.strideW == 2)
-        avgPoolPlaneBest<2>(p, xp, OH, OW, yp);
-      else if (p.strideW == 1)
-        avgPoolPlaneBest<1>(p, xp, OH, OW, yp);
-      else
-        avgPoolPlaneBest<0>(p, xp, OH, OW, yp);
-    }
-  });
-}
-
-void avg_pool2d_backward(const Pool2dParams& p, const float* dy, float* dx) {
-  check(p, "avg_pool2d_backward");
-  const int64_t OH = pool2d_out_h(p), OW = pool2d_out_w(p);
-  const int64_t planes = p.N * p.C, HW = p.H * p.W, perItem = planesPerItem(HW);
-  const bool fast2x2 = is2x2Stride2(p, OH, OW) && hasAvx2Fma();
-  const bool tiles = fast2x2 && 2 * OH == p.H && 2 * OW == p.W;  // every dx written once
-  parallelFor((planes + perItem - 1) / perItem, [&](int64_t item) {
-    const int64_t begin = item * perItem, end = std::min(planes, begin + perItem);
-    if (!tiles) fill(dx + begin * HW, (end - begin) * HW, 0.0f);
-    float* g = threadScratch(OW);  // one row's dy * inverse
-    for (int64_t pl = begin; pl < end; ++pl) {
-      const float* dyp = dy + pl * OH * OW;
-      float* dxp = dx + pl * HW;
-      if (fast2x2)
-        avgPool2x2GradAvx2(dyp, p.W, OH, OW, dxp);
-      else if (p.strideW == 2)
-        avgPoolGradPlaneBest<2>(p, dyp, OH, OW, dxp, g);
-      else if (p.strideW == 1)
-        avgPoolGradPlaneBest<1>(p, dyp, OH, OW, dxp, g);
-      else
-        avgPoolGradPlaneBest<0>(p, dyp, OH, OW, dxp, g);
-    }
-  });
-}
-
-void global_avg_pool(const float* x, float* y, int64_t N, int64_t C, int64_t HW) {
-  const float inv = HW > 0 ? 1.0f / (float)HW : 0.0f;
-  for (int64_t i = 0; i < N * C; ++i) {
-    const float* src = x + i * HW;
-    float acc = 0.0f;
-    DTCRT_SIMD_SUM(acc) for (int64_t j = 0; j < HW; ++j) acc += src[j];
-    y[i] = acc * inv;
-  }
-}
-
-void global_avg_pool_backward(const float* dy, float* dx, int64_t N, int64_t C, int64_t HW) {
-  const float inv = HW > 0 ? 1.0f / (float)HW : 0.0f;
-  for (int64_t i = 0; i < N * C; ++i) fill(dx + i * HW, HW, dy[i] * inv);
 }
 
 }  // namespace dtcrt::cpu
