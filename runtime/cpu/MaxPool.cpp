@@ -12,7 +12,6 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <cstring>
 
 namespace dtcrt::cpu {
 using namespace detail;
@@ -65,15 +64,6 @@ void maxPool2x2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp, i
 // maxPool2x2 with AVX2, eight outputs of a row at a time (the last group
 // masked): the same candidates in the same order, so the same results and
 // indices bit for bit.
-// Keeps `best` unless v is greater or NaN (PyTorch's rule), and its index.
-DTCRT_AVX2 inline void takeIfGreater8(__m256 v, __m256i at, __m256& best, __m256i& bestAt) {
-  const __m256 m =
-      _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  best = _mm256_blendv_ps(best, v, m);
-  bestAt = _mm256_castps_si256(
-      _mm256_blendv_ps(_mm256_castsi256_ps(bestAt), _mm256_castsi256_ps(at), m));
-}
-
 DTCRT_AVX2 void maxPool2x2Avx2(const float* xp, int64_t W, int64_t OH, int64_t OW, float* yp,
                                int32_t* ip) {
   const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);

@@ -1,7 +1,8 @@
-// What the max and average pooling kernels (MaxPool.cpp, AvgPool.cpp) share:
-// a window's taps inside the input, the output columns whose windows are
-// whole, the 2x2 stride-2 test, how many planes a thread takes at a time,
-// and the AVX2 helpers of the 2x2 kernels. Private to the runtime.
+// What the pooling kernels (MaxPool.cpp, MaxPoolSmallPlanes.cpp, AvgPool.cpp)
+// share: a window's taps inside the input, the output columns whose windows
+// are whole, the 2x2 stride-2 test, how many planes a thread takes at a
+// time, and the AVX2 helpers (masks, pairs, the max-pool compare and
+// blend). Private to the runtime.
 #pragma once
 
 #include "runtime/cpu/Internal.h"
@@ -82,6 +83,15 @@ DTCRT_AVX2 inline void splitPairs(const float* p, int64_t count, __m256& even, _
   const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
   even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
   odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+// Keeps `best` unless v is greater or NaN (PyTorch's rule), and its index.
+DTCRT_AVX2 inline void takeIfGreater8(__m256 v, __m256i at, __m256& best, __m256i& bestAt) {
+  const __m256 m =
+      _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  best = _mm256_blendv_ps(best, v, m);
+  bestAt = _mm256_castps_si256(
+      _mm256_blendv_ps(_mm256_castsi256_ps(bestAt), _mm256_castsi256_ps(at), m));
 }
 
 }  // namespace dtcrt::cpu::pool

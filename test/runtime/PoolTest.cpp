@@ -1,9 +1,10 @@
 // Tests of pooling: output sizes (ceil_mode rule), max pool values and argmax
-// indices against a reference loop and against PyTorch 1.13, max pool
-// backward through the indices (finite differences), average pool with and
-// without count_include_pad against a reference and PyTorch (and bit for bit
-// against a scalar sum in scan order, on one and two threads), its backward,
-// and global average pooling.
+// indices against a reference loop (on one and two threads; small planes
+// also eight at a time) and against PyTorch 1.13, max pool backward through
+// the indices (finite differences), average pool with and without
+// count_include_pad against a reference and PyTorch (and bit for bit against
+// a scalar sum in scan order, on one and two threads), its backward, and
+// global average pooling.
 #include "TestUtil.h"
 
 #include <limits>
@@ -32,6 +33,13 @@ const std::vector<k::Pool2dParams> kCases = {
     make(1, 2, 6, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true),  // 3x3 s1 p1
     make(1, 1, 7, 50, 2, 3, 1, 3, 0, 2, 0, 2, 1, 2, true, true),   // stride 3, dilation 2
     make(1, 2, 5, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true),  // 35 columns, ceil overhang
+    // Eight or more small planes: max pooling eight planes a vector (with AVX2),
+    // the planes past the last whole eight one by one.
+    make(3, 5, 7, 7, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true, false),   // SqueezeNet-like, 15 planes
+    make(1, 9, 3, 3, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, false, true),   // one output a plane
+    make(2, 6, 9, 8, 3, 2, 2, 3, 1, 0, 2, 1, 2, 1, true, true),    // asym pads, dilation
+    make(2, 8, 15, 15, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, true), // 49 outputs, 3x3 s2 p1
+    make(1, 17, 40, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false), // two items of planes
 };
 
 std::string name(const k::Pool2dParams& p) {
@@ -101,36 +109,41 @@ TEST(Pool2d, OutputSizeCeilMode) {
 
 TEST(Pool2d, MaxMatchesReference) {
   Rng rng(41);
-  for (const auto& p : kCases) {
-    Vec x = rng.vec(p.N * p.C * p.H * p.W);
-    x[3] = std::nanf("");  // NaN wins its windows, as in PyTorch
-    x[x.size() / 2 + 7] = std::nanf("");  // also inside a row's run of full windows
-    // Exact ties (as ReLU's zeros make): the first maximum in scan order wins.
-    for (size_t i = 5; i < x.size(); i += 3) x[i] = 0.75f;
-    Vec y((size_t)outSize(p));
-    std::vector<int32_t> idx(y.size());
-    k::max_pool2d(p, x.data(), y.data(), idx.data());
-    std::vector<double> want;
-    std::vector<int32_t> wantIdx;
-    refPool(p, x, true, want, wantIdx);
-    for (size_t i = 0; i < y.size(); ++i) {
-      if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(y[i])) << name(p) << " " << i;
-      else EXPECT_EQ(y[i], (float)want[i]) << name(p) << " " << i;
-    }
-    EXPECT_EQ(idx, wantIdx) << name(p);
-    Vec y2((size_t)outSize(p));
-    k::max_pool2d(p, x.data(), y2.data(), nullptr);  // without indices
-    for (size_t i = 0; i < y.size(); ++i)
-      if (!std::isnan(y[i])) {
-        EXPECT_EQ(y2[i], y[i]);
+  const int before = dtcrt::getNumThreads();
+  for (int threads : {1, 2}) {
+    dtcrt::setNumThreads(threads);
+    for (const auto& p : kCases) {
+      Vec x = rng.vec(p.N * p.C * p.H * p.W);
+      x[3] = std::nanf("");  // NaN wins its windows, as in PyTorch
+      x[x.size() / 2 + 7] = std::nanf("");  // also inside a row's run of full windows
+      // Exact ties (as ReLU's zeros make): the first maximum in scan order wins.
+      for (size_t i = 5; i < x.size(); i += 3) x[i] = 0.75f;
+      Vec y((size_t)outSize(p));
+      std::vector<int32_t> idx(y.size());
+      k::max_pool2d(p, x.data(), y.data(), idx.data());
+      std::vector<double> want;
+      std::vector<int32_t> wantIdx;
+      refPool(p, x, true, want, wantIdx);
+      for (size_t i = 0; i < y.size(); ++i) {
+        if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(y[i])) << name(p) << " " << i;
+        else EXPECT_EQ(y[i], (float)want[i]) << name(p) << " " << i;
       }
-    // Windows of -inf only: the index is the first tap inside the input
-    // (never a pad's, which the backward would scatter out of the plane).
-    std::fill(x.begin(), x.end(), -std::numeric_limits<float>::infinity());
-    k::max_pool2d(p, x.data(), y.data(), idx.data());
-    refPool(p, x, true, want, wantIdx);
-    EXPECT_EQ(idx, wantIdx) << name(p) << " all -inf";
+      EXPECT_EQ(idx, wantIdx) << name(p);
+      Vec y2((size_t)outSize(p));
+      k::max_pool2d(p, x.data(), y2.data(), nullptr);  // without indices
+      for (size_t i = 0; i < y.size(); ++i) {
+        if (std::isnan(y[i])) EXPECT_TRUE(std::isnan(y2[i])) << name(p) << " " << i;
+        else EXPECT_EQ(y2[i], y[i]) << name(p) << " " << i;
+      }
+      // Windows of -inf only: the index is the first tap inside the input
+      // (never a pad's, which the backward would scatter out of the plane).
+      std::fill(x.begin(), x.end(), -std::numeric_limits<float>::infinity());
+      k::max_pool2d(p, x.data(), y.data(), idx.data());
+      refPool(p, x, true, want, wantIdx);
+      EXPECT_EQ(idx, wantIdx) << name(p) << " all -inf";
+    }
   }
+  dtcrt::setNumThreads(before);
 }
 
 TEST(Pool2d, MaxBackwardByFiniteDifferences) {
