@@ -30,6 +30,9 @@ SHAPES = [
     ("the zoo's GoogLeNet (32x32 images), 1st pool", 8, 64, 16, 16, 3, 2, 0, True, True),
     ("the zoo's GoogLeNet, inception branch", 8, 480, 4, 4, 3, 1, 1, True, True),
     ("the zoo's AlexNet (64x64 images), 1st pool", 8, 64, 15, 15, 3, 2, 0, True, False),
+    ("the zoo's AlexNet, 3rd pool", 8, 256, 3, 3, 3, 2, 0, True, False),
+    ("the zoo's SqueezeNet (64x64 images), 1st pool", 8, 64, 31, 31, 3, 2, 0, True, True),
+    ("the zoo's SqueezeNet, 3rd pool", 8, 256, 7, 7, 3, 2, 0, True, True),
 ]
 KERNELS = ("avg_pool", "avg_pool_grad", "max_pool", "max_pool_grad")
 
