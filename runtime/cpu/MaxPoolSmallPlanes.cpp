@@ -11,6 +11,7 @@
 #include "runtime/cpu/MaxPoolSmallPlanes.h"
 
 #include "runtime/cpu/Internal.h"
+#include "runtime/cpu/Lanes8.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/PoolWindow.h"
 
@@ -22,6 +23,7 @@
 
 namespace dtcrt::cpu::pool {
 using namespace detail;
+using namespace lanes8;
 
 namespace {
 
@@ -157,56 +159,6 @@ constexpr int64_t kMaxLanePositions = 4096;
 
 // Outputs whose taps run interleaved.
 constexpr int kOutputsAtOnce = 4;
-
-// Transposes the 8x8 block r[0..7] (row i: eight floats) in registers.
-DTCRT_AVX2 inline void transpose8x8(__m256 r[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-  const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
-  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
-  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
-  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
-  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
-
-// Elements [i, i + n) (n <= 8) of the eight rows from + l * stride into
-// r[l] (the rest zero), and back.
-DTCRT_AVX2 inline void loadRows8(const float* from, int64_t stride, int64_t i, int64_t n,
-                                 __m256 r[8]) {
-  if (n == 8) {
-    for (int l = 0; l < 8; ++l)
-      r[l] = _mm256_loadu_ps(from + l * stride + i);
-  } else {
-    const __m256i mask = firstLanes(n);
-    for (int l = 0; l < 8; ++l)
-      r[l] = _mm256_maskload_ps(from + l * stride + i, mask);
-  }
-}
-
-DTCRT_AVX2 inline void storeRows8(float* to, int64_t stride, int64_t i, int64_t n,
-                                  const __m256 r[8]) {
-  if (n == 8) {
-    for (int l = 0; l < 8; ++l)
-      _mm256_storeu_ps(to + l * stride + i, r[l]);
-  } else {
-    const __m256i mask = firstLanes(n);
-    for (int l = 0; l < 8; ++l)
-      _mm256_maskstore_ps(to + l * stride + i, mask, r[l]);
-  }
-}
 
 // Outputs [o, o + kCount) of eight interleaved planes: their taps in scan
 // order, one vector each, the outputs' chains of compares and blends

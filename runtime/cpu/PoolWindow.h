@@ -7,6 +7,7 @@
 
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Lanes8.h"
 
 #include <immintrin.h>
 
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 namespace dtcrt::cpu::pool {
+using lanes8::firstLanes;
 
 // Taps [lo, hi) of a window starting at `start` (dilation dil, k taps) that
 // land inside [0, size); `inPad` = taps inside [-padLo, size + padHi).
@@ -59,14 +61,6 @@ inline bool is2x2Stride2(const Pool2dParams& p, int64_t OH, int64_t OW) {
   return p.kH == 2 && p.kW == 2 && p.strideH == 2 && p.strideW == 2 && p.dilH == 1 &&
          p.dilW == 1 && p.padT == 0 && p.padL == 0 && p.padB == 0 && p.padR == 0 &&
          2 * OH <= p.H && 2 * OW <= p.W;
-}
-
-// Lanes [0, n) set (n clamped to [0, 8]).
-DTCRT_AVX2 inline __m256i firstLanes(int64_t n) {
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(std::min<int64_t>(
-                                std::max<int64_t>(n, 0), 8))),
-                            lanes);
 }
 
 // Even and odd elements of the 16 floats at p (the first `count` loaded), in order.
