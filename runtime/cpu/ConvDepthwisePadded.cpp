@@ -21,6 +21,7 @@
 #include "runtime/cpu/ConvDepthwisePadded.h"
 
 #include "runtime/cpu/ConvAlgorithm.h"
+#include "runtime/cpu/ConvDepthwiseLanes.h"
 #include "runtime/cpu/Internal.h"
 #include "runtime/cpu/Parallel.h"
 
@@ -274,14 +275,28 @@ bool applies(const Conv2dParams& p, ConvPass pass) {
 }
 
 void forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y) {
+  const bool eight = lanes::applies(p, ConvPass::Forward);
   overItems(p.N * p.C, [&](int64_t first, int64_t count) {
+    if (eight) {  // whole groups of eight planes, then the rest one by one
+      const int64_t groups = count / 8;
+      lanes::forward(p, x, w, bias, y, first, groups);
+      first += 8 * groups, count -= 8 * groups;
+    }
+    if (count == 0) return;
     if (hasAvx2Fma()) runAvx2<forwardPlanes>(&p, x, w, bias, y, first, count);
     else forwardPlanes(&p, x, w, bias, y, first, count);
   });
 }
 
 void backward_data(const Conv2dParams& p, const float* dy, const float* w, float* dx) {
+  const bool eight = lanes::applies(p, ConvPass::BackwardData);
   overItems(p.N * p.C, [&](int64_t first, int64_t count) {
+    if (eight) {
+      const int64_t groups = count / 8;
+      lanes::backward_data(p, dy, w, dx, first, groups);
+      first += 8 * groups, count -= 8 * groups;
+    }
+    if (count == 0) return;
     if (hasAvx2Fma()) runAvx2<backwardDataPlanes>(&p, dy, w, dx, first, count);
     else backwardDataPlanes(&p, dy, w, dx, first, count);
   });

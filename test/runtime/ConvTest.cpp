@@ -223,8 +223,10 @@ TEST(Conv2d, DirectMatchesReferenceAndIm2col) {
 // path, for ConvNeXt's 7x7, MobileNet's 3x3 stride 2, a dilated 5x5 with
 // asymmetric pads, a stride-3 window, 1x1 and 2x2 planes, wide rows and a
 // stride-5 window (1x1 planes, strided data gradients and strides over 4
-// on the row kernels, the rest padded, strided passes in phase planes); the
-// same bits on 1 and 2 kernel threads.
+// on the row kernels, the rest padded, strided passes in phase planes,
+// forward passes and unit-stride data gradients of eight or more planes
+// eight at a time); the same bits on 1 and 2 kernel threads, which also
+// holds planes eight at a time to the one-plane path's bits.
 TEST(Conv2d, DepthwiseMatchesReferenceAndIm2col) {
   const std::vector<k::Conv2dParams> cases = {
       make(3, 8, 8, 8, 8, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 8),     // ConvNeXt block
@@ -236,6 +238,11 @@ TEST(Conv2d, DepthwiseMatchesReferenceAndIm2col) {
       make(2, 3, 6, 40, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3),    // 40 columns, unit strides
       make(1, 2, 5, 70, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2),    // 35 columns, stride 2
       make(1, 2, 12, 13, 2, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1, 2),   // stride 5 (row kernels)
+      // Eight planes at a time (ConvDepthwiseLanes.cpp, with AVX2) on one
+      // thread, and on two where a thread's run holds eight or more.
+      make(2, 12, 2, 2, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 12),  // 2x2 planes
+      make(2, 8, 8, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8),     // stride 2
+      make(4, 24, 4, 4, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24),  // 4x4 planes, 96 of them
   };
   // Windows wider than kMaxDepthwiseWidth columns (the kernels keep their
   // per-column ranges on the stack) and grouped convolutions with more than
