@@ -119,21 +119,57 @@ void transpose(const T* x, const int64_t* shape, int rank, const int64_t* perm, 
 
 namespace {
 
-// Shared index walk of slice / slice_backward: calls fn(xOffset, yOffset, len,
-// xInnerStep) for each innermost run of the sliced shape.
-template <typename Fn>
-void sliceRuns(const char* kernel, const int64_t* xShape, int rank, const int64_t* starts,
-               const int64_t* steps, const int64_t* yShape, Fn&& fn) {
+// Fails unless every axis's slice lies inside x.
+void checkSlice(const char* kernel, const int64_t* xShape, int rank, const int64_t* starts,
+                const int64_t* steps, const int64_t* yShape) {
   if (rank < 1 || rank > kMaxRank) fail(kernel, "bad rank %d", rank);
-  int64_t xs[kMaxRank], ys[kMaxRank], xstep[kMaxRank];
-  int64_t sx = 1, sy = 1, base = 0;
-  for (int d = rank - 1; d >= 0; --d) {
+  for (int d = 0; d < rank; ++d) {
     if (steps[d] == 0) fail(kernel, "step 0 on axis %d", d);
     if (yShape[d] > 0) {
       const int64_t last = starts[d] + (yShape[d] - 1) * steps[d];
       if (starts[d] < 0 || starts[d] >= xShape[d] || last < 0 || last >= xShape[d])
         fail(kernel, "axis %d: slice out of range", d);
     }
+  }
+}
+
+// A slice that keeps every axis but the last two whole, with rows shorter
+// than kShortRow: the same window of each of `planes` planes (a
+// convolution weight's taps, a spatial crop). The index walk below would
+// spend a call per row of a few floats; these take one tight loop.
+constexpr int64_t kShortRow = 16;
+struct PlaneWindow {
+  int64_t planes, xPlane, yPlane;  // planes, and floats per plane of x and y
+  int64_t rows, cols;              // the window (y's last two axes)
+  int64_t first, rowStep, colStep; // in a plane of x: the window's first element, its strides
+};
+
+bool planeWindow(const int64_t* xShape, int rank, const int64_t* starts, const int64_t* steps,
+                 const int64_t* yShape, PlaneWindow& w) {
+  if (rank < 3 || yShape[rank - 1] >= kShortRow) return false;
+  w.planes = 1;
+  for (int d = 0; d < rank - 2; ++d) {
+    if (starts[d] != 0 || steps[d] != 1 || yShape[d] != xShape[d]) return false;
+    w.planes *= xShape[d];
+  }
+  const int64_t W = xShape[rank - 1];
+  w.xPlane = xShape[rank - 2] * W;
+  w.rows = yShape[rank - 2], w.cols = yShape[rank - 1];
+  w.yPlane = w.rows * w.cols;
+  w.first = starts[rank - 2] * W + starts[rank - 1];
+  w.rowStep = steps[rank - 2] * W, w.colStep = steps[rank - 1];
+  return true;
+}
+
+// Shared index walk of slice / slice_backward: calls fn(xOffset, yOffset, len,
+// xInnerStep) for each innermost run of the sliced shape.
+template <typename Fn>
+void sliceRuns(const char* kernel, const int64_t* xShape, int rank, const int64_t* starts,
+               const int64_t* steps, const int64_t* yShape, Fn&& fn) {
+  checkSlice(kernel, xShape, rank, starts, steps, yShape);
+  int64_t xs[kMaxRank] = {}, ys[kMaxRank] = {}, xstep[kMaxRank] = {};
+  int64_t sx = 1, sy = 1, base = 0;
+  for (int d = rank - 1; d >= 0; --d) {
     xs[d] = sx;
     ys[d] = sy;
     xstep[d] = sx * steps[d];
@@ -154,6 +190,18 @@ void sliceRuns(const char* kernel, const int64_t* xShape, int rank, const int64_
 template <typename T>
 void slice(const T* x, const int64_t* xShape, int rank, const int64_t* starts,
            const int64_t* steps, T* y, const int64_t* yShape) {
+  PlaneWindow w;
+  if (planeWindow(xShape, rank, starts, steps, yShape, w)) {
+    checkSlice("slice", xShape, rank, starts, steps, yShape);
+    for (int64_t p = 0; p < w.planes; ++p) {
+      const T* from = x + p * w.xPlane + w.first;
+      T* to = y + p * w.yPlane;
+      for (int64_t i = 0; i < w.rows; ++i)
+        for (int64_t j = 0; j < w.cols; ++j)
+          to[i * w.cols + j] = from[i * w.rowStep + j * w.colStep];
+    }
+    return;
+  }
   sliceRuns("slice", xShape, rank, starts, steps, yShape,
             [&](int64_t xo, int64_t yo, int64_t len, int64_t step) {
               if (step == 1) {
@@ -166,6 +214,21 @@ void slice(const T* x, const int64_t* xShape, int rank, const int64_t* starts,
 
 void slice_backward(const float* dy, const int64_t* yShape, int rank, const int64_t* starts,
                     const int64_t* steps, float* dx, const int64_t* xShape) {
+  PlaneWindow w;
+  if (planeWindow(xShape, rank, starts, steps, yShape, w)) {
+    // Plane by plane, zeros then the window: one pass over dx.
+    checkSlice("slice_backward", xShape, rank, starts, steps, yShape);
+    for (int64_t p = 0; p < w.planes; ++p) {
+      float* to = dx + p * w.xPlane;
+      const float* from = dy + p * w.yPlane;
+      for (int64_t e = 0; e < w.xPlane; ++e) to[e] = 0.0f;
+      to += w.first;
+      for (int64_t i = 0; i < w.rows; ++i)
+        for (int64_t j = 0; j < w.cols; ++j)
+          to[i * w.rowStep + j * w.colStep] = from[i * w.cols + j];
+    }
+    return;
+  }
   fill(dx, numElements(xShape, rank), 0.0f);
   sliceRuns("slice_backward", xShape, rank, starts, steps, yShape,
             [&](int64_t xo, int64_t yo, int64_t len, int64_t step) {

@@ -1,7 +1,8 @@
 // Tests of data movement: transpose over every permutation of ranks 1-4 and
-// selected rank-5/6 cases against an index reference, slice (negative steps)
-// and its backward, concat/split round trips, gather (negative indices, inner
-// axis) and its scatter-add backward, expand; transpose also on int64, int32
+// selected rank-5/6 cases against an index reference, slice (negative
+// steps; windows of every plane) and its backward, concat/split round
+// trips, gather (negative indices, inner axis) and its scatter-add
+// backward, expand; transpose also on int64, int32
 // and bool elements; scatter_elements (none and add, repeated and negative
 // indices). All exact (pure copies/sums of at most a few values), but
 // cumsum (every axis and direction) against a double loop.
@@ -103,6 +104,26 @@ TEST(Slice, ForwardAndBackward) {
     Shape i = unravel(o, y2s);
     ASSERT_EQ(y3[(size_t)o], x[(size_t)(((1 + i[0]) * 6 + 2 + i[1]) * 7 + 2 + i[2])]);
   }
+}
+
+// Slices that keep every axis but the last two whole take a loop over the
+// planes (a convolution weight's taps, a crop): the same elements as the
+// index walk, and the backward zeros the rest of each plane.
+TEST(Slice, WindowOfEveryPlane) {
+  const Shape xs = {3, 4, 5, 6}, starts = {0, 0, 1, 4}, steps = {1, 1, 2, -2};
+  const Shape ys = {3, 4, 2, 3};
+  Vec x = iota(numel(xs)), y((size_t)numel(ys), -1.0f);
+  k::slice(x.data(), xs.data(), 4, starts.data(), steps.data(), y.data(), ys.data());
+  Vec dy = iota(numel(ys)), dx((size_t)numel(xs), -1.0f), want((size_t)numel(xs), 0.0f);
+  for (auto& v : dy) v += 1000.0f;
+  k::slice_backward(dy.data(), ys.data(), 4, starts.data(), steps.data(), dx.data(), xs.data());
+  for (int64_t o = 0; o < numel(ys); ++o) {
+    Shape i = unravel(o, ys);
+    const int64_t at = ((i[0] * 4 + i[1]) * 5 + 1 + 2 * i[2]) * 6 + 4 - 2 * i[3];
+    ASSERT_EQ(y[(size_t)o], x[(size_t)at]) << o;
+    want[(size_t)at] = dy[(size_t)o];
+  }
+  EXPECT_EQ(dx, want);
 }
 
 TEST(ConcatSplit, RoundTrip) {
