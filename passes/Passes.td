@@ -91,6 +91,35 @@ def MatMulTransposeToGemm : Pass<"dtc-matmul-transpose-to-gemm", "mlir::func::Fu
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def TrimConvTaps : Pass<"dtc-trim-conv-taps", "mlir::func::FuncOp"> {
+  let summary = "Drops the rows and columns of convolution taps that only read padding";
+  let description = [{
+    On small images a window can overhang the input so far that its first
+    or last rows or columns of taps read the zero padding at every output:
+    a 3x3 convolution with padding 1 on 1x1 images (ResNet's last stage on
+    32x32 inputs) reads only its centre tap, a 3x3 stride-2 one on 2x2
+    images four taps of nine. This pass slices the weight to the taps some
+    output reads and moves the padding by as many taps times the dilation,
+    so every pass computes only those (9x and 2.25x less work in these two
+    cases). The outputs are the same; autodiff's `slice_grad` gives the
+    dropped taps the zero gradient the padding gives them, so the weights,
+    the optimizer state and the saved model keep their shapes. Left alone:
+    windows with no tap inside the input, and trims that would make a pad
+    negative.
+
+    Before (1x1 images):
+    ```mlir
+    %y = dtc.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, ...}   // w: 512x512x3x3
+    ```
+    After:
+    ```mlir
+    %c = dtc.slice %w {starts = array<i64: 1, 1>, ends = array<i64: 2, 2>, axes = array<i64: 2, 3>, ...}
+    %y = dtc.conv %x, %c {pads = array<i64: 0, 0, 0, 0>, ...}   // c: 512x512x1x1
+    ```
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def FreezeParams : Pass<"dtc-freeze-params", "mlir::ModuleOp"> {
   let summary = "Turns the weights whose names match a regex into constants";
   let description = [{

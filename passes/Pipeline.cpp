@@ -31,6 +31,7 @@ void buildTrainingPipeline(OpPassManager &pm, const Options &o) {
   pm.addNestedPass<func::FuncOp>(createFuseGelu());
   pm.addNestedPass<func::FuncOp>(createFuseLayerNorm());
   pm.addNestedPass<func::FuncOp>(createMatMulTransposeToGemm());
+  pm.addNestedPass<func::FuncOp>(createTrimConvTaps());
   pm.addPass(createCanonicalizerPass());
   if (train) {
     // --tp: layer pairs split over the group, before everything derives
