@@ -146,27 +146,13 @@ DTCRT_AVX2 void eightPlanes(const Conv2dParams& p, const Geometry& g, const Scra
     s.bias[l] = bias ? bias[c] : 0.0f;
   }
   const int64_t srcFloats = g.srcH * g.srcW;
-  const float* from = src + first * srcFloats;
-  __m256 r[8];
-  for (int64_t i = 0; i < srcFloats; i += 8) {
-    const int64_t n = std::min<int64_t>(8, srcFloats - i);
-    loadRows8(from, srcFloats, i, n, r);
-    transpose8x8(r);
-    for (int64_t j = 0; j < n; ++j)
-      _mm256_store_ps(s.plane + 8 * s.inputAt[i + j], r[j]);
-  }
+  interleave8(src + first * srcFloats, srcFloats, s.inputAt, s.plane);
   int64_t o = 0;
   for (; o + kOutputsAtOnce <= g.outputs; o += kOutputsAtOnce)
     correlateOutputs<kOutputsAtOnce>(g, s, o);
   for (; o < g.outputs; ++o)
     correlateOutputs<1>(g, s, o);
-  float* to = dst + first * g.outputs;
-  for (int64_t at = 0; at < g.outputs; at += 8) {
-    for (int j = 0; j < 8; ++j)
-      r[j] = _mm256_load_ps(s.out + 8 * (at + j));
-    transpose8x8(r);
-    storeRows8(to, g.outputs, at, std::min<int64_t>(8, g.outputs - at), r);
-  }
+  deinterleave8(s.out, g.outputs, dst + first * g.outputs);
 }
 
 DTCRT_AVX2 void groupsOfEight(const Conv2dParams& p, const Geometry& g, bool forward,

@@ -1,8 +1,9 @@
 // AVX2 helpers of the kernels that lay eight planes (or images) side by
 // side, one a vector lane (ConvDirect.cpp, MaxPoolSmallPlanes.cpp,
 // ConvDepthwiseLanes.cpp): the 8x8 transpose in registers, masks of the
-// first n lanes, and eight rows' elements loaded and stored eight at a
-// time. Private to the runtime.
+// first n lanes, eight rows' elements loaded and stored eight at a time,
+// and eight planes interleaved into one layout and back. Private to the
+// runtime.
 #pragma once
 
 #include "runtime/cpu/Internal.h"
@@ -65,6 +66,31 @@ DTCRT_AVX2 inline void storeRows8(float* to, int64_t stride, int64_t i, int64_t 
   } else {
     const __m256i mask = firstLanes(n);
     for (int l = 0; l < 8; ++l) _mm256_maskstore_ps(to + l * stride + i, mask, r[l]);
+  }
+}
+
+// Eight planes of `floats` floats each (plane l at from + l * floats) into
+// the interleaved layout: element i of plane l goes to
+// lanes[8 * positionOf[i] + l] (lanes 32-byte aligned).
+DTCRT_AVX2 inline void interleave8(const float* from, int64_t floats, const int32_t* positionOf,
+                                   float* lanes) {
+  __m256 r[8];
+  for (int64_t i = 0; i < floats; i += 8) {
+    const int64_t n = std::min<int64_t>(8, floats - i);
+    loadRows8(from, floats, i, n, r);
+    transpose8x8(r);
+    for (int64_t j = 0; j < n; ++j) _mm256_store_ps(lanes + 8 * int64_t(positionOf[i + j]), r[j]);
+  }
+}
+
+// The reverse for `count` contiguous positions (lanes: count rounded up to
+// 8, x 8 floats, 32-byte aligned): position i's lane l to to[l * count + i].
+DTCRT_AVX2 inline void deinterleave8(const float* lanes, int64_t count, float* to) {
+  __m256 r[8];
+  for (int64_t at = 0; at < count; at += 8) {
+    for (int j = 0; j < 8; ++j) r[j] = _mm256_load_ps(lanes + 8 * (at + j));
+    transpose8x8(r);
+    storeRows8(to, count, at, std::min<int64_t>(8, count - at), r);
   }
 }
 

@@ -201,34 +201,17 @@ DTCRT_AVX2 inline void maxPoolOutputsAvx2(const PaddedPlane& pp, int64_t o) {
 template <bool kIndices>
 DTCRT_AVX2 void maxPoolEightPlanesAvx2(const Pool2dParams& p, const PaddedPlane& pp, const float* x,
                                        float* y, int32_t* indices) {
-  const int64_t HW = p.H * p.W, outputs = pp.outputs;
-  __m256 r[8];
-  for (int64_t i = 0; i < HW; i += 8) {
-    const int64_t n = std::min<int64_t>(8, HW - i);
-    loadRows8(x, HW, i, n, r);
-    transpose8x8(r);
-    for (int64_t j = 0; j < n; ++j)
-      _mm256_store_ps(pp.lanes + 8 * pp.inputAt[i + j], r[j]);
-  }
+  const int64_t outputs = pp.outputs;
+  interleave8(x, p.H * p.W, pp.inputAt, pp.lanes);
   int64_t o = 0;
   for (; o + kOutputsAtOnce <= outputs; o += kOutputsAtOnce)
     maxPoolOutputsAvx2<kOutputsAtOnce, kIndices>(pp, o);
   for (; o < outputs; ++o)
     maxPoolOutputsAvx2<1, kIndices>(pp, o);
-  for (int64_t first = 0; first < outputs; first += 8) {
-    const int64_t n = std::min<int64_t>(8, outputs - first);
-    for (int j = 0; j < 8; ++j)
-      r[j] = _mm256_load_ps(pp.laneValues + 8 * (first + j));
-    transpose8x8(r);
-    storeRows8(y, outputs, first, n, r);
-    if (!kIndices)
-      continue;
-    for (int j = 0; j < 8; ++j)
-      r[j] = _mm256_castsi256_ps(
-          _mm256_load_si256(reinterpret_cast<const __m256i*>(pp.laneIndices + 8 * (first + j))));
-    transpose8x8(r);
-    storeRows8(reinterpret_cast<float*>(indices), outputs, first, n, r);
-  }
+  deinterleave8(pp.laneValues, outputs, y);
+  if (kIndices)
+    deinterleave8(reinterpret_cast<const float*>(pp.laneIndices), outputs,
+                  reinterpret_cast<float*>(indices));
 }
 
 } // namespace
