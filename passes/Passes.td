@@ -99,13 +99,16 @@ def TrimConvTaps : Pass<"dtc-trim-conv-taps", "mlir::func::FuncOp"> {
     a 3x3 convolution with padding 1 on 1x1 images (ResNet's last stage on
     32x32 inputs) reads only its centre tap, a 3x3 stride-2 one on 2x2
     images four taps of nine. This pass slices the weight to the taps some
-    output reads and moves the padding by as many taps times the dilation,
-    so every pass computes only those (9x and 2.25x less work in these two
+    output reads, moves the begin padding by as many taps times the
+    dilation and keeps only the end padding the last window needs, so every
+    pass computes only those taps (9x and 2.25x less work in these two
     cases). The outputs are the same; autodiff's `slice_grad` gives the
     dropped taps the zero gradient the padding gives them, so the weights,
     the optimizer state and the saved model keep their shapes. Left alone:
-    windows with no tap inside the input, and trims that would make a pad
-    negative.
+    windows with no tap inside the input, trims that would make a pad
+    negative, and trims that would make a symmetric padding asymmetric
+    (cuDNN pads symmetrically; the GPU back end runs other paddings on
+    slow direct kernels).
 
     Before (1x1 images):
     ```mlir

@@ -18,6 +18,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <algorithm>
+
 namespace dtc {
 #define GEN_PASS_DEF_TRIMCONVTAPS
 #include "passes/Passes.h.inc"
@@ -51,8 +53,11 @@ LiveTaps liveTaps(int64_t input, int64_t outputs, int64_t kernel, int64_t stride
 }
 
 /// conv(x, w) whose windows read only padding in their first or last rows or
-/// columns of taps -> conv(x, slice(w)) with the padding moved by as many
-/// taps (times the dilation).
+/// columns of taps -> conv(x, slice(w)) with the begin padding moved by as
+/// many taps (times the dilation) and the end padding what the last window
+/// needs. A symmetric padding stays symmetric or the axis is left alone
+/// (cuDNN runs only those; the GPU back end runs the rest on slow direct
+/// kernels).
 struct TrimDeadTaps : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -81,16 +86,23 @@ struct TrimDeadTaps : OpRewritePattern<ConvOp> {
       if (live.first == 0 && live.last == kernel - 1)
         continue;
       const int64_t padBegin = pads[d] - live.first * dilations[d];
-      const int64_t padEnd = pads[spatial + d] - (kernel - 1 - live.last) * dilations[d];
-      if (padBegin < 0 || padEnd < 0)
+      if (padBegin < 0)
         return failure(); // the input's edge would move: not a plain slice of the window
+      // The end padding the trimmed window needs: the last output's window
+      // must still fit (the same output size), no more.
+      const int64_t trimmed = live.last + 1 - live.first;
+      const int64_t padEnd = std::max<int64_t>(
+          0, (outputs - 1) * strides[d] + (trimmed - 1) * dilations[d] + 1 - input - padBegin);
+      // cuDNN pads symmetrically; a window it could run must stay so.
+      if (pads[d] == pads[spatial + d] && padBegin != padEnd)
+        return failure();
       newPads[d] = padBegin;
       newPads[spatial + d] = padEnd;
       starts.push_back(live.first);
       ends.push_back(live.last + 1);
       axes.push_back(2 + d);
       steps.push_back(1);
-      newShape[2 + d] = live.last + 1 - live.first;
+      newShape[2 + d] = trimmed;
     }
     if (axes.empty())
       return failure();
