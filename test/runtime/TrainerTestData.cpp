@@ -315,6 +315,25 @@ TEST(TrainerSynthetic, DeterministicAndInRange) {
   }
 }
 
+// Whether a synthetic batch is a copy (held in memory) or a hash per element
+// depends on one rank's share of the samples, not on how many ranks there
+// are: LeNet-5's 3x32x32 images at 32 a rank are 39 MB a rank, held on one
+// rank and on two (the column doubles with the ranks; a limit on the column
+// hashed them on two, 3x slower, which the cost model calibrated on one rank
+// did not see). Up to 1 GiB in all; a rank share over 64 MiB is computed.
+TEST(TrainerSynthetic, HeldInMemoryByOneRanksShare) {
+  auto storage = [](int64_t batch, int worldSize) {
+    SpecBuilder s(tensor("input", DType::F32, {batch, 3, 32, 32}),
+                  tensor("labels", DType::I64, {batch}), tensor("logits", DType::F32, {batch, 10}),
+                  "cross-entropy");
+    return loadDataset(s.spec, "synthetic", Split::Train, 0, worldSize).inputs[0].storage();
+  };
+  EXPECT_EQ(storage(32, 1), Column::Storage::F32);
+  EXPECT_EQ(storage(32, 2), Column::Storage::F32);
+  EXPECT_EQ(storage(64, 1), Column::Storage::SyntheticF32);  // 79 MB a rank
+  EXPECT_EQ(storage(32, 32), Column::Storage::SyntheticF32);  // 1.26 GB in all
+}
+
 // A batch of 8 MiB or more is gathered by several threads: the rows must be
 // exactly those one thread writes, in the batch's order.
 TEST(TrainerSynthetic, LargeBatchesGatherInParallelInOrder) {
