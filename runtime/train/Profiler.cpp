@@ -81,12 +81,13 @@ void Profiler::setRecording(bool totals, bool spans) {
   recordSpans_ = spans;
 }
 
-void Profiler::stepDone(double seconds, double dataWaitSeconds) {
+void Profiler::stepDone(double seconds, double dataWaitSeconds, double filledBytes) {
   resolveMarks();
   if (!recordTotals_) return;
   ++steps_;
   stepSeconds_ += seconds;
   dataWaitSeconds_ += dataWaitSeconds;
+  filledBytes_ += filledBytes;
 }
 
 void Profiler::begin(int32_t op) {
@@ -191,9 +192,13 @@ std::string Profiler::report(const MachinePeaks& peaks, int topNodes) const {
                 stepMs, opNs * 1e-6 * perStep, stepMs > 0 ? 100.0 * opNs * 1e-6 * perStep / stepMs : 0,
                 stepMs - opNs * 1e-6 * perStep);
   const double waitMs = dataWaitSeconds_ * 1e3 * perStep;
+  // The bytes and their rate: what bench/calibrate_cost_model.py fits the
+  // cost model's batch fill rate to.
+  const double filledMB = filledBytes_ * 1e-6 * perStep;
   out += format("data wait: %.3f ms per step (%.1f%%), filling the batch (reading, decoding, "
-                "augmenting) before the step's kernels\n",
-                waitMs, stepMs > 0 ? 100.0 * waitMs / stepMs : 0);
+                "augmenting) before the step's kernels: %.3f MB a step",
+                waitMs, stepMs > 0 ? 100.0 * waitMs / stepMs : 0, filledMB);
+  out += waitMs > 0 ? format(", %.2f GB/s\n", filledMB / waitMs) : std::string("\n");
   if (device_)
     out += format("%s: op times from timing marks on the compute stream (each op from its first "
                   "kernel's start to its last's end); CUDA graphs are off while profiling, so the "

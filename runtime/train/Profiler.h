@@ -40,8 +40,9 @@ public:
   // span (the step traced).
   void setRecording(bool totals, bool spans);
   // A recorded step took `seconds` of wall time (the report's denominator),
-  // `dataWaitSeconds` of them filling its batch before its compute.
-  void stepDone(double seconds, double dataWaitSeconds = 0);
+  // `dataWaitSeconds` of them filling its batch (`filledBytes` of batch
+  // buffers) before its compute.
+  void stepDone(double seconds, double dataWaitSeconds = 0, double filledBytes = 0);
 
   void begin(int32_t op) override;
   void end() override;
@@ -82,6 +83,7 @@ private:
   int64_t steps_ = 0;
   double stepSeconds_ = 0;
   double dataWaitSeconds_ = 0;
+  double filledBytes_ = 0;
 };
 
 }  // namespace dtcrt

@@ -174,6 +174,9 @@ void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, 
                           std::equal(indices, indices + rows, prefetchedIndices_.begin());
   prefetchedFrom_ = nullptr;
   prefetchedIndices_.clear();
+  filledBytes_ += static_cast<double>(rows) * static_cast<double>(d.labels.rowBytes());
+  for (const Column& input : d.inputs)
+    filledBytes_ += static_cast<double>(rows) * static_cast<double>(input.rowBytes());
   if (prefetched && !device_) {
     // Filled in the background during the step before: a copy.
     for (size_t i = 0; i < batchInputs_.size(); ++i)

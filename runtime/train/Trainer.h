@@ -234,6 +234,9 @@ private:
   std::vector<AlignedBuffer> cpuSpareInputs_;
   AlignedBuffer cpuSpareLabels_;
   bool backgroundFill_ = false;
+  // Bytes fillBatch wrote into the batch buffers since the step began
+  // (--profile reports them with the data wait).
+  double filledBytes_ = 0;
   double backgroundWaitSeconds_ = 0;  // the steps' waits for a background fill, summed
   const Dataset* prefetchedFrom_ = nullptr;
   std::vector<int64_t> prefetchedIndices_;

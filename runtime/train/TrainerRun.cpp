@@ -375,12 +375,13 @@ void Trainer::trainStep(Run& run, const std::vector<int64_t>& order) {
   // before: its wait is the copy, plus any time the step before waited for
   // the background fill to finish.
   double dataWait = 0;
+  filledBytes_ = 0;
   size_t arenaPeak = 0;
   const float loss = pipeline_ ? pipelineTrainStep(run, order, runStep, stepLr, dataWait, arenaPeak)
                                : dataParallelStep(run, order, runStep, stepLr, dataWait);
   const double dt = secondsSince(t0);
   if (profiler_) {
-    profiler_->stepDone(dt, dataWait);
+    profiler_->stepDone(dt, dataWait, filledBytes_);
     profiler_->setRecording(false, false);
   }
   ++pos.step;

@@ -46,7 +46,7 @@ TEST(TrainerProfiler, RecordsOnlyWhenAskedAndReportsPerPhaseKindAndNode) {
     runOp(p, 0, 2);
     runOp(p, 1, 4);
     runOp(p, 2, 1);
-    p.stepDone(0.010, 0.004);  // 4 ms of the 10 filling the batch
+    p.stepDone(0.010, 0.004, 2e6);  // 4 ms of the 10 filling 2 MB of batch
     p.setRecording(false, false);
   }
   EXPECT_EQ(p.profiledSteps(), 2);
@@ -58,6 +58,9 @@ TEST(TrainerProfiler, RecordsOnlyWhenAskedAndReportsPerPhaseKindAndNode) {
   EXPECT_NE(report.find("profile of fake.onnx: 2 steps, 10.000 ms per step"), std::string::npos)
       << report;
   EXPECT_NE(report.find("\ndata wait: 4.000 ms per step (40.0%)"), std::string::npos) << report;
+  // The bytes filled a step and their rate (what the cost model's
+  // calibration fits its batch fill rate to).
+  EXPECT_NE(report.find("kernels: 2.000 MB a step, 0.50 GB/s\n"), std::string::npos) << report;
   // Each phase has its own row; dtc.gemm ran twice per step (forward and
   // backward), the update once.
   for (const char* row : {"  forward ", "  backward ", "  optimizer ", "  communication "})
