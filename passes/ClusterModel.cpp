@@ -22,6 +22,7 @@ MachineModel ClusterModel::machineModel() const {
   machine.kindCosts = device.opCosts;
   machine.measuredSeconds = device.opTimes;
   machine.stepOverheadSeconds = device.stepOverheadSeconds;
+  machine.batchFillBytesPerSecond = device.batchFillBytesPerSecond;
   machine.cacheBytes = device.cacheBytes;
   return machine;
 }
@@ -311,6 +312,8 @@ llvm::Expected<ClusterModel> loadClusterModel(llvm::StringRef path) {
       read.number(device, "gemm_half_dimension", "device.", MachineModel().gemmHalfDimension);
   cluster.device.stepOverheadSeconds =
       read.nonNegative(device, "step_overhead_s", "device.", 0.0);
+  cluster.device.batchFillBytesPerSecond =
+      read.nonNegative(device, "batch_fill_bytes_per_s", "device.", 0.0);
   cluster.device.cacheBytes = read.nonNegative(device, "cache_bytes", "device.", 0.0);
   if (device)
     if (const llvm::json::Value *costs = device->get("op_costs"))

@@ -43,6 +43,9 @@ struct ClusterDevice {
   /// Measured seconds of single ops by signature ("op_times"), before opCosts.
   std::map<OpSignature, double> opTimes;
   double stepOverheadSeconds = 0;
+  /// The rate a rank fills its batch at ("batch_fill_bytes_per_s", 0: the
+  /// fill is not charged), see MachineModel::batchFillBytesPerSecond.
+  double batchFillBytesPerSecond = 0;
   double cacheBytes = 0;  // bytes an op may touch before streaming rates apply
 };
 

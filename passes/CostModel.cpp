@@ -6,6 +6,8 @@
 #include "dialect/ShapeHelpers.h"
 #include "passes/MemoryPlan.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -129,6 +131,19 @@ double estimateSeconds(Operation *op, const MachineModel &machine) {
     rate *= gemmEfficiency(gemm, machine);
   return machine.opSeconds +
          std::max(estimateFlops(op) / rate, estimateBytes(op) / machine.bytesPerSecond);
+}
+
+double batchFillSeconds(Operation *step, const MachineModel &machine) {
+  auto func = dyn_cast_or_null<FunctionOpInterface>(step);
+  if (!func || machine.batchFillBytesPerSecond <= 0)
+    return 0.0;
+  // The trainer fills every batch argument of the step, read or not (a
+  // pipeline stage fills the whole batch).
+  double bytes = 0.0;
+  for (Type type : func.getArgumentTypes())
+    if (llvm::isa<RankedTensorType>(type))
+      bytes += double(tensorBytes(type));
+  return bytes / machine.batchFillBytesPerSecond;
 }
 
 double transferSeconds(double bytes, const MachineModel &machine) {

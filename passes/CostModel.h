@@ -74,8 +74,13 @@ struct MachineModel {
   std::map<std::string, OpKindCost, std::less<>> kindCosts;
   /// Measured seconds of ops by signature; they override kindCosts.
   std::map<OpSignature, double> measuredSeconds;
-  /// What a step costs beyond its kernels (the training loop, the batch).
+  /// What a step costs beyond its kernels and its batch (the training loop).
   double stepOverheadSeconds = 0;
+  /// The rate a rank fills a step function's batch arguments at before the
+  /// step runs (reading, decoding, or for the calibration's synthetic data,
+  /// hashing each element): bytes of the arguments per second. 0: not
+  /// charged.
+  double batchFillBytesPerSecond = 0;
   /// Bytes an op may touch before calibrated kinds' streaming rates apply
   /// (0: none do).
   double cacheBytes = 0;
@@ -96,6 +101,10 @@ double estimateBytes(mlir::Operation *op);
 OpSignature opSignature(mlir::Operation *op);
 /// Predicted seconds of `op` (0 for ops that run no kernel).
 double estimateSeconds(mlir::Operation *op, const MachineModel &machine = {});
+/// Predicted seconds a rank spends filling the batch arguments of the step
+/// function `step` (a func.func) before it runs (0 where the machine has no
+/// fill rate).
+double batchFillSeconds(mlir::Operation *step, const MachineModel &machine);
 /// Predicted seconds to move `bytes` between two stages.
 double transferSeconds(double bytes, const MachineModel &machine = {});
 

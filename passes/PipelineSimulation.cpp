@@ -83,9 +83,13 @@ public:
       this->replicas = std::max<int64_t>(1, replicas);
       shardReplicas = this->replicas;
     }
-    for (auto [run, func] : llvm::zip(runs, this->funcs))
+    for (auto [run, func] : llvm::zip(runs, this->funcs)) {
       for (Operation &op : func.front().without_terminator())
         run.ops.push_back(&op);
+      // Each stage's rank fills the step's batch before its schedule starts.
+      run.clock = batchFillSeconds(func, machine);
+      timeline.batchFillSeconds = std::max(timeline.batchFillSeconds, run.clock);
+    }
     timeline.busySeconds.assign(funcs.size(), 0.0);
   }
 
@@ -300,8 +304,8 @@ FailureOr<PipelineTimeline> Simulation::run() {
     timeline.busySeconds[s] = run.busy;
     timeline.stepSeconds = std::max(timeline.stepSeconds, run.clock);
   }
-  // Each stage's training loop does its own work (the batch, the
-  // bookkeeping) around the schedule.
+  // Each stage's training loop does its own work (the bookkeeping) around
+  // the schedule.
   timeline.stepSeconds += machine.stepOverheadSeconds;
   return timeline;
 }

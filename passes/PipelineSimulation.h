@@ -33,6 +33,9 @@ struct PhaseSpan {
 
 struct PipelineTimeline {
   double stepSeconds = 0;
+  /// The longest a stage spent filling its batch before its schedule began
+  /// (MachineModel::batchFillBytesPerSecond); part of stepSeconds.
+  double batchFillSeconds = 0;
   llvm::SmallVector<double> busySeconds;   // per stage: compute only
   llvm::SmallVector<PhaseSpan> spans;
 };

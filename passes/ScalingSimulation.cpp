@@ -76,6 +76,8 @@ public:
   }
 
   void replay(func::FuncOp step) {
+    // The rank fills the step's batch before it runs.
+    fillSeconds += batchFillSeconds(step, pricing.machine());
     for (Operation &op : step.front())
       if (!op.hasTrait<OpTrait::IsTerminator>())
         replay(op);
@@ -83,8 +85,9 @@ public:
 
   StepPrediction finish() {
     prediction.communicationSeconds = streams.linkBusy;
-    // The training loop's own work (the batch, the bookkeeping) around it.
-    prediction.overheadSeconds = pricing.machine().stepOverheadSeconds;
+    // The training loop's own work (filling the batch, the bookkeeping)
+    // around it.
+    prediction.overheadSeconds = pricing.machine().stepOverheadSeconds + fillSeconds;
     prediction.stepSeconds = std::max(streams.device, streams.link) + prediction.overheadSeconds;
     return prediction;
   }
@@ -146,6 +149,7 @@ private:
   bool shardedBucketsAllReduce = false;  // GPU programs (attr::kTarget)
   TwoStreams streams;
   StepPrediction prediction;
+  double fillSeconds = 0;  // the batches the replayed steps filled
 };
 
 } // namespace

@@ -21,6 +21,8 @@
 
 #include "passes/ClusterPricing.h"
 
+#include <algorithm>
+
 #include "mlir/IR/BuiltinOps.h"
 
 namespace dtc {
@@ -28,11 +30,13 @@ namespace dtc {
 struct StepPrediction {
   double computeSeconds = 0;        // the device's ops, back to back
   double communicationSeconds = 0;  // the collectives, back to back
-  double overheadSeconds = 0;       // the training loop's own work (the cluster's)
+  double overheadSeconds = 0;       // the training loop's own work and the batch fill
   double stepSeconds = 0;           // both streams with their overlap, + overhead
   double communicatedBytes = 0;     // bytes of the collectives' buffers
   /// Communication the computation did not hide.
-  double exposedSeconds() const { return stepSeconds - computeSeconds - overheadSeconds; }
+  double exposedSeconds() const {
+    return std::max(0.0, stepSeconds - computeSeconds - overheadSeconds);
+  }
 };
 
 /// The predicted step of @train_step on `devices` devices of `cluster`

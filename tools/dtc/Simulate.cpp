@@ -62,7 +62,7 @@ mlir::LogicalResult printPipelineScaling(mlir::ModuleOp module, const ClusterMod
     double busiest = 0.0;
     for (double busy : timeline->busySeconds)
       busiest = std::max(busiest, busy);
-    const double overhead = pricing.machine().stepOverheadSeconds;
+    const double overhead = pricing.machine().stepOverheadSeconds + timeline->batchFillSeconds;
     const double bytes = double(memory->total());
     os << llvm::format("%7lld %5lld %10.3f  %16.3f %8.3f  %10.3f MiB  %9.1f  %9.1f%%",
                        (long long)devices, (long long)nodes, timeline->stepSeconds * 1e3,
