@@ -21,13 +21,15 @@ more (CACHE_BYTES; the 53.6M-parameter MLP's, ResNet-18's larger ones) give
 the kind a rate for the bytes beyond it. The
 FLOPs and bytes are the compiler's own estimates, the ones the cost model
 applies the rates to. --profile's "the rest" gives the step's overhead
-beyond its kernels (the loop, the synthetic batch).
+beyond its kernels: its data wait and the bytes it filled give the rate a
+rank fills its batch at (synthetic data, as the sweeps use), the rest
+beyond that the training loop's own.
 
 It writes the fitted kinds into the cluster file's device.op_costs (with
 --op-times also each measured op shape's median time into device.op_times,
 which the cost model prices those ops by instead of the fit: no better
-across runs on this host, docs/cluster-model.md) and device.step_overhead_s
-(docs/cluster-model.md), and a report: per program,
+across runs on this host, docs/cluster-model.md), device.step_overhead_s and
+device.batch_fill_bytes_per_s (docs/cluster-model.md), and a report: per program,
 the measured kernel time against the fit's prediction, both with every
 program in the fit and with the program's model left out of it (the second
 is the honest figure for a model the calibration has not seen).
@@ -38,6 +40,7 @@ Run:  /usr/bin/python3 bench/calibrate_cost_model.py [--build DIR]
 """
 import argparse
 import collections
+import itertools
 import json
 import os
 import re
@@ -94,6 +97,7 @@ COMMUNICATION = ("dtc.send", "dtc.recv", "dtc.all_reduce", "dtc.broadcast", "dtc
 RUNS = 5
 FLOP_KINDS = ("dtc.gemm", "dtc.matmul", "dtc.conv")  # prefixes; not dtc.conv_columns
 REST = re.compile(r"the rest \(data, loop, logging\) ([0-9.]+) ms")
+DATA_WAIT = re.compile(r"data wait: ([0-9.]+) ms per step .*: ([0-9.]+) MB a step")
 
 
 def is_flop_kind(kind):
@@ -151,10 +155,15 @@ def measure(program, work):
     finally:
         busy.kill()
         busy.wait()
-    rest = REST.search(profile.stdout + profile.stderr)
+    text = profile.stdout + profile.stderr
+    rest, wait = REST.search(text), DATA_WAIT.search(text)
     ops = [samples[i][0][:3] + (statistics.median(s[3] for s in samples[i]),)
            for i in sorted(samples)]
-    return ops, float(rest.group(1)) * 1e-3 if rest else None
+    if not rest or not wait:
+        return ops, None
+    # The rest of the step: its batch fill (seconds, bytes), and the loop.
+    return ops, (float(rest.group(1)) * 1e-3, float(wait.group(1)) * 1e-3,
+                 float(wait.group(2)) * 1e6)
 
 
 def measure_pipeline(build, program, work):
@@ -269,6 +278,23 @@ def predict(table, ops):
     return total
 
 
+def fit_batch_fill(overheads):
+    """The batch fill's rate (bytes/s) and fixed seconds a step, from each
+    program's --profile (rest, data wait, bytes filled): a line through
+    (bytes, wait), Theil-Sen (the median of the pairwise slopes, then the
+    median intercept). Robust, not least squares: the programs whose steps
+    evict everything (ResNet-18, the 53.6M MLP) wait 45-85 us for 12-100 KB,
+    where the rest fill 1 KB to 0.4 MB at 9 us + 9 GB/s; a ratio of sums
+    (2.7 GB/s on the AVX2 host) would price LeNet-5's 0.8 MB 3x too slow."""
+    points = [(nbytes, wait) for _, wait, nbytes in overheads]
+    slopes = [(w2 - w1) / (b2 - b1) for (b1, w1), (b2, w2) in itertools.combinations(points, 2)
+              if abs(b2 - b1) > 0.1 * max(b1, b2)]
+    if not slopes or statistics.median(slopes) <= 0:
+        return 0.0, 0.0
+    slope = statistics.median(slopes)
+    return 1.0 / slope, max(0.0, statistics.median(w - slope * b for b, w in points))
+
+
 def median_of_passes(passes):
     """The programs' ops with each op's median time over the passes. The
     host's speed drifts 5-15% over tens of minutes: a calibration whose
@@ -285,7 +311,9 @@ def median_of_passes(passes):
             ops = [tuple(op[:3]) + (statistics.median(run[2][i][3] for run in runs),)
                    for i, op in enumerate(ops)]
         overheads = [run[3] for run in runs if run[3] is not None]
-        merged.append((name, batch, ops, statistics.median(overheads) if overheads else None))
+        merged.append((name, batch, ops,
+                       tuple(statistics.median(o[k] for o in overheads) for k in range(3))
+                       if overheads else None))
     return merged
 
 
@@ -355,7 +383,11 @@ def main():
     measured = median_of_passes(passes)
     table = fit([ops for _, _, ops, _ in measured])
     overheads = [o for *_, o in measured if o is not None]
-    overhead = statistics.median(overheads) if overheads else 0.0
+    fill_rate, fill_call = fit_batch_fill(overheads)
+    # The loop's own time beyond the fill, and the fill's fixed part: both
+    # paid once a step.
+    overhead = (statistics.median(max(0.0, rest - wait) for rest, wait, _ in overheads) + fill_call
+                if overheads else 0.0)
 
     rows = ["| model | batch | kernels measured ms | fitted, all programs | fitted, model left out |",
             "|---|---|---|---|---|"]
@@ -390,16 +422,20 @@ def main():
     if a.op_times:
         device["op_times"] = measured_times(measured)
     device["step_overhead_s"] = float(f"{overhead:.3g}")
+    if fill_rate > 0:
+        device["batch_fill_bytes_per_s"] = float(f"{fill_rate:.3g}")
     # dtc ignores it; auto_plan.py compares its own probes with it.
     cluster["calibration_probe_s"] = float(f"{statistics.median(probes):.4g}")
     device["cache_bytes"] = CACHE_BYTES
     cluster["sources"] = [s for s in cluster.get("sources", []) if not s.startswith("op_costs")]
     cluster["sources"].append(
-        "op_costs, step_overhead_s: bench/calibrate_cost_model.py (bench/results/"
-        "cost-calibration.md): per op kind, seconds per call + bytes / rate + FLOPs / rate "
+        "op_costs, step_overhead_s, batch_fill_bytes_per_s: bench/calibrate_cost_model.py "
+        "(bench/results/cost-calibration.md): per op kind, seconds per call + bytes / rate + FLOPs / rate "
         "(or the larger of the two where that fits a matrix product's kind better), "
         "fitted to the median of 5 traced steps of single-process programs on this machine, "
-        "the other core running a second copy" + ("; op_times: each measured op shape's "
+        "the other core running a second copy; the batch fill from --profile's data wait and "
+        "bytes filled (synthetic data), the step overhead its rest beyond the fill" +
+        ("; op_times: each measured op shape's "
         "median time, used before the fit for ops of that kind, FLOPs and bytes"
         if a.op_times else ""))
     with open(a.cluster, "w") as f:
@@ -410,7 +446,7 @@ def main():
         "# Cost model calibration for this machine\n",
         f"Command: `/usr/bin/python3 bench/calibrate_cost_model.py {' '.join(sys.argv[1:])}` "
         f"(writes device.op_costs{', device.op_times' if a.op_times else ''} and "
-        f"device.step_overhead_s of "
+        f"device.step_overhead_s and device.batch_fill_bytes_per_s of "
         f"{os.path.relpath(a.cluster, ROOT)})\n",
         "Each program: one process, one thread, synthetic data; step 2's kernels traced 5 "
         "times, each op's median time kept, while a second copy of the program trains on the "
@@ -426,8 +462,11 @@ def main():
         "fall back to the roofline).\n",
         "Load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}; at the end: "
         "{:.2f} {:.2f} {:.2f}.\n".format(*start_load, *os.getloadavg()),
-        f"Step overhead beyond the kernels (--profile's \"the rest\", median of the "
-        f"programs): {overhead * 1e3:.3f} ms.\n",
+        f"Step overhead beyond the kernels and the batch fill's bytes (--profile's \"the "
+        f"rest\" less its data wait, median of the programs, + the fill's fixed "
+        f"{fill_call * 1e3:.3f} ms): {overhead * 1e3:.3f} ms. Batch fill (synthetic data; "
+        f"--profile's data wait against the bytes filled, a Theil-Sen line through the "
+        f"programs): {fill_rate * 1e-9:.2f} GB/s.\n",
         f"Passes: {a.passes} (each op's median over them).\n",
         "Host speed probe (bench/host_speed.py, LeNet batch 32 alone on core 0) at the start, "
         "then between the programs and the pipelines and at the end of each pass: "
