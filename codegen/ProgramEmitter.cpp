@@ -9,6 +9,7 @@
 #include "passes/PipelineSimulation.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -682,6 +683,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
   std::string stageStateSpec;
   std::string stageEvalSpec;
   std::string stageFlatSpec;
+  std::string stageReadsSpec;
   std::string pipelineSpec = "    .pipelineStages = 0,\n    .dataParallel = 1,\n"
                              "    .microBatches = 1,\n    .stageSteps = nullptr,\n"
                              "    .stageArenaBytes = nullptr,\n    .schedule = \"\",\n";
@@ -720,6 +722,21 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
       stageFlatSpec = "    .stageFlatStateOffset = kStageFlatStateOffset,\n"
                       "    .stageFlatStateElements = kStageFlatStateElements,\n";
     }
+    // The batch columns each stage reads (bit i: input i, then the labels):
+    // its rank fills only those.
+    std::string reads;
+    for (size_t s = 0; s < stages.size(); ++s) {
+      uint64_t mask = 0;
+      for (func::FuncOp func : {stages[s], stageEvals.empty() ? func::FuncOp() : stageEvals[s]})
+        if (func)
+          for (BlockArgument arg : func.getArguments())
+            if (!arg.use_empty())
+              mask |= arg.getArgNumber() < 64 ? uint64_t(1) << arg.getArgNumber() : ~uint64_t(0);
+      reads += (reads.empty() ? "" : ", ") + llvm::formatv("{0:x}", mask).str() + "ull";
+    }
+    pipelineTables += "// The batch columns each stage reads (bit i: input i, then the labels).\n"
+                      "const uint64_t kStageBatchReads[] = {" + reads + "};\n";
+    stageReadsSpec = "    .stageBatchReads = kStageBatchReads,\n";
     pipelineSpec =
         "    .pipelineStages = " + std::to_string(stages.size()) + ",\n" +
         "    .dataParallel = " + std::to_string(options.dataParallel) + ",\n" +
@@ -851,6 +868,7 @@ LogicalResult emitCpp(ModuleOp module, const CodegenOptions &options,
      << "    .tensorParallel = " << tensorParallelOf(module) << ",\n"
      << stageEvalSpec
      << stageFlatSpec
+     << stageReadsSpec
      << "};\n} // namespace\n\n"
      << "extern \"C\" const dtcrt::ProgramSpec* dtc_program() { return &kProgram; }\n";
   return success();

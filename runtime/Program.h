@@ -395,6 +395,10 @@ struct ProgramSpec {
   // otherwise.
   const size_t* stageFlatStateOffset = nullptr;     // [pipelineStages]
   const int64_t* stageFlatStateElements = nullptr;  // [pipelineStages]
+  // Pipelines: the batch columns stage s's step and evaluation read, bit i
+  // for input i and bit numInputs for the labels ([pipelineStages]); its
+  // rank fills only those. Null: every stage fills every column.
+  const uint64_t* stageBatchReads = nullptr;
 };
 
 } // namespace dtcrt

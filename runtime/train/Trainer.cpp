@@ -168,15 +168,19 @@ Trainer::Trainer(const ProgramSpec& spec, const Options& opts, int forceTty,
   if (opts_.cudaGraphs && device_->hasGraphs()) graphs_ = std::make_unique<StepGraphs>(*device_);
 }
 
-void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, int64_t epoch) {
+void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, int64_t epoch,
+                        uint64_t columns) {
   const bool prefetched = prefetchedFrom_ == &d && prefetchedEpoch_ == epoch &&
                           prefetchedIndices_.size() == static_cast<size_t>(rows) &&
                           std::equal(indices, indices + rows, prefetchedIndices_.begin());
   prefetchedFrom_ = nullptr;
   prefetchedIndices_.clear();
-  filledBytes_ += static_cast<double>(rows) * static_cast<double>(d.labels.rowBytes());
-  for (const Column& input : d.inputs)
-    filledBytes_ += static_cast<double>(rows) * static_cast<double>(input.rowBytes());
+  // Column i of the inputs, then the labels (ProgramSpec::stageBatchReads).
+  auto wanted = [&](size_t column) { return column >= 64 || ((columns >> column) & 1) != 0; };
+  const double rowCount = static_cast<double>(rows);
+  for (size_t i = 0; i < d.inputs.size(); ++i)
+    if (wanted(i)) filledBytes_ += rowCount * static_cast<double>(d.inputs[i].rowBytes());
+  if (wanted(d.inputs.size())) filledBytes_ += rowCount * static_cast<double>(d.labels.rowBytes());
   if (prefetched && !device_) {
     // Filled in the background during the step before: a copy.
     for (size_t i = 0; i < batchInputs_.size(); ++i)
@@ -199,8 +203,12 @@ void Trainer::fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, 
     return;
   }
   for (size_t i = 0; i < batchInputs_.size(); ++i)
-    d.inputs[i].copyRows(indices, rows, batchInputs_[i], epoch);
-  d.labels.copyRows(indices, rows, batchLabels_, epoch);
+    if (wanted(i)) d.inputs[i].copyRows(indices, rows, batchInputs_[i], epoch);
+  if (wanted(d.inputs.size())) d.labels.copyRows(indices, rows, batchLabels_, epoch);
+}
+
+uint64_t Trainer::batchColumns() const {
+  return pipeline_ && spec_.stageBatchReads ? spec_.stageBatchReads[place_.stage] : ~uint64_t(0);
 }
 
 void Trainer::prefetchBatch(const Dataset& d, const int64_t* indices, int64_t rows,
@@ -494,7 +502,8 @@ EvalResult Trainer::evaluate(const Dataset& test, int64_t epoch) {
   // eval step): no top-5 then, rather than 0%.
   bool top5Counted = hasTop5();
   for (int64_t b = 0; b < batches; ++b) {
-    fillBatch(test, order.data() + b * spec_.batchSize, spec_.batchSize);
+    fillBatch(test, order.data() + b * spec_.batchSize, spec_.batchSize, 0,
+              staged ? batchColumns() : ~uint64_t(0));
     int64_t correct = 0;
     evalTop5_ = -1;
     float loss = 0.0f;

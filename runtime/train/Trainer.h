@@ -119,8 +119,13 @@ private:
   void loadRankState();
   // Copies the samples `indices[0..rows)` of `d` into the input/label buffers
   // (GPU programs: takes the prefetched batch instead when it is that one).
-  // `epoch` selects the augmentation of image folders.
-  void fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, int64_t epoch = 0);
+  // `epoch` selects the augmentation of image folders. `columns`: bit i for
+  // input i, bit inputs() for the labels; the others are left as they are.
+  void fillBatch(const Dataset& d, const int64_t* indices, int64_t rows, int64_t epoch = 0,
+                 uint64_t columns = ~uint64_t(0));
+  // The batch columns this rank's steps read: a pipeline stage's
+  // (ProgramSpec::stageBatchReads), else all.
+  uint64_t batchColumns() const;
   // Fills the spare buffers with the batch the next fillBatch will ask for
   // while the current step runs: GPU programs after queueing the step, CPU
   // programs reading decoded data (image folders) on a background thread

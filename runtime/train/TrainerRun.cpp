@@ -404,7 +404,8 @@ float Trainer::pipelineTrainStep(Run& run, const std::vector<int64_t>& order, in
                                  double lr, double& dataWait, size_t& arenaPeak) {
   const TrainPosition& pos = run.pos;
   const auto f0 = TrainerClock::now();
-  fillBatch(run.train, order.data() + pos.batchInEpoch * stepRows_, stepRows_, pos.epoch);
+  fillBatch(run.train, order.data() + pos.batchInEpoch * stepRows_, stepRows_, pos.epoch,
+            batchColumns());
   dataWait += secondsSince(f0);
   if (runStep == 1) std::memset(arena_.data(), kArenaPattern, arena_.size());
   // --trace: steps 2-4 of this run (step 1 warms up).
