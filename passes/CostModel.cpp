@@ -137,12 +137,12 @@ double batchFillSeconds(Operation *step, const MachineModel &machine) {
   auto func = dyn_cast_or_null<FunctionOpInterface>(step);
   if (!func || machine.batchFillBytesPerSecond <= 0)
     return 0.0;
-  // The trainer fills every batch argument of the step, read or not (a
-  // pipeline stage fills the whole batch).
+  // The trainer fills the batch arguments the step reads (a pipeline stage
+  // the columns its ops use: ProgramSpec::stageBatchReads).
   double bytes = 0.0;
-  for (Type type : func.getArgumentTypes())
-    if (llvm::isa<RankedTensorType>(type))
-      bytes += double(tensorBytes(type));
+  for (BlockArgument arg : func.getArguments())
+    if (!arg.use_empty() && llvm::isa<RankedTensorType>(arg.getType()))
+      bytes += double(tensorBytes(arg.getType()));
   return bytes / machine.batchFillBytesPerSecond;
 }
 

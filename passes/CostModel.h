@@ -101,9 +101,9 @@ double estimateBytes(mlir::Operation *op);
 OpSignature opSignature(mlir::Operation *op);
 /// Predicted seconds of `op` (0 for ops that run no kernel).
 double estimateSeconds(mlir::Operation *op, const MachineModel &machine = {});
-/// Predicted seconds a rank spends filling the batch arguments of the step
-/// function `step` (a func.func) before it runs (0 where the machine has no
-/// fill rate).
+/// Predicted seconds a rank spends filling the batch arguments the step
+/// function `step` (a func.func) reads, before it runs (0 where the machine
+/// has no fill rate).
 double batchFillSeconds(mlir::Operation *step, const MachineModel &machine);
 /// Predicted seconds to move `bytes` between two stages.
 double transferSeconds(double bytes, const MachineModel &machine = {});

@@ -86,7 +86,8 @@ public:
     for (auto [run, func] : llvm::zip(runs, this->funcs)) {
       for (Operation &op : func.front().without_terminator())
         run.ops.push_back(&op);
-      // Each stage's rank fills the step's batch before its schedule starts.
+      // Each stage's rank fills the batch columns it reads before its
+      // schedule starts.
       run.clock = batchFillSeconds(func, machine);
       timeline.batchFillSeconds = std::max(timeline.batchFillSeconds, run.clock);
     }
