@@ -72,6 +72,11 @@ void removeLeftoverSegments() {
 
 }  // namespace
 
+uint64_t pidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? uint64_t(st.st_ino) : 0;
+}
+
 bool procStat(int pid, char& state, uint64_t& startTime) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string text;
@@ -129,6 +134,7 @@ void Segment::connect(Store& store, int rank, int size, std::chrono::millisecond
     uint64_t start = 0;
     procStat(getpid(), st, start);
     me->startTime.store(start, std::memory_order_relaxed);
+    me->pidNamespace.store(pidNamespace(), std::memory_order_relaxed);
     me->pid.store(int32_t(getpid()), std::memory_order_relaxed);
     me->state.store(kRunning, std::memory_order_release);
   } catch (const CommError& e) {
@@ -170,8 +176,15 @@ void Segment::connect(Store& store, int rank, int size, std::chrono::millisecond
     peerStart_[size_t(r)] = line(r)->startTime.load(std::memory_order_relaxed);
     char st = 0;
     uint64_t start = 0;
+    // A peer in this pid namespace is visible in /proc while it lives: one
+    // that already exited and was reaped (it may die right after mapping the
+    // segment) is then probed and found dead, not waited for until the
+    // timeout. Without namespaces to compare, a peer is visible if /proc
+    // shows it now.
+    const uint64_t space = line(r)->pidNamespace.load(std::memory_order_relaxed);
     pidVisible_[size_t(r)] =
-        procStat(peerPid_[size_t(r)], st, start) && start == peerStart_[size_t(r)];
+        (space != 0 && space == pidNamespace()) ||
+        (procStat(peerPid_[size_t(r)], st, start) && start == peerStart_[size_t(r)]);
   }
 }
 

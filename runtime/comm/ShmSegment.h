@@ -57,7 +57,8 @@ struct RankLine {
   std::atomic<int32_t> pid;
   std::atomic<uint32_t> state;
   std::atomic<uint64_t> startTime;  // /proc/PID/stat field 22: tells a reused pid apart
-  char message[kRankLineBytes - 16];  // its failure, written before state = kFailed
+  std::atomic<uint64_t> pidNamespace;  // inode of /proc/self/ns/pid (0: unknown)
+  char message[kRankLineBytes - 24];  // its failure, written before state = kFailed
 };
 static_assert(sizeof(RankLine) == kRankLineBytes, "RankLine layout");
 
@@ -65,6 +66,9 @@ inline size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 // State letter and start time of `pid` from /proc; false if it is gone.
 bool procStat(int pid, char& state, uint64_t& startTime);
+// The inode of this process's pid namespace (/proc/self/ns/pid); 0 if
+// unknown. Ranks in the same one see each other's pids in /proc.
+uint64_t pidNamespace();
 
 class Segment {
 public:
