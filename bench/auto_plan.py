@@ -20,6 +20,14 @@ cluster file records the probe's step during calibration
 host speed: a host whose speed moves by more than the 15% a prediction is
 judged by otherwise hides the model's error behind its own drift.
 
+The pair probe (the same program beside a busy copy on the other core)
+runs before every plan too: the two vCPUs slow each other by 2% to 40%,
+moving within minutes, and the calibration measured its op costs beside
+such a copy. Where the cluster file records the pair probe's step
+(calibration_pair_probe_s), each plan of two ranks also gets its error at
+the calibration's contended speed (each run times calibration pair probe /
+the pair probe just before it); a plan of one rank keeps the probe alone.
+
 The median of the runs, not the fastest: a prediction is of a typical step
 (the cost model is calibrated on median op times), and on a host whose speed
 drifts by 10-20% over minutes the fastest of five runs is a lucky one.
@@ -131,7 +139,7 @@ def main():
     summary = ["| model | batch | auto's plan | its measured ms | best measured plan | best ms "
                "| auto / best | --tune's plan | --tune / best | mean abs prediction error |",
                "|---|---|---|---|---|---|---|---|---|---|"]
-    errors, scaled_errors = [], []
+    errors, scaled_errors, contended_errors = [], [], []
     models = []  # (name, batch, flags, onnx, rows)
     for name, source, batch, flags in MODELS:
         if name not in a.models.split(","):
@@ -145,6 +153,7 @@ def main():
                                check=True, capture_output=True)
                 r["runs"] = []
                 r["probes"] = []
+                r["pair_probes"] = []
         models.append((name, batch, flags, onnx, rows))
     # Round robin over every plan of every model: one run of each per round.
     # This machine has slow spells lasting minutes; a plan's five runs are
@@ -152,26 +161,31 @@ def main():
     # The host speed probe runs before each: its step against the one the
     # calibration recorded scales that run to the calibration's host speed.
     with open(a.cluster) as f:
-        calibration_probe = json.load(f).get("calibration_probe_s")
+        calibration = json.load(f)
+    calibration_probe = calibration.get("calibration_probe_s")
+    calibration_pair_probe = calibration.get("calibration_pair_probe_s")
     probe = host_speed.compile_probe(a.build, work)
     for round_ in range(a.runs):
         for name, batch, _, _, rows in models:
             for r in rows:
                 if "program" in r:
                     speed = host_speed.probe_seconds(probe)
+                    paired = host_speed.pair_probe_seconds(probe)
                     t = measure_once(a.build, r["program"], ranks_of(r["flags"]), a.steps)
                     if t is not None:
                         r["runs"].append(t * batch)
                         r["probes"].append(speed)
+                        r["pair_probes"].append(paired)
         print(f"round {round_ + 1} of {a.runs} done", flush=True)
     for name, batch, flags, onnx, rows in models:
         lines += [f"\n## {name} (batch {batch})\n",
                   "| plan | predicted ms | measured ms | slowest run / fastest | error "
-                  "| probe / calibration's | error at the calibration's speed |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| probe / calibration's | error at the calibration's speed "
+                  "| pair probe / calibration's | error at the calibration's contention |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             if "refused" in r:
-                lines.append(f"| {r['plan']} | refused: {r['refused']} | | | | | |")
+                lines.append(f"| {r['plan']} | refused: {r['refused']} | | | | | | | |")
                 continue
             r["measured"] = statistics.median(r["runs"])
             r["error"] = (r["predicted"] - r["measured"]) / r["measured"]
@@ -183,6 +197,18 @@ def main():
                 scaled = f"{statistics.median(ratios):.2f} | {r['scaled_error'] * 100:+.0f}%"
             else:
                 scaled = "- | -"
+            if calibration_pair_probe and ranks_of(r["flags"]) > 1:
+                ratios = [p / calibration_pair_probe for p in r["pair_probes"]]
+            elif calibration_probe:
+                ratios = [p / calibration_probe for p in r["probes"]]
+            else:
+                ratios = None
+            if ratios and calibration_pair_probe:
+                at_contention = statistics.median(t / q for t, q in zip(r["runs"], ratios))
+                r["contended_error"] = (r["predicted"] - at_contention) / at_contention
+                scaled += f" | {statistics.median(ratios):.2f} | {r['contended_error'] * 100:+.0f}%"
+            else:
+                scaled += " | - | -"
             lines.append(f"| {r['plan']}{' (auto)' if r['chosen'] else ''} | "
                          f"{r['predicted'] * 1e3:.3f} | {r['measured'] * 1e3:.3f} | "
                          f"{max(r['runs']) / min(r['runs']):.2f} | {r['error'] * 100:+.0f}% | "
@@ -195,6 +221,7 @@ def main():
         err = statistics.mean(abs(r["error"]) for r in timed)
         errors += [abs(r["error"]) for r in timed]
         scaled_errors += [abs(r["scaled_error"]) for r in timed if "scaled_error" in r]
+        contended_errors += [abs(r["contended_error"]) for r in timed if "contended_error" in r]
         # --tune: the chosen plan and the next two predicted, timed by dtc itself.
         tuned_name = next(r["plan"] for r in plans(dtc, a.cluster, onnx, batch, flags, tune=True)
                           if r.get("chosen"))
@@ -215,6 +242,16 @@ def main():
             f"{statistics.median(scaled_errors) * 100:.1f}%. The probe ran "
             f"{min(probes) * 1e3:.3f}-{max(probes) * 1e3:.3f} ms a step during the sweep, "
             f"{calibration_probe * 1e3:.3f} ms in the calibration.")
+    if contended_errors:
+        pairs = [p for _, _, _, _, rows in models for r in rows for p in r.get("pair_probes", [])]
+        summary.append(
+            f"\nAt the calibration's contention (each run of a 2-rank plan times "
+            f"calibration_pair_probe_s / the pair probe just before it, a 1-rank plan's as "
+            f"above): {sum(e <= 0.15 for e in contended_errors)} of {len(contended_errors)} "
+            f"within 15%, median error {statistics.median(contended_errors) * 100:.1f}%. The pair "
+            f"probe ran {min(pairs) * 1e3:.3f}-{max(pairs) * 1e3:.3f} ms a step during the sweep "
+            f"(median {statistics.median(pairs) * 1e3:.3f}), "
+            f"{calibration_pair_probe * 1e3:.3f} ms in the calibration.")
     text = "\n".join(lines[:3] + [load, "\n## Summary\n"] + summary + lines[3:]) + "\n"
     print(text)
     if a.out:

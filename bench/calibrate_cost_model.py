@@ -348,6 +348,7 @@ def main():
     start_load = os.getloadavg()
     probe = host_speed.compile_probe(a.build, work)
     probes = [host_speed.probe_seconds(probe)]  # the host's speed: start, each half pass
+    pair_probes = [host_speed.pair_probe_seconds(probe)]  # and beside a busy copy
     programs = []  # (model, batch, program, pipeline?)
     for name, source, batches, flags in CALIBRATION_SET:
         onnx = onnx_path(name, source, work)
@@ -370,6 +371,7 @@ def main():
         for name, batch, program, pipeline in programs:
             if pipeline and not probed:  # between the programs and the pipelines
                 probes.append(host_speed.probe_seconds(probe))
+                pair_probes.append(host_speed.pair_probe_seconds(probe))
                 probed = True
             if pipeline:
                 ops, overhead = measure_pipeline(a.build, program, work), None
@@ -379,6 +381,7 @@ def main():
             print(f"pass {number + 1}: {name} {batch}: {len(ops)} kernels, "
                   f"{sum(o[3] for o in ops) * 1e3:.3f} ms", flush=True)
         probes.append(host_speed.probe_seconds(probe))
+        pair_probes.append(host_speed.pair_probe_seconds(probe))
         passes.append(measured)
     measured = median_of_passes(passes)
     table = fit([ops for _, _, ops, _ in measured])
@@ -426,6 +429,7 @@ def main():
         device["batch_fill_bytes_per_s"] = float(f"{fill_rate:.3g}")
     # dtc ignores it; auto_plan.py compares its own probes with it.
     cluster["calibration_probe_s"] = float(f"{statistics.median(probes):.4g}")
+    cluster["calibration_pair_probe_s"] = float(f"{statistics.median(pair_probes):.4g}")
     device["cache_bytes"] = CACHE_BYTES
     cluster["sources"] = [s for s in cluster.get("sources", []) if not s.startswith("op_costs")]
     cluster["sources"].append(
@@ -471,7 +475,11 @@ def main():
         "Host speed probe (bench/host_speed.py, LeNet batch 32 alone on core 0) at the start, "
         "then between the programs and the pipelines and at the end of each pass: "
         + ", ".join(f"{p * 1e3:.3f}" for p in probes) + " ms a step; the median is the "
-        "cluster file's calibration_probe_s.\n",
+        "cluster file's calibration_probe_s. The same beside a busy copy on core 1 (the pair "
+        "probe; the programs above were measured beside such a copy): "
+        + ", ".join(f"{p * 1e3:.3f}" for p in pair_probes) + " ms, the median "
+        "calibration_pair_probe_s; the two vCPUs' contention, pair / alone: "
+        f"{statistics.median(pair_probes) / statistics.median(probes):.2f}.\n",
     ] + rows + ["", f"{len(table)} op kinds fitted; the table is in the cluster file"
                     + ("." if not a.op_times else
                        f", with the measured times of {len(device['op_times'])} op shapes "

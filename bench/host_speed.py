@@ -11,11 +11,20 @@ report its errors both as measured and at the calibration's host speed
 The probe: examples/models/lenet.onnx at batch 32 (convolutions, GEMMs,
 pooling: the kernels the calibration fits), one process pinned to core 0,
 one thread, synthetic data, the median step of steps 6..30.
+
+The pair probe: the same, while a second copy trains on core 1. The two
+vCPUs slow each other by an amount that moves from 2% to 40% within minutes
+(bench/results/auto-plan-avx2.md, session 35): the hypervisor's placement
+of them, which the probe alone cannot see. The calibration measures its
+programs beside such a copy, as a 2-rank plan's ranks run, so the pair
+probe's step (calibration_pair_probe_s) fixes the speed its op costs hold
+at, for plans of two ranks.
 """
 import os
 import re
 import statistics
 import subprocess
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE_STEPS = 30
@@ -38,3 +47,16 @@ def probe_seconds(program):
                          capture_output=True, text=True, check=True, timeout=120)
     rates = [float(r) for r in re.findall(r"\(([0-9.]+) samples/s\)", run.stdout)]
     return statistics.median(32.0 / r for r in rates[5:] if r > 0)
+
+
+def pair_probe_seconds(program):
+    """The probe's median step time while a copy of it trains on core 1."""
+    busy = subprocess.Popen(["taskset", "-c", "1", program, "--data=synthetic",
+                             "--epochs=1000000", "--log-every=1000000", "--threads=1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)  # past its start-up, into its steps
+        return probe_seconds(program)
+    finally:
+        busy.kill()
+        busy.wait()
