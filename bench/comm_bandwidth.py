@@ -25,6 +25,7 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES_MIB = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128]
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter"]
+CLUSTER = os.path.join(ROOT, "clusters", "this-machine-cpu.json")
 
 
 def run_once(build):
@@ -45,7 +46,7 @@ def run_once(build):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
-    p.add_argument("--cluster", default=os.path.join(ROOT, "clusters", "this-machine-cpu.json"))
+    p.add_argument("--cluster", default=CLUSTER)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--out")
     a = p.parse_args()
@@ -83,8 +84,9 @@ def main():
     text = "\n".join([
         "# Bus bandwidth of the CPU communicator by collective and size",
         "",
-        f"Command: `/usr/bin/python3 bench/comm_bandwidth.py{' --out ' + a.out if a.out else ''}` "
-        "(writes intra_node.bus_bandwidth_by_size of clusters/this-machine-cpu.json)",
+        f"Command: `/usr/bin/python3 bench/comm_bandwidth.py{' --cluster ' + a.cluster if a.cluster != CLUSTER else ''}"
+        f"{' --out ' + a.out if a.out else ''}` "
+        f"(writes intra_node.bus_bandwidth_by_size of {os.path.relpath(a.cluster, ROOT)})",
         "",
         "2 ranks under dtcrun on this machine (the shared-memory communicator), "
         "`dtcrt_comm_bandwidth_bench` (bench/comm_bandwidth.cpp): each collective timed on "
