@@ -5,11 +5,15 @@ The roofline (passes/CostModel.h) charges every memory-bound op the same
 bandwidth and every op the same few FLOPs per element; on this CPU the small
 transformers' elementwise ops run from cache far above it, GELU and softmax
 are compute-bound far below it, and small convolutions miss the GEMM rate.
-This script measures instead: it compiles single-process training programs
-(the calibration set below, at the batch a rank of a 2-device plan runs and
-at a pipeline micro-batch), runs each with --trace five times (step 2's
-kernels; each op keeps its median time) while a second copy trains on the
-other core, as a 2-device plan's other rank does, and fits, per op kind
+This script measures instead: it compiles training programs (the
+calibration set below, at the batch a rank of a 2-device plan runs and at a
+pipeline micro-batch) for ddp on this machine's 2 cores, runs each with
+--trace five times (rank 0's kernels of step 2; each op keeps its median
+time), as a 2-device plan's ranks run (--ranks 1: one process while a
+second copy trains on the other core, as sessions 20-35 calibrated; the
+copy's steps do not line up with the process's, and ResNet-18's optimizer
+updates, which a ddp rank runs while the other rank runs its own, were
+priced 20% short), and fits, per op kind
 (the profile's kinds: op name, and a convolution's algorithm), seconds per
 call + bytes / byte rate + FLOPs / FLOP rate (the FLOP term for matrix
 products and convolutions only; for those also seconds per call + the
@@ -34,7 +38,7 @@ the measured kernel time against the fit's prediction, both with every
 program in the fit and with the program's model left out of it (the second
 is the honest figure for a model the calibration has not seen).
 
-Run:  /usr/bin/python3 bench/calibrate_cost_model.py [--build DIR]
+Run:  /usr/bin/python3 bench/calibrate_cost_model.py [--build DIR] [--ranks 2|1]
           [--cluster clusters/this-machine-cpu.json] [--out FILE.md] [--passes N]
           [--op-times] [--raw FILE.json]
 """
@@ -95,6 +99,13 @@ PIPELINE_MICRO_BATCHES = 4
 COMMUNICATION = ("dtc.send", "dtc.recv", "dtc.all_reduce", "dtc.broadcast", "dtc.gather_",
                  "dtc.tp_reduce", "dtc.tp_gather")
 RUNS = 5
+# --ranks: how each calibration program runs while its kernels are traced.
+HOW_RUN = {
+    1: "single-process programs on this machine, the other core running a second copy "
+       "(as a 2-device plan's other rank)",
+    2: "programs compiled for ddp on this machine's 2 cores, the batch a rank as listed, "
+       "rank 0's kernels (collectives left out)",
+}
 FLOP_KINDS = ("dtc.gemm", "dtc.matmul", "dtc.conv")  # prefixes; not dtc.conv_columns
 REST = re.compile(r"the rest \(data, loop, logging\) ([0-9.]+) ms")
 DATA_WAIT = re.compile(r"data wait: ([0-9.]+) ms per step .*: ([0-9.]+) MB a step")
@@ -162,6 +173,42 @@ def measure(program, work):
     if not rest or not wait:
         return ops, None
     # The rest of the step: its batch fill (seconds, bytes), and the loop.
+    return ops, (float(rest.group(1)) * 1e-3, float(wait.group(1)) * 1e-3,
+                 float(wait.group(2)) * 1e6)
+
+
+def measure_ranks(build, program, work):
+    """measure(), for a data-parallel program on 2 ranks: rank 0's ops of
+    step 2 (collectives left out, the cluster's links price them), the
+    median of RUNS runs, and its overhead. The ranks run the same kernels
+    at the same moments, as the sweep's plans do: their optimizer updates
+    start together after each bucket's all-reduce and stream weights,
+    gradients and state from memory at once. Beside an unsynchronised copy
+    (measure()) ResNet-18's updates took 8.4 ms a step, on a ddp rank 10.7
+    (2026-11-30, --profile)."""
+    samples = collections.defaultdict(list)
+    trace = os.path.join(work, "trace.json")
+    command = [os.path.join(build, "bin", "dtcrun"), "--nproc-per-node=2", "--master-port=0",
+               program, "--data=synthetic", "--epochs=1000", "--threads=1", "--quiet"]
+    for _ in range(RUNS):
+        subprocess.run(command + ["--max-steps=4", f"--trace={trace}"], check=True,
+                       capture_output=True, timeout=600)
+        with open(trace) as f:
+            events = json.load(f)
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        ops = [e for e in events if e.get("ph") == "X" and "op" in e.get("args", {})
+               and not e["args"]["op"].startswith(COMMUNICATION)]
+        for i, e in enumerate(ops):
+            a = e["args"]
+            samples[i].append((a["op"], a["flops"], a["bytes"], e["dur"] * 1e-6))
+    profile = subprocess.run(command + ["--max-steps=30", "--profile"], check=True,
+                             capture_output=True, text=True, timeout=600)
+    text = profile.stdout + profile.stderr
+    rest, wait = REST.search(text), DATA_WAIT.search(text)
+    ops = [samples[i][0][:3] + (statistics.median(s[3] for s in samples[i]),)
+           for i in sorted(samples)]
+    if not rest or not wait:
+        return ops, None
     return ops, (float(rest.group(1)) * 1e-3, float(wait.group(1)) * 1e-3,
                  float(wait.group(2)) * 1e6)
 
@@ -339,6 +386,10 @@ def main():
     p.add_argument("--passes", type=int, default=1,
                    help="measure every program this many times, minutes apart, and keep "
                         "each op's median (the host's speed drifts)")
+    p.add_argument("--ranks", type=int, choices=[1, 2], default=2,
+                   help="2 (default): each program compiled for ddp on 2 ranks (the listed "
+                        "batch a rank), rank 0's kernels; 1: each in one process beside a "
+                        "busy copy on the other core")
     p.add_argument("--op-times", action="store_true",
                    help="also write each measured op shape's time (device.op_times), which "
                         "the cost model then uses before the fit")
@@ -354,7 +405,9 @@ def main():
         onnx = onnx_path(name, source, work)
         for batch in batches:
             program = os.path.join(work, f"{name}-{batch}")
-            subprocess.run([dtc, onnx, "-o", program, f"--batch-size={batch}"] + flags,
+            ddp = ["--strategy=ddp", f"--batch-size={2 * batch}"] if a.ranks == 2 else \
+                [f"--batch-size={batch}"]
+            subprocess.run([dtc, onnx, "-o", program] + ddp + flags,
                            check=True, capture_output=True)
             programs.append((name, batch, program, False))
     for name, source, rows, flags in PIPELINE_SET:
@@ -375,6 +428,8 @@ def main():
                 probed = True
             if pipeline:
                 ops, overhead = measure_pipeline(a.build, program, work), None
+            elif a.ranks == 2:
+                ops, overhead = measure_ranks(a.build, program, work)
             else:
                 ops, overhead = measure(program, work)
             measured.append((name, batch, ops, overhead))
@@ -436,8 +491,7 @@ def main():
         "op_costs, step_overhead_s, batch_fill_bytes_per_s: bench/calibrate_cost_model.py "
         "(bench/results/cost-calibration.md): per op kind, seconds per call + bytes / rate + FLOPs / rate "
         "(or the larger of the two where that fits a matrix product's kind better), "
-        "fitted to the median of 5 traced steps of single-process programs on this machine, "
-        "the other core running a second copy; the batch fill from --profile's data wait and "
+        "fitted to the median of 5 traced steps of " + HOW_RUN[a.ranks] + "; the batch fill from --profile's data wait and "
         "bytes filled (synthetic data), the step overhead its rest beyond the fill" +
         ("; op_times: each measured op shape's "
         "median time, used before the fit for ops of that kind, FLOPs and bytes"
@@ -452,9 +506,8 @@ def main():
         f"(writes device.op_costs{', device.op_times' if a.op_times else ''} and "
         f"device.step_overhead_s and device.batch_fill_bytes_per_s of "
         f"{os.path.relpath(a.cluster, ROOT)})\n",
-        "Each program: one process, one thread, synthetic data; step 2's kernels traced 5 "
-        "times, each op's median time kept, while a second copy of the program trains on the "
-        "other core (as a 2-device plan's other rank). Each pipeline: 2 stages (one a core), "
+        "Each program: " + HOW_RUN[a.ranks] + ", one thread a process, synthetic data; "
+        "step 2's kernels traced 5 times, each op's median time kept. Each pipeline: 2 stages (one a core), "
         f"{PIPELINE_MICRO_BATCHES} micro-batches, 1F1B; every kernel of steps 2-4 traced in 5 runs, "
         "the median kept, messages left out. Fitted per op kind: seconds per call "
         "+ bytes / rate + FLOPs / rate (FLOPs: matrix products and convolutions only), "
@@ -476,7 +529,7 @@ def main():
         "then between the programs and the pipelines and at the end of each pass: "
         + ", ".join(f"{p * 1e3:.3f}" for p in probes) + " ms a step; the median is the "
         "cluster file's calibration_probe_s. The same beside a busy copy on core 1 (the pair "
-        "probe; the programs above were measured beside such a copy): "
+        "probe; the contention a 2-rank program's kernels run under): "
         + ", ".join(f"{p * 1e3:.3f}" for p in pair_probes) + " ms, the median "
         "calibration_pair_probe_s; the two vCPUs' contention, pair / alone: "
         f"{statistics.median(pair_probes) / statistics.median(probes):.2f}.\n",
