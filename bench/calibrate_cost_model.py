@@ -99,6 +99,9 @@ PIPELINE_MICRO_BATCHES = 4
 COMMUNICATION = ("dtc.send", "dtc.recv", "dtc.all_reduce", "dtc.broadcast", "dtc.gather_",
                  "dtc.tp_reduce", "dtc.tp_gather")
 RUNS = 5
+# Past these the host was not in a state worth calibrating at (host_unsteady).
+MAX_CONTENTION = 1.10
+MAX_PROBE_SPREAD = 1.15
 # --ranks: how each calibration program runs while its kernels are traced.
 HOW_RUN = {
     1: "single-process programs on this machine, the other core running a second copy "
@@ -537,10 +540,31 @@ def main():
                     + ("." if not a.op_times else
                        f", with the measured times of {len(device['op_times'])} op shapes "
                        "(device.op_times), which the cost model uses before the fit.")]) + "\n"
+    unsteady = host_unsteady(probes, pair_probes)
+    if unsteady:
+        text += "\n**Warning:** " + unsteady + "\n"
     print(text)
     if a.out:
         with open(a.out, "w") as f:
             f.write(text)
+    if unsteady:
+        print("warning: " + unsteady, file=sys.stderr)
+
+
+def host_unsteady(probes, pair_probes):
+    """Why this calibration will predict other moments badly, or "". A
+    calibration made while the two vCPUs slowed each other 1.48x (pair /
+    alone; 1.00-1.04 in quiet spells) over-predicted the next sweep by a
+    median 51% (bench/results/auto-plan-avx2.md, session 36, T11)."""
+    contention = statistics.median(pair_probes) / statistics.median(probes)
+    spread = max(probes + pair_probes) / min(probes + pair_probes)
+    if contention > MAX_CONTENTION:
+        return (f"the cores slowed each other {contention:.2f}x during the calibration (pair "
+                f"probe / probe alone; quiet: under {MAX_CONTENTION}): rerun it in a quiet spell")
+    if spread > MAX_PROBE_SPREAD:
+        return (f"the host's speed moved {spread:.2f}x during the calibration (slowest probe / "
+                f"fastest): rerun it in a steady spell")
+    return ""
 
 
 if __name__ == "__main__":
